@@ -1,0 +1,133 @@
+import { z } from 'zod';
+
+// Every environment variable walgate reads is declared here, parsed once at start.
+// A bad value stops the process with a message that names the variable.
+
+const bool = z
+  .enum(['true', 'false', '1', '0', 'yes', 'no'])
+  .transform((v) => v === 'true' || v === '1' || v === 'yes');
+
+const port = z.coerce.number().int().min(0).max(65535);
+
+const positiveMs = z.coerce.number().int().min(0);
+
+const retryDelays = z
+  .string()
+  .transform((s, ctx) => {
+    const parts = s.split(',').map((p) => p.trim());
+    const delays = parts.map(Number);
+    if (parts.length === 0 || delays.some((d) => !Number.isInteger(d) || d < 0)) {
+      ctx.addIssue({ code: 'custom', message: 'expected comma-separated non-negative integers (milliseconds)' });
+      return z.NEVER;
+    }
+    return delays;
+  });
+
+const url = (protocols: string[]) =>
+  z.string().refine(
+    (s) => {
+      try {
+        return protocols.includes(new URL(s).protocol);
+      } catch {
+        return false;
+      }
+    },
+    { message: `expected a URL (${protocols.join(' or ')})` },
+  );
+
+const base64Key = z.string().refine((s) => Buffer.from(s, 'base64').length === 32, {
+  message: 'expected 32 bytes, base64-encoded (e.g. `openssl rand -base64 32`)',
+});
+
+const schema = z.object({
+  NODE_ENV: z.enum(['development', 'production', 'test']).default('development'),
+  PORT: port.default(3000),
+  HOST: z.string().min(1).default('127.0.0.1'),
+  DATABASE_URL: url(['postgres:', 'postgresql:']).optional(),
+  DATA_DIR: z.string().min(1).default('.data'),
+  REDIS_URL: url(['redis:', 'rediss:']).optional(),
+  SMTP_URL: url(['smtp:', 'smtps:']).optional(),
+  MAIL_FROM: z.string().min(1).default('walgate <no-reply@localhost>'),
+  PUBLIC_URL: url(['http:', 'https:']).optional(),
+  TRUST_PROXY: z.string().optional(),
+  KEY_ENCRYPTION_KEY: base64Key.optional(),
+  WEBHOOK_ALLOW_PRIVATE_NETWORKS: bool.default(false),
+  WEBHOOK_RETRY_DELAYS_MS: retryDelays.default([0, 1000, 5000, 30000, 300000]),
+  WEBHOOK_BREAKER_FAILURES: z.coerce.number().int().min(1).default(5),
+  WEBHOOK_BREAKER_COOLDOWN_MS: positiveMs.default(120000),
+  WEBHOOK_TIMEOUT_MS: z.coerce.number().int().min(1).default(10000),
+  TAILER_PORT: port.default(3001),
+  LOG_LEVEL: z.enum(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent']).default('info'),
+});
+
+export type Env = z.infer<typeof schema>;
+
+export interface Config {
+  env: Env['NODE_ENV'];
+  port: number;
+  host: string;
+  databaseUrl: string | undefined;
+  dataDir: string;
+  redisUrl: string | undefined;
+  smtpUrl: string | undefined;
+  mailFrom: string;
+  publicUrl: string;
+  trustProxy: string | undefined;
+  keyEncryptionKey: Buffer | undefined;
+  webhooks: {
+    allowPrivateNetworks: boolean;
+    retryDelaysMs: number[];
+    breakerFailures: number;
+    breakerCooldownMs: number;
+    timeoutMs: number;
+  };
+  tailerPort: number;
+  logLevel: Env['LOG_LEVEL'];
+}
+
+export class ConfigError extends Error {
+  override name = 'ConfigError';
+}
+
+/** Parses the process environment (or any record, for tests). Throws ConfigError naming each bad variable. */
+export function loadConfig(source: Record<string, string | undefined> = process.env): Config {
+  // Empty strings mean "unset": `FOO= npm start` should behave like no FOO at all.
+  const cleaned = Object.fromEntries(Object.entries(source).filter(([, v]) => v !== undefined && v !== ''));
+  const parsed = schema.safeParse(cleaned);
+  if (!parsed.success) {
+    const lines = parsed.error.issues.map((i) => `  ${i.path.join('.')}: ${i.message}`);
+    throw new ConfigError(`invalid configuration:\n${lines.join('\n')}`);
+  }
+  const e = parsed.data;
+  if (e.NODE_ENV === 'production' && !e.KEY_ENCRYPTION_KEY) {
+    throw new ConfigError('invalid configuration:\n  KEY_ENCRYPTION_KEY: required when NODE_ENV=production');
+  }
+  if (e.NODE_ENV === 'production' && !e.DATABASE_URL) {
+    throw new ConfigError('invalid configuration:\n  DATABASE_URL: required when NODE_ENV=production');
+  }
+  if (e.WEBHOOK_RETRY_DELAYS_MS.length < 1) {
+    throw new ConfigError('invalid configuration:\n  WEBHOOK_RETRY_DELAYS_MS: needs at least one delay');
+  }
+  return {
+    env: e.NODE_ENV,
+    port: e.PORT,
+    host: e.HOST,
+    databaseUrl: e.DATABASE_URL,
+    dataDir: e.DATA_DIR,
+    redisUrl: e.REDIS_URL,
+    smtpUrl: e.SMTP_URL,
+    mailFrom: e.MAIL_FROM,
+    publicUrl: (e.PUBLIC_URL ?? `http://localhost:${e.PORT}`).replace(/\/+$/, ''),
+    trustProxy: e.TRUST_PROXY,
+    keyEncryptionKey: e.KEY_ENCRYPTION_KEY ? Buffer.from(e.KEY_ENCRYPTION_KEY, 'base64') : undefined,
+    webhooks: {
+      allowPrivateNetworks: e.WEBHOOK_ALLOW_PRIVATE_NETWORKS,
+      retryDelaysMs: e.WEBHOOK_RETRY_DELAYS_MS,
+      breakerFailures: e.WEBHOOK_BREAKER_FAILURES,
+      breakerCooldownMs: e.WEBHOOK_BREAKER_COOLDOWN_MS,
+      timeoutMs: e.WEBHOOK_TIMEOUT_MS,
+    },
+    tailerPort: e.TAILER_PORT,
+    logLevel: e.LOG_LEVEL,
+  };
+}

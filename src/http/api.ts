@@ -1,0 +1,29 @@
+import type { Server } from 'node:http';
+import type express from 'express';
+import { authRouter } from '../auth/routes.js';
+import type { Context } from '../context.js';
+import { webhooksRouter } from '../webhooks/routes.js';
+import { createApp } from './app.js';
+import { closeServer, listen } from './server.js';
+
+/** The api daemon's HTTP surface. The seed addresses the management API through a `/gw` gateway prefix too. */
+export function createApiApp(ctx: Context): express.Express {
+  const webhooks = webhooksRouter(ctx);
+  return createApp(ctx, {
+    routes: [
+      ['/auth', authRouter(ctx)],
+      [['/api/rest/_webhooks', '/gw/api/rest/_webhooks'], webhooks],
+    ],
+  });
+}
+
+export interface RunningApi {
+  url: string;
+  server: Server;
+  stop(): Promise<void>;
+}
+
+export async function startApi(ctx: Context, port = ctx.config.port, host = ctx.config.host): Promise<RunningApi> {
+  const { server, url } = await listen(createApiApp(ctx), port, host);
+  return { url, server, stop: () => closeServer(server) };
+}

@@ -1,0 +1,53 @@
+import { randomUUID } from 'node:crypto';
+import express, { type Router } from 'express';
+import { pinoHttp } from 'pino-http';
+import type { Context } from '../context.js';
+import { errorHandler, notFound, requireJsonBody } from './error-handler.js';
+
+export interface Mounts {
+  /** Routers by mount path, in order. */
+  routes: Array<[path: string | string[], router: Router]>;
+}
+
+const MAX_BODY = '100kb';
+
+/** Assembles the api: request ids and logs, JSON bodies, the given routers, the error envelope. */
+export function createApp(ctx: Context, mounts: Mounts): express.Express {
+  const app = express();
+  app.disable('x-powered-by');
+  app.set('etag', false);
+  if (ctx.config.trustProxy !== undefined) {
+    const v = ctx.config.trustProxy;
+    app.set('trust proxy', v === 'true' ? true : v === 'false' ? false : /^\d+$/.test(v) ? Number(v) : v);
+  }
+  app.use(
+    pinoHttp({
+      logger: ctx.log,
+      genReqId: (req, res) => {
+        const given = req.headers['x-request-id'];
+        const id = typeof given === 'string' && /^[\w.:-]{1,128}$/.test(given) ? given : randomUUID();
+        res.setHeader('X-Request-Id', id);
+        return id;
+      },
+      customLogLevel: (_req, res, err) => (err || res.statusCode >= 500 ? 'error' : 'info'),
+      serializers: {
+        req: (req: { id: unknown; method: string; url: string }) => ({ id: req.id, method: req.method, url: redactQuery(req.url) }),
+        res: (res: { statusCode: number }) => ({ statusCode: res.statusCode }),
+      },
+    }),
+  );
+  app.use(requireJsonBody);
+  app.use(express.json({ limit: MAX_BODY, strict: false, type: ['application/json', 'application/*+json'] }));
+  for (const [path, router] of mounts.routes) app.use(path, router);
+  app.use(notFound);
+  app.use(errorHandler(ctx.log));
+  return app;
+}
+
+/** Query strings may carry tokens (`?token=`); log the path and the parameter names only. */
+function redactQuery(url: string): string {
+  const q = url.indexOf('?');
+  if (q < 0) return url;
+  const names = [...new URLSearchParams(url.slice(q + 1)).keys()];
+  return `${url.slice(0, q)}?${names.map((n) => `${n}=…`).join('&')}`;
+}

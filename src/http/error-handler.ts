@@ -1,0 +1,50 @@
+import type { ErrorRequestHandler, RequestHandler } from 'express';
+import { ZodError } from 'zod';
+import { isConnectionError } from '../db/pool.js';
+import type { Logger } from '../log.js';
+import { StoreUnavailableError } from '../store/unavailable.js';
+import { AppError, validationError, violationsOf } from './errors.js';
+
+/** Turns anything thrown into the error envelope. Unknown errors are logged and answered as 500. */
+export function toAppError(err: unknown): AppError {
+  if (err instanceof AppError) return err;
+  if (err instanceof ZodError) return validationError(violationsOf(err));
+  const type = (err as { type?: unknown } | null)?.type;
+  // body-parser's failures carry a `type`; map them before anything else looks at them.
+  if (type === 'entity.parse.failed') {
+    return validationError([{ path: '(body)', message: 'malformed JSON' }], 'The request body is not valid JSON.');
+  }
+  if (type === 'entity.too.large') return new AppError('PAYLOAD_TOO_LARGE');
+  if (type === 'encoding.unsupported' || type === 'charset.unsupported') return new AppError('UNSUPPORTED_MEDIA_TYPE');
+  if (type === 'request.aborted' || type === 'request.size.invalid' || type === 'stream.encoding.set') {
+    return validationError([{ path: '(body)', message: 'incomplete request body' }]);
+  }
+  if (err instanceof StoreUnavailableError || isConnectionError(err)) return new AppError('SERVICE_UNAVAILABLE');
+  return new AppError('INTERNAL_ERROR');
+}
+
+export function errorHandler(log: Logger): ErrorRequestHandler {
+  return (err, req, res, _next) => {
+    const appError = toAppError(err);
+    if (appError.status >= 500) {
+      (req.log ?? log).error({ err }, 'request failed');
+    }
+    if (res.headersSent) {
+      res.destroy();
+      return;
+    }
+    res.status(appError.status).set(appError.headers).json(appError.toBody());
+  };
+}
+
+export const notFound: RequestHandler = (_req, _res, next) => next(new AppError('NOT_FOUND'));
+
+/** Bodies must be JSON: a non-empty body of another type is refused before it is parsed. */
+export const requireJsonBody: RequestHandler = (req, _res, next) => {
+  const hasBody = Number(req.get('content-length') ?? 0) > 0 || req.get('transfer-encoding') !== undefined;
+  if (hasBody && !req.is('application/json') && !req.is('application/*+json')) {
+    next(new AppError('UNSUPPORTED_MEDIA_TYPE'));
+    return;
+  }
+  next();
+};

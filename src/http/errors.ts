@@ -1,0 +1,67 @@
+import type { ZodError } from 'zod';
+
+// The one error model: a closed set of codes, each with its HTTP status and a default message.
+// Every failure a client sees is `{ error: CODE, message, ...extra }`.
+
+export const ERRORS = {
+  VALIDATION_ERROR: [400, 'The request is not valid.'],
+  AUTH_INVALID_CODE: [400, 'The code is wrong, expired or used up.'],
+  AUTH_INVALID_CREDENTIALS: [401, 'Wrong e-mail or password.'],
+  AUTH_TOKEN_EXPIRED: [401, 'The access token has expired.'],
+  AUTH_TOKEN_INVALID: [401, 'The token is missing, malformed, revoked or tampered with.'],
+  AUTH_EMAIL_NOT_VERIFIED: [403, 'The e-mail address has not been confirmed yet.'],
+  FORBIDDEN: [403, 'This token does not give access to this project.'],
+  AUTH_NOT_CONFIGURED: [404, 'Authentication is not enabled for this project and environment.'],
+  WEBHOOK_NOT_FOUND: [404, 'No webhook with this id in this project and environment.'],
+  NOT_FOUND: [404, 'No such route.'],
+  METHOD_NOT_ALLOWED: [405, 'This method is not allowed on this route.'],
+  AUTH_EMAIL_EXISTS: [409, 'This e-mail address is already registered.'],
+  PAYLOAD_TOO_LARGE: [413, 'The request body is too large.'],
+  UNSUPPORTED_MEDIA_TYPE: [415, 'The request body must be application/json.'],
+  AUTH_ACCOUNT_LOCKED: [423, 'Too many failed logins; the account is locked for a while.'],
+  RATE_LIMIT_EXCEEDED: [429, 'Too many requests; retry later.'],
+  INTERNAL_ERROR: [500, 'Something went wrong on our side.'],
+  SERVICE_UNAVAILABLE: [503, 'A dependency is unavailable; retry later.'],
+} as const satisfies Record<string, readonly [number, string]>;
+
+export type ErrorCode = keyof typeof ERRORS;
+
+export interface Violation {
+  path: string;
+  message: string;
+}
+
+export class AppError extends Error {
+  override name = 'AppError';
+  readonly status: number;
+
+  constructor(
+    readonly code: ErrorCode,
+    message?: string,
+    readonly extra: Record<string, unknown> = {},
+    readonly headers: Record<string, string> = {},
+  ) {
+    super(message ?? ERRORS[code][1]);
+    this.status = ERRORS[code][0];
+  }
+
+  toBody(): Record<string, unknown> {
+    return { error: this.code, message: this.message, ...this.extra };
+  }
+}
+
+export function validationError(violations: Violation[], message?: string): AppError {
+  return new AppError('VALIDATION_ERROR', message, { violations });
+}
+
+export function violationsOf(err: ZodError): Violation[] {
+  return err.issues.map((issue) => ({
+    path: issue.path.map(String).join('.') || '(body)',
+    message: issue.message,
+  }));
+}
+
+export function rateLimited(retryAfterSeconds: number): AppError {
+  const seconds = Math.max(1, Math.ceil(retryAfterSeconds));
+  return new AppError('RATE_LIMIT_EXCEEDED', undefined, { retryAfter: seconds }, { 'Retry-After': String(seconds) });
+}

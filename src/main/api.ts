@@ -1,0 +1,21 @@
+// `npm run api`: the api daemon alone, for production (needs DATABASE_URL).
+import { loadConfig } from '../config.js';
+import { createContext } from '../context.js';
+import { migrate } from '../db/migrate.js';
+import { startApi } from '../http/api.js';
+import { exitOnStartupError, stopOnSignals } from './lifecycle.js';
+
+async function main(): Promise<void> {
+  const config = loadConfig();
+  if (!config.databaseUrl) throw new Error('DATABASE_URL is required for `npm run api` (`npm start` runs on an embedded database)');
+  const ctx = await createContext(config, config.databaseUrl, { applicationName: 'walgate-api' });
+  await migrate(ctx.pool);
+  const api = await startApi(ctx);
+  ctx.log.info({ url: api.url }, 'api listening');
+  stopOnSignals(ctx.log, async () => {
+    await api.stop();
+    await ctx.close();
+  });
+}
+
+main().catch(exitOnStartupError);

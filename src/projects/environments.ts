@@ -1,0 +1,202 @@
+import { randomBytes } from 'node:crypto';
+import type { SecretBox } from '../crypto/secretbox.js';
+import { defaultSchemaName, isPlainIdentifier, quoteIdent } from '../db/identifiers.js';
+import type { PoolClient, Queryable } from '../db/pool.js';
+
+export type TokenFormat = 'jws' | 'jwe';
+export type SigningAlg = 'ES256' | 'RS256' | 'EdDSA';
+
+export interface Environment {
+  projectId: string;
+  name: string;
+  schemaName: string;
+  authEnabled: boolean;
+  tokenFormat: TokenFormat;
+  signingAlg: SigningAlg;
+  /** Sealed `dir` A256GCM key for JWE access tokens. */
+  jweKey: Buffer | null;
+  accessTokenTtlSeconds: number;
+  refreshTokenTtlSeconds: number;
+  codeTtlSeconds: number;
+  codeMaxAttempts: number;
+  lockoutThreshold: number;
+  lockoutSeconds: number;
+  createdAt: Date;
+}
+
+export const JWE_KEY_PURPOSE = 'environment-jwe-key';
+export const DEFAULT_ENVIRONMENT = 'master';
+const NAME = /^[A-Za-z0-9][A-Za-z0-9_-]{0,62}$/;
+
+export function isValidName(name: string): boolean {
+  return NAME.test(name);
+}
+
+const COLUMNS = `project_id, name, schema_name, auth_enabled, token_format, signing_alg, jwe_key,
+  access_token_ttl_seconds, refresh_token_ttl_seconds, code_ttl_seconds, code_max_attempts,
+  lockout_threshold, lockout_seconds, created_at`;
+
+function fromRow(r: Record<string, unknown>): Environment {
+  return {
+    projectId: r.project_id as string,
+    name: r.name as string,
+    schemaName: r.schema_name as string,
+    authEnabled: r.auth_enabled as boolean,
+    tokenFormat: r.token_format as TokenFormat,
+    signingAlg: r.signing_alg as SigningAlg,
+    jweKey: r.jwe_key as Buffer | null,
+    accessTokenTtlSeconds: r.access_token_ttl_seconds as number,
+    refreshTokenTtlSeconds: r.refresh_token_ttl_seconds as number,
+    codeTtlSeconds: r.code_ttl_seconds as number,
+    codeMaxAttempts: r.code_max_attempts as number,
+    lockoutThreshold: r.lockout_threshold as number,
+    lockoutSeconds: r.lockout_seconds as number,
+    createdAt: r.created_at as Date,
+  };
+}
+
+export async function findEnvironment(db: Queryable, projectId: string, name: string): Promise<Environment | undefined> {
+  const { rows } = await db.query(`SELECT ${COLUMNS} FROM walgate.environments WHERE project_id = $1 AND name = $2`, [
+    projectId,
+    name,
+  ]);
+  return rows[0] ? fromRow(rows[0]) : undefined;
+}
+
+export async function listEnvironments(db: Queryable, projectId?: string): Promise<Environment[]> {
+  const { rows } = await db.query(
+    `SELECT ${COLUMNS} FROM walgate.environments WHERE $1::text IS NULL OR project_id = $1 ORDER BY project_id, name`,
+    [projectId ?? null],
+  );
+  return rows.map(fromRow);
+}
+
+export interface EnvironmentSettings {
+  authEnabled?: boolean;
+  tokenFormat?: TokenFormat;
+  signingAlg?: SigningAlg;
+  accessTokenTtlSeconds?: number;
+  refreshTokenTtlSeconds?: number;
+  codeTtlSeconds?: number;
+  codeMaxAttempts?: number;
+  lockoutThreshold?: number;
+  lockoutSeconds?: number;
+}
+
+export interface CreateEnvironmentInput extends EnvironmentSettings {
+  projectId: string;
+  name: string;
+  schemaName?: string;
+}
+
+export class EnvironmentExistsError extends Error {
+  override name = 'EnvironmentExistsError';
+}
+
+/**
+ * Creates the project (when new) and one environment with its data schema (created when missing;
+ * an existing schema, `public` included, may be named). Runs inside the caller's transaction.
+ */
+export async function createEnvironment(
+  client: PoolClient,
+  secrets: SecretBox,
+  input: CreateEnvironmentInput,
+): Promise<Environment> {
+  if (!isValidName(input.projectId)) throw new Error(`invalid project id ${JSON.stringify(input.projectId)}`);
+  if (!isValidName(input.name)) throw new Error(`invalid environment name ${JSON.stringify(input.name)}`);
+  const schemaName = input.schemaName ?? defaultSchemaName(input.projectId, input.name);
+  if (!isPlainIdentifier(schemaName) || schemaName === 'walgate' || schemaName.startsWith('pg_')) {
+    throw new Error(`invalid schema name ${JSON.stringify(schemaName)}`);
+  }
+  await client.query('INSERT INTO walgate.projects (id) VALUES ($1) ON CONFLICT DO NOTHING', [input.projectId]);
+  if (await findEnvironment(client, input.projectId, input.name)) {
+    throw new EnvironmentExistsError(`environment ${input.projectId}/${input.name} already exists`);
+  }
+  await client.query(`CREATE SCHEMA IF NOT EXISTS ${quoteIdent(schemaName)}`);
+  const jweKey = secrets.seal(randomBytes(32), JWE_KEY_PURPOSE);
+  const { rows } = await client.query(
+    `INSERT INTO walgate.environments (project_id, name, schema_name, jwe_key, auth_enabled, token_format, signing_alg,
+       access_token_ttl_seconds, refresh_token_ttl_seconds, code_ttl_seconds, code_max_attempts, lockout_threshold, lockout_seconds)
+     VALUES ($1, $2, $3, $4, coalesce($5, true), coalesce($6, 'jws'), coalesce($7, 'ES256'),
+       coalesce($8, 900), coalesce($9, 2592000), coalesce($10, 600), coalesce($11, 5), coalesce($12, 5), coalesce($13, 900))
+     RETURNING ${COLUMNS}`,
+    [
+      input.projectId,
+      input.name,
+      schemaName,
+      jweKey,
+      input.authEnabled ?? null,
+      input.tokenFormat ?? null,
+      input.signingAlg ?? null,
+      input.accessTokenTtlSeconds ?? null,
+      input.refreshTokenTtlSeconds ?? null,
+      input.codeTtlSeconds ?? null,
+      input.codeMaxAttempts ?? null,
+      input.lockoutThreshold ?? null,
+      input.lockoutSeconds ?? null,
+    ],
+  );
+  return fromRow(rows[0]!);
+}
+
+/** Changes settings of an existing environment; returns undefined when there is no such environment. */
+export async function updateEnvironment(
+  db: Queryable,
+  projectId: string,
+  name: string,
+  settings: EnvironmentSettings,
+): Promise<Environment | undefined> {
+  const { rows } = await db.query(
+    `UPDATE walgate.environments SET
+       auth_enabled = coalesce($3, auth_enabled),
+       token_format = coalesce($4, token_format),
+       signing_alg = coalesce($5, signing_alg),
+       access_token_ttl_seconds = coalesce($6, access_token_ttl_seconds),
+       refresh_token_ttl_seconds = coalesce($7, refresh_token_ttl_seconds),
+       code_ttl_seconds = coalesce($8, code_ttl_seconds),
+       code_max_attempts = coalesce($9, code_max_attempts),
+       lockout_threshold = coalesce($10, lockout_threshold),
+       lockout_seconds = coalesce($11, lockout_seconds),
+       updated_at = now()
+     WHERE project_id = $1 AND name = $2
+     RETURNING ${COLUMNS}`,
+    [
+      projectId,
+      name,
+      settings.authEnabled ?? null,
+      settings.tokenFormat ?? null,
+      settings.signingAlg ?? null,
+      settings.accessTokenTtlSeconds ?? null,
+      settings.refreshTokenTtlSeconds ?? null,
+      settings.codeTtlSeconds ?? null,
+      settings.codeMaxAttempts ?? null,
+      settings.lockoutThreshold ?? null,
+      settings.lockoutSeconds ?? null,
+    ],
+  );
+  return rows[0] ? fromRow(rows[0]) : undefined;
+}
+
+/**
+ * A short-lived in-memory view of environments, so the hot path (every auth request) does not
+ * pay a query for settings. Changes made by the CLI in another process show within the TTL.
+ */
+export class EnvironmentCache {
+  readonly #entries = new Map<string, { env: Environment | undefined; at: number }>();
+
+  constructor(
+    private readonly db: Queryable,
+    private readonly ttlMs: number,
+  ) {}
+
+  async get(projectId: string, name: string): Promise<Environment | undefined> {
+    const key = `${projectId}\0${name}`;
+    const hit = this.#entries.get(key);
+    const now = Date.now();
+    if (hit && now - hit.at < this.ttlMs) return hit.env;
+    const env = await findEnvironment(this.db, projectId, name);
+    if (this.#entries.size > 10_000) this.#entries.clear(); // unknown-project probes must not grow memory
+    this.#entries.set(key, { env, at: now });
+    return env;
+  }
+}

@@ -1,0 +1,16 @@
+import { createInitialSigningKeys } from '../auth/keys.js';
+import type { Context } from '../context.js';
+import { withTransaction } from '../db/pool.js';
+import { createEnvironment, type CreateEnvironmentInput, type Environment } from './environments.js';
+
+/** A new project environment, ready to serve: settings, data schema and signing keys, in one transaction. */
+export async function provisionEnvironment(
+  ctx: Pick<Context, 'pool' | 'secrets' | 'clock'>,
+  input: CreateEnvironmentInput,
+): Promise<Environment> {
+  return withTransaction(ctx.pool, async (client) => {
+    const env = await createEnvironment(client, ctx.secrets, input);
+    await createInitialSigningKeys(client, ctx.secrets, env, ctx.clock());
+    return env;
+  });
+}

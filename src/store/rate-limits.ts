@@ -1,0 +1,93 @@
+import type { Redis } from 'ioredis';
+import {
+  RateLimiterMemory,
+  RateLimiterPostgres,
+  RateLimiterRedis,
+  RateLimiterRes,
+  type RateLimiterAbstract,
+} from 'rate-limiter-flexible';
+import type { Pool } from '../db/pool.js';
+
+export interface RateLimitPolicy {
+  /** Stable name; part of the stored key, so two policies never share a counter. */
+  name: string;
+  points: number;
+  durationSeconds: number;
+}
+
+/** The platform's limits (the seed's defaults); tests may pass others through the context. */
+export interface RateLimitSettings {
+  signup: RateLimitPolicy;
+  login: RateLimitPolicy;
+  recoverPassword: RateLimitPolicy;
+  management: RateLimitPolicy;
+}
+
+export const DEFAULT_RATE_LIMITS: RateLimitSettings = {
+  signup: { name: 'signup', points: 10, durationSeconds: 60 },
+  login: { name: 'login', points: 20, durationSeconds: 60 },
+  recoverPassword: { name: 'recover-password', points: 5, durationSeconds: 60 },
+  management: { name: 'management', points: 600, durationSeconds: 60 },
+};
+
+export type RateLimitDecision = { allowed: true } | { allowed: false; retryAfterSeconds: number };
+
+/**
+ * Fixed-window counters shared by every api instance (Redis, or Postgres without Redis), so a
+ * limit holds across the fleet. When the shared store fails, each process falls back to its own
+ * in-memory counter: limits get looser for a while instead of every request failing.
+ */
+export interface RateLimiter {
+  consume(policy: RateLimitPolicy, key: string): Promise<RateLimitDecision>;
+}
+
+type Backend = { kind: 'redis'; redis: Redis } | { kind: 'postgres'; pool: Pool };
+
+export class SharedRateLimiter implements RateLimiter {
+  readonly #limiters = new Map<string, RateLimiterAbstract>();
+
+  constructor(
+    private readonly backend: Backend,
+    /** Namespaces Redis keys, so several deployments (or test runs) can share one Redis. */
+    private readonly prefix = 'walgate:',
+  ) {}
+
+  async consume(policy: RateLimitPolicy, key: string): Promise<RateLimitDecision> {
+    try {
+      await this.limiterFor(policy).consume(key);
+      return { allowed: true };
+    } catch (rejection) {
+      if (rejection instanceof RateLimiterRes) {
+        return { allowed: false, retryAfterSeconds: Math.max(1, Math.ceil(rejection.msBeforeNext / 1000)) };
+      }
+      throw rejection;
+    }
+  }
+
+  private limiterFor(policy: RateLimitPolicy): RateLimiterAbstract {
+    const id = `${policy.name}:${policy.points}:${policy.durationSeconds}`;
+    let limiter = this.#limiters.get(id);
+    if (!limiter) {
+      const common = {
+        keyPrefix: `${this.prefix}rl:${policy.name}`,
+        points: policy.points,
+        duration: policy.durationSeconds,
+        insuranceLimiter: new RateLimiterMemory({ points: policy.points, duration: policy.durationSeconds }),
+      };
+      limiter =
+        this.backend.kind === 'redis'
+          ? new RateLimiterRedis({ ...common, storeClient: this.backend.redis })
+          : new RateLimiterPostgres({
+              ...common,
+              storeClient: this.backend.pool,
+              storeType: 'pool',
+              schemaName: 'walgate',
+              tableName: 'rate_limits',
+              tableCreated: true, // by sql/001_foundation.sql
+              clearExpiredByTimeout: true,
+            });
+      this.#limiters.set(id, limiter);
+    }
+    return limiter;
+  }
+}

@@ -1,0 +1,51 @@
+import { expect } from 'chai';
+import pg from 'pg';
+import { loadMigrations, migrate, pendingMigrations } from '../../src/db/migrate.js';
+import { createPool } from '../../src/db/pool.js';
+import { createTestDatabase, type TestDatabase } from '../support/database.js';
+
+describe('migrations', () => {
+  let db: TestDatabase;
+  afterEach(async () => db?.drop());
+
+  it('applies every file once, in order, even when two processes start together', async () => {
+    db = await createTestDatabase();
+    // Start from an empty database rather than the migrated template.
+    const admin = new pg.Client({ connectionString: db.url });
+    await admin.connect();
+    await admin.query('DROP SCHEMA walgate CASCADE');
+    await admin.end();
+
+    const a = createPool(db.url, { max: 2 });
+    const b = createPool(db.url, { max: 2 });
+    try {
+      const [appliedA, appliedB] = await Promise.all([migrate(a), migrate(b)]);
+      const all = (await loadMigrations()).map((m) => m.name);
+      expect([...appliedA, ...appliedB].sort()).to.deep.equal(all.sort());
+      expect(await migrate(a)).to.deep.equal([]);
+      expect(await pendingMigrations(a)).to.deep.equal([]);
+      const { rows } = await a.query('SELECT id, name FROM walgate.migrations ORDER BY id');
+      expect(rows.map((r) => r.name)).to.deep.equal(all);
+    } finally {
+      await a.end();
+      await b.end();
+    }
+  });
+
+  it('rolls a failing migration back whole, and says which one failed', async () => {
+    db = await createTestDatabase();
+    const pool = createPool(db.url, { max: 1 });
+    try {
+      const broken = [{ id: 9001, name: '9001_broken.sql', sql: 'CREATE TABLE walgate.half (x int); SELECT no_such_function();' }];
+      let error: Error | undefined;
+      await migrate(pool, broken).catch((e: Error) => (error = e));
+      expect(error?.message).to.contain('9001_broken.sql');
+      const { rowCount } = await pool.query("SELECT 1 FROM pg_tables WHERE schemaname = 'walgate' AND tablename = 'half'");
+      expect(rowCount).to.equal(0);
+      const recorded = await pool.query('SELECT 1 FROM walgate.migrations WHERE id = 9001');
+      expect(recorded.rowCount).to.equal(0);
+    } finally {
+      await pool.end();
+    }
+  });
+});
