@@ -1,0 +1,35 @@
+// `walgate`: the operator CLI. Every command works on DATABASE_URL, or on the embedded cluster
+// under DATA_DIR whether or not `npm start` is running.
+import { Command, CommanderError } from 'commander';
+import { ConfigError } from '../config.js';
+import { registerProjectCommands } from './project.js';
+import { CliError } from './runtime.js';
+import { registerTokenCommands } from './token.js';
+
+const program = new Command('walgate')
+  .description('operate walgate: migrations, projects, tokens, keys, users and deliveries')
+  .showHelpAfterError()
+  .exitOverride();
+
+program
+  .command('migrate')
+  .description('apply pending database migrations (the daemons also do this at start)')
+  .action(async () => {
+    const { withCliContext } = await import('./runtime.js');
+    await withCliContext(async () => undefined);
+    console.log('migrations are current');
+  });
+
+registerProjectCommands(program);
+registerTokenCommands(program);
+
+try {
+  await program.parseAsync(process.argv);
+} catch (err) {
+  if (err instanceof CommanderError) process.exit(err.exitCode);
+  if (err instanceof CliError || err instanceof ConfigError) {
+    process.stderr.write(`walgate: ${err.message}\n`);
+    process.exit(1);
+  }
+  throw err;
+}

@@ -1,0 +1,63 @@
+import { PgCode, pgCode, type Queryable } from '../db/pool.js';
+import { qualified } from '../db/identifiers.js';
+
+export const PUBLICATION = 'walgate';
+
+export class WatchError extends Error {
+  override name = 'WatchError';
+  constructor(
+    message: string,
+    /** 'not_a_table' | 'forbidden' */
+    readonly reason: 'not_a_table' | 'forbidden',
+  ) {
+    super(message);
+  }
+}
+
+/** The publication exists (created by migration 002; recreated here if someone dropped it). */
+export async function ensurePublication(db: Queryable): Promise<void> {
+  const { rowCount } = await db.query('SELECT 1 FROM pg_publication WHERE pubname = $1', [PUBLICATION]);
+  if (!rowCount) {
+    await db.query(`CREATE PUBLICATION ${PUBLICATION} FOR TABLE walgate.webhooks`).catch((err: unknown) => {
+      if (pgCode(err) !== PgCode.duplicateObject) throw err;
+    });
+  }
+}
+
+/**
+ * Makes the tailer see changes of `schema.table`: the table joins the publication, and gets
+ * REPLICA IDENTITY FULL so UPDATE and DELETE carry the whole old row. Run it in the transaction
+ * that creates the subscription: both take effect at the same commit, or neither does.
+ */
+export async function watchTable(db: Queryable, schema: string, table: string): Promise<void> {
+  const { rows } = await db.query<{ relkind: string; relreplident: string; published: boolean }>(
+    `SELECT c.relkind, c.relreplident,
+            EXISTS (SELECT 1 FROM pg_publication_tables p WHERE p.pubname = $3 AND p.schemaname = n.nspname AND p.tablename = c.relname) AS published
+       FROM pg_class c JOIN pg_namespace n ON n.oid = c.relnamespace
+      WHERE n.nspname = $1 AND c.relname = $2`,
+    [schema, table, PUBLICATION],
+  );
+  const rel = rows[0];
+  // Partitioned tables ('p') publish through their partitions; plain tables ('r') directly.
+  if (!rel || (rel.relkind !== 'r' && rel.relkind !== 'p')) {
+    throw new WatchError(`${schema}.${table} is not a table`, 'not_a_table');
+  }
+  try {
+    if (rel.relreplident !== 'f') await db.query(`ALTER TABLE ${qualified(schema, table)} REPLICA IDENTITY FULL`);
+    if (!rel.published) await db.query(`ALTER PUBLICATION ${PUBLICATION} ADD TABLE ${qualified(schema, table)}`);
+  } catch (err) {
+    if (pgCode(err) === PgCode.insufficientPrivilege) {
+      throw new WatchError(`walgate's database role may not alter ${schema}.${table} (it must own the table)`, 'forbidden');
+    }
+    throw err;
+  }
+}
+
+/** Takes the table out of the publication (when no subscription names it any more). */
+export async function unwatchTable(db: Queryable, schema: string, table: string): Promise<void> {
+  const { rowCount } = await db.query(
+    'SELECT 1 FROM pg_publication_tables WHERE pubname = $1 AND schemaname = $2 AND tablename = $3',
+    [PUBLICATION, schema, table],
+  );
+  if (rowCount) await db.query(`ALTER PUBLICATION ${PUBLICATION} DROP TABLE ${qualified(schema, table)}`);
+}
