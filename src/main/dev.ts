@@ -7,6 +7,7 @@ import { migrate } from '../db/migrate.js';
 import { startApi } from '../http/api.js';
 import { findEnvironment } from '../projects/environments.js';
 import { provisionEnvironment } from '../projects/provision.js';
+import { WalTailer } from '../tailer/tailer.js';
 import { createManagementToken } from '../webhooks/management-tokens.js';
 import { openDatabase } from './database.js';
 import { exitOnStartupError, stopOnSignals } from './lifecycle.js';
@@ -28,6 +29,8 @@ async function main(): Promise<void> {
   }
 
   const api = await startApi(ctx);
+  const tailer = new WalTailer(ctx, { databaseUrl: database.url });
+  tailer.start();
   // The embedded cluster is local and its password is in DATA_DIR anyway; an operator's URL is masked.
   const shownDb = database.embedded ? database.url : database.url.replace(/:[^:@/]*@/, ':***@');
   process.stdout.write(
@@ -43,6 +46,7 @@ async function main(): Promise<void> {
 
   stopOnSignals(log, async () => {
     await api.stop();
+    await tailer.stop();
     await ctx.close();
     await database.release();
   });

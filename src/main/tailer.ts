@@ -1,0 +1,22 @@
+// `npm run tailer`: the WAL tailer daemon (and, with the delivery worker, the sender), for production.
+import { loadConfig } from '../config.js';
+import { createContext } from '../context.js';
+import { migrate } from '../db/migrate.js';
+import { WalTailer } from '../tailer/tailer.js';
+import { exitOnStartupError, stopOnSignals } from './lifecycle.js';
+
+async function main(): Promise<void> {
+  const config = loadConfig();
+  if (!config.databaseUrl) throw new Error('DATABASE_URL is required for `npm run tailer` (`npm start` runs on an embedded database)');
+  const ctx = await createContext(config, config.databaseUrl, { applicationName: 'walgate-tailer' });
+  await migrate(ctx.pool);
+  const tailer = new WalTailer(ctx, { databaseUrl: config.databaseUrl });
+  tailer.start();
+  ctx.log.info({ slot: tailer.status().slotName }, 'tailer started');
+  stopOnSignals(ctx.log, async () => {
+    await tailer.stop();
+    await ctx.close();
+  });
+}
+
+main().catch(exitOnStartupError);

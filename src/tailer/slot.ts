@@ -1,0 +1,89 @@
+import pg from 'pg';
+import { withTransaction, type Pool } from '../db/pool.js';
+import type { Logger } from '../log.js';
+import { formatLsn, parseLsn, type Lsn } from './lsn.js';
+import { readProcessedLsn } from './outbox.js';
+import { currentSubscriptions, loadSavedView, replaceSavedView, type SubscriptionSpec } from './subscriptions.js';
+
+/** The slot of this database: slot names are cluster-wide, so the database name is part of it. */
+export function defaultSlotName(databaseName: string): string {
+  return `walgate_${databaseName.toLowerCase().replace(/[^a-z0-9_]/g, '_')}`.slice(0, 63);
+}
+
+export interface SlotStart {
+  processedLsn: Lsn;
+  subscriptions: SubscriptionSpec[];
+}
+
+interface SlotRow {
+  wal_status: string | null;
+  confirmed_flush_lsn: string | null;
+}
+
+/**
+ * Makes sure the slot exists and returns where to resume, with the subscription view that belongs
+ * to that position.
+ * - New slot: created through the replication protocol with an exported snapshot, and the
+ *   subscriptions are read in exactly that snapshot, so the view matches the slot's first position.
+ * - Existing slot and state: the saved view and position.
+ * - A slot that Postgres invalidated (retained WAL over max_slot_wal_keep_size) cannot resume: it
+ *   is dropped and created anew, and the gap is logged as an error.
+ */
+export async function prepareSlot(pool: Pool, replicationUrl: string, slotName: string, log: Logger): Promise<SlotStart> {
+  const { rows } = await pool.query<SlotRow>(
+    `SELECT wal_status, confirmed_flush_lsn::text FROM pg_replication_slots WHERE slot_name = $1`,
+    [slotName],
+  );
+  let slot = rows[0];
+  const saved = await readProcessedLsn(pool, slotName);
+  if (slot?.wal_status === 'lost') {
+    log.error({ slot: slotName }, 'the replication slot lost WAL it needed (max_slot_wal_keep_size?): recreating it; changes in the gap were not captured');
+    await pool.query('SELECT pg_drop_replication_slot($1)', [slotName]);
+    slot = undefined;
+  }
+  if (!slot) {
+    if (saved) log.error({ slot: slotName, processedLsn: saved }, 'the replication slot was missing: creating it; changes since the saved position were not captured');
+    return createSlot(pool, replicationUrl, slotName);
+  }
+  if (!saved) {
+    // A slot without our state (state wiped): start from the slot with today's subscriptions.
+    const subscriptions = await currentSubscriptions(pool);
+    const processedLsn = parseLsn(slot.confirmed_flush_lsn ?? '0/0');
+    await withTransaction(pool, async (c) => {
+      await replaceSavedView(c, subscriptions);
+      await c.query(
+        `INSERT INTO walgate.tailer_state (slot_name, processed_lsn) VALUES ($1, $2)
+         ON CONFLICT (slot_name) DO UPDATE SET processed_lsn = EXCLUDED.processed_lsn`,
+        [slotName, formatLsn(processedLsn)],
+      );
+    });
+    return { processedLsn, subscriptions };
+  }
+  return { processedLsn: parseLsn(saved), subscriptions: await loadSavedView(pool) };
+}
+
+async function createSlot(pool: Pool, replicationUrl: string, slotName: string): Promise<SlotStart> {
+  const repl = new pg.Client({ connectionString: replicationUrl, replication: 'database' } as pg.ClientConfig);
+  await repl.connect();
+  try {
+    const created = await repl.query(`CREATE_REPLICATION_SLOT "${slotName}" LOGICAL pgoutput (SNAPSHOT 'export')`);
+    const row = created.rows[0] as { consistent_point: string; snapshot_name: string };
+    const processedLsn = parseLsn(row.consistent_point);
+    // The exported snapshot lives until the next command on `repl`: read and save the view in it.
+    const subscriptions = await withTransaction(pool, async (c) => {
+      await c.query('SET TRANSACTION ISOLATION LEVEL REPEATABLE READ');
+      await c.query(`SET TRANSACTION SNAPSHOT '${row.snapshot_name.replaceAll("'", "''")}'`);
+      const specs = await currentSubscriptions(c);
+      await replaceSavedView(c, specs);
+      await c.query(
+        `INSERT INTO walgate.tailer_state (slot_name, processed_lsn) VALUES ($1, $2)
+         ON CONFLICT (slot_name) DO UPDATE SET processed_lsn = EXCLUDED.processed_lsn`,
+        [slotName, row.consistent_point],
+      );
+      return specs;
+    });
+    return { processedLsn, subscriptions };
+  } finally {
+    await repl.end().catch(() => undefined);
+  }
+}

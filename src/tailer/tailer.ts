@@ -1,0 +1,231 @@
+import { setTimeout as sleep } from 'node:timers/promises';
+import pg from 'pg';
+import { LogicalReplicationService } from 'pg-logical-replication';
+import type { Context } from '../context.js';
+import { formatLsn, parseLsn, type Lsn } from './lsn.js';
+import { RawPgoutputPlugin } from './pgoutput.js';
+import { ensurePublication, PUBLICATION } from './publication.js';
+import { ReplicationSession } from './session.js';
+import { defaultSlotName, prepareSlot } from './slot.js';
+import { TypeRegistry } from './types.js';
+
+export interface WalTailerOptions {
+  /** The database to tail (the replication connection is opened from it). */
+  databaseUrl: string;
+  slotName?: string;
+  /** Deliveries buffered before reading pauses. */
+  maxBuffered?: number;
+  /** How often the durable position is reported to Postgres, also keeping the connection alive. */
+  statusIntervalMs?: number;
+  /** How often a standby tries to take over the slot. */
+  standbyPollMs?: number;
+  /** Cap of the reconnect backoff. */
+  retryMaxMs?: number;
+  /** How often lag and throughput are logged. */
+  reportIntervalMs?: number;
+}
+
+export type TailerRole = 'starting' | 'leader' | 'standby' | 'stopped';
+
+export interface TailerStatus {
+  role: TailerRole;
+  slotName: string;
+  durableLsn: string | null;
+}
+
+interface Running {
+  session: ReplicationSession;
+}
+
+/**
+ * Reads the WAL through the slot and turns changes into deliveries (see session.ts).
+ *
+ * Only one process reads a slot: leadership is a session advisory lock on a dedicated connection,
+ * so it ends with that process; the others stand by and poll for it. Any failure — Postgres
+ * restarting, the replication connection dropping, a write failing — ends the session; the next
+ * starts again from the durable position after a capped backoff, with the view saved for it.
+ *
+ * Acknowledgement is ours alone: pg-logical-replication's automatic acknowledgement and its
+ * keepalive timer would report positions merely received (pg-logical-replication#174), so both are
+ * off, and we report only what is written.
+ */
+export class WalTailer {
+  readonly #ctx: Context;
+  readonly #o: Required<WalTailerOptions>;
+  readonly #abort = new AbortController();
+  readonly #types: TypeRegistry;
+  #role: TailerRole = 'starting';
+  #durable: Lsn | null = null;
+  #loop: Promise<void> | undefined;
+  #running: Running | null = null;
+  #stopping = false;
+
+  constructor(ctx: Context, options: WalTailerOptions) {
+    this.#ctx = ctx;
+    const database = new URL(options.databaseUrl).pathname.slice(1) || 'postgres';
+    this.#o = {
+      slotName: defaultSlotName(decodeURIComponent(database)),
+      maxBuffered: 5000,
+      statusIntervalMs: 10_000,
+      standbyPollMs: 1000,
+      retryMaxMs: 10_000,
+      reportIntervalMs: 30_000,
+      ...options,
+    };
+    if (!/^[a-z0-9_]{1,63}$/.test(this.#o.slotName)) throw new Error(`invalid slot name ${this.#o.slotName}`);
+    this.#types = new TypeRegistry(ctx.pool);
+  }
+
+  status(): TailerStatus {
+    return { role: this.#role, slotName: this.#o.slotName, durableLsn: this.#durable === null ? null : formatLsn(this.#durable) };
+  }
+
+  start(): void {
+    this.#loop ??= this.#run();
+  }
+
+  /** Stops reading, finishes the write in progress, reports the final position, releases the slot. */
+  async stop(): Promise<void> {
+    this.#stopping = true;
+    this.#abort.abort();
+    this.#running?.session.fail(new Error('stopping'));
+    await this.#loop;
+    this.#role = 'stopped';
+  }
+
+  async #run(): Promise<void> {
+    const log = this.#ctx.log.child({ component: 'tailer', slot: this.#o.slotName });
+    let backoff = 250;
+    while (!this.#stopping) {
+      let lock: pg.Client | undefined;
+      const started = Date.now();
+      try {
+        lock = await this.#lead(log);
+        if (!lock) break;
+        this.#role = 'leader';
+        log.info('leading: reading the slot');
+        await this.#stream(lock, log);
+      } catch (err) {
+        if (!this.#stopping) log.error({ err }, 'replication session ended; restarting from the durable position');
+      } finally {
+        await lock?.end().catch(() => undefined);
+      }
+      if (this.#stopping) break;
+      this.#role = 'starting';
+      if (Date.now() - started > 60_000) backoff = 250; // a long healthy session resets the backoff
+      await sleep(backoff, undefined, { signal: this.#abort.signal }).catch(() => undefined);
+      backoff = Math.min(backoff * 2, this.#o.retryMaxMs);
+    }
+  }
+
+  /** Waits until this process holds the slot's lock (a standby meanwhile); undefined when stopping. */
+  async #lead(log: Context['log']): Promise<pg.Client | undefined> {
+    const client = new pg.Client({ connectionString: this.#o.databaseUrl, application_name: 'walgate-tailer-lock' });
+    client.on('error', () => undefined);
+    await client.connect();
+    let announced = false;
+    while (!this.#stopping) {
+      const { rows } = await client.query<{ ok: boolean }>('SELECT pg_try_advisory_lock(hashtextextended($1, 0)) AS ok', [
+        `walgate-tailer:${this.#o.slotName}`,
+      ]);
+      if (rows[0]!.ok) return client;
+      this.#role = 'standby';
+      if (!announced) log.info('another tailer reads the slot: standing by');
+      announced = true;
+      await sleep(this.#o.standbyPollMs, undefined, { signal: this.#abort.signal }).catch(() => undefined);
+    }
+    await client.end().catch(() => undefined);
+    return undefined;
+  }
+
+  async #stream(lock: pg.Client, log: Context['log']): Promise<void> {
+    const { pool, clock } = this.#ctx;
+    await ensurePublication(pool);
+    const start = await prepareSlot(pool, this.#o.databaseUrl, this.#o.slotName, log);
+    this.#durable = start.processedLsn;
+
+    let fail!: (err: Error) => void;
+    const failed = new Promise<Error>((resolve) => (fail = resolve));
+    const service = new LogicalReplicationService(
+      // DateStyle ISO is what values.ts parses; everything else stays as a plain session's, so
+      // values render as that session's to_jsonb would.
+      { connectionString: this.#o.databaseUrl, options: '-c DateStyle=ISO', application_name: 'walgate-tailer' },
+      { acknowledge: { auto: false, timeoutSeconds: 0 }, flowControl: { enabled: true } },
+    );
+    // The library reports `lsn + 1` as flushed. Postgres skips a transaction whose commit record
+    // starts before the flushed position, and a commit record can start exactly where the last one
+    // we wrote ended — so we hand it one less, and it reports exactly our position.
+    const reportDurable = () => {
+      if (this.#durable !== null && this.#durable > 0n) void service.acknowledge(formatLsn(this.#durable - 1n)).catch(() => undefined);
+    };
+    const session = new ReplicationSession({
+      pool,
+      slotName: this.#o.slotName,
+      log,
+      clock,
+      types: this.#types,
+      processedLsn: start.processedLsn,
+      subscriptions: start.subscriptions,
+      maxBuffered: this.#o.maxBuffered,
+      onDurable: (lsn) => {
+        if (this.#durable === null || lsn > this.#durable) this.#durable = lsn;
+        reportDurable();
+      },
+      onFailure: (err) => fail(err),
+    });
+    this.#running = { session };
+    const plugin = new RawPgoutputPlugin(PUBLICATION, () => session.received());
+
+    service.on('data', (_lsn: string, msg) => session.handle(msg));
+    service.on('heartbeat', (lsn: string, _time: number, shouldRespond: boolean) => {
+      // With nothing in flight, everything up to the keepalive's position has been handled:
+      // reporting it lets Postgres release WAL even when no watched table changes.
+      const position = parseLsn(lsn);
+      if (session.idle && (this.#durable === null || position > this.#durable)) this.#durable = position;
+      if (shouldRespond || session.idle) reportDurable();
+    });
+    service.on('error', (err: Error) => fail(err));
+    lock.on('error', () => fail(new Error('lost the connection holding the tailer lock')));
+    const statusTimer = setInterval(reportDurable, this.#o.statusIntervalMs);
+    const reportTimer = setInterval(() => void this.#report(session, log), this.#o.reportIntervalMs);
+    if (this.#stopping) session.fail(new Error('stopping'));
+    try {
+      const streaming = service
+        .subscribe(plugin as never, this.#o.slotName, formatLsn(start.processedLsn))
+        .then(() => new Error('the replication stream ended'));
+      const reason = await Promise.race([streaming, failed]);
+      if (!this.#stopping) throw reason;
+    } finally {
+      clearInterval(statusTimer);
+      clearInterval(reportTimer);
+      session.fail(new Error('session closing'));
+      await session.settle();
+      reportDurable();
+      await service.destroy().catch(() => undefined);
+      this.#running = null;
+    }
+  }
+
+  async #report(session: ReplicationSession, log: Context['log']): Promise<void> {
+    try {
+      const { rows } = await this.#ctx.pool.query(
+        `SELECT (pg_current_wal_lsn() - confirmed_flush_lsn)::bigint AS lag_bytes, wal_status, safe_wal_size
+           FROM pg_replication_slots WHERE slot_name = $1`,
+        [this.#o.slotName],
+      );
+      const slot = rows[0] ?? {};
+      log.info(
+        {
+          durableLsn: this.#durable === null ? null : formatLsn(this.#durable),
+          lagBytes: slot.lag_bytes === undefined ? null : Number(slot.lag_bytes),
+          walStatus: slot.wal_status ?? null,
+          safeWalSize: slot.safe_wal_size === null || slot.safe_wal_size === undefined ? null : Number(slot.safe_wal_size),
+          ...session.stats,
+        },
+        'replication progress',
+      );
+    } catch (err) {
+      log.warn({ err }, 'could not read replication lag');
+    }
+  }
+}

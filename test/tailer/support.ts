@@ -1,0 +1,78 @@
+import { setTimeout as sleep } from 'node:timers/promises';
+import type { Context } from '../../src/context.js';
+import { WalTailer, type WalTailerOptions } from '../../src/tailer/tailer.js';
+
+export interface StoredDelivery {
+  id: string;
+  webhookId: string;
+  eventId: string;
+  eventType: string;
+  payload: any;
+  payloadText: string;
+}
+
+export function startTailer(ctx: Context, databaseUrl: string, options: Partial<WalTailerOptions> = {}): WalTailer {
+  const tailer = new WalTailer(ctx, {
+    databaseUrl,
+    statusIntervalMs: 200,
+    standbyPollMs: 100,
+    retryMaxMs: 500,
+    reportIntervalMs: 60_000,
+    ...options,
+  });
+  tailer.start();
+  return tailer;
+}
+
+/** Waits until the tailer leads (its slot exists and it streams). */
+export async function waitForLeader(tailer: WalTailer, timeoutMs = 10_000): Promise<void> {
+  const until = Date.now() + timeoutMs;
+  while (tailer.status().role !== 'leader' || tailer.status().durableLsn === null) {
+    if (Date.now() > until) throw new Error(`tailer is not leading: ${JSON.stringify(tailer.status())}`);
+    await sleep(20);
+  }
+}
+
+export async function deliveries(ctx: Context, webhookId?: string): Promise<StoredDelivery[]> {
+  const { rows } = await ctx.pool.query(
+    `SELECT id, webhook_id, event_id, event_type, payload FROM walgate.deliveries
+      WHERE $1::text IS NULL OR webhook_id = $1 ORDER BY event_id, webhook_id`,
+    [webhookId ?? null],
+  );
+  return rows.map((r) => ({
+    id: r.id,
+    webhookId: r.webhook_id,
+    eventId: r.event_id,
+    eventType: r.event_type,
+    payload: JSON.parse(r.payload),
+    payloadText: r.payload,
+  }));
+}
+
+/** Polls until `count` deliveries exist (for the webhook, if given); fails after the time-out. */
+export async function waitForDeliveries(ctx: Context, count: number, webhookId?: string, timeoutMs = 10_000): Promise<StoredDelivery[]> {
+  const until = Date.now() + timeoutMs;
+  for (;;) {
+    const found = await deliveries(ctx, webhookId);
+    if (found.length >= count) return found;
+    if (Date.now() > until) throw new Error(`expected ${count} deliveries, found ${found.length}`);
+    await sleep(25);
+  }
+}
+
+/** Waits until the tailer has processed everything written so far (its position passes the WAL end). */
+export async function waitUntilCaughtUp(ctx: Context, tailer: WalTailer, timeoutMs = 10_000): Promise<void> {
+  const { rows } = await ctx.pool.query<{ lsn: string }>('SELECT pg_current_wal_insert_lsn()::text AS lsn');
+  const target = rows[0]!.lsn;
+  const until = Date.now() + timeoutMs;
+  for (;;) {
+    const { rows: r } = await ctx.pool.query<{ ok: boolean }>(
+      `SELECT coalesce((SELECT processed_lsn FROM walgate.tailer_state WHERE slot_name = $1) >= $2::pg_lsn, false)
+           OR coalesce((SELECT confirmed_flush_lsn FROM pg_replication_slots WHERE slot_name = $1) >= $2::pg_lsn, false) AS ok`,
+      [tailer.status().slotName, target],
+    );
+    if (r[0]!.ok) return;
+    if (Date.now() > until) throw new Error(`tailer did not catch up to ${target}: ${JSON.stringify(tailer.status())}`);
+    await sleep(25);
+  }
+}
