@@ -3,17 +3,16 @@ import { pino, type DestinationStream, type Logger } from 'pino';
 export type { Logger };
 
 // Anything that could carry a credential is censored wherever it appears in a log object.
+// (Not `code`: errors carry their SQLSTATE there, and codes are never logged as such.)
 const REDACT = [
   'password',
   'newPassword',
-  'code',
   'secret',
   'token',
   'accessToken',
   'refreshToken',
   '*.password',
   '*.newPassword',
-  '*.code',
   '*.secret',
   '*.token',
   '*.accessToken',

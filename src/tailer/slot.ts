@@ -1,5 +1,5 @@
 import pg from 'pg';
-import { withTransaction, type Pool } from '../db/pool.js';
+import { PgCode, pgCode, withTransaction, type Pool, type Queryable } from '../db/pool.js';
 import type { Logger } from '../log.js';
 import { formatLsn, parseLsn, type Lsn } from './lsn.js';
 import { readProcessedLsn } from './outbox.js';
@@ -8,6 +8,29 @@ import { currentSubscriptions, loadSavedView, replaceSavedView, type Subscriptio
 /** The slot of this database: slot names are cluster-wide, so the database name is part of it. */
 export function defaultSlotName(databaseName: string): string {
   return `walgate_${databaseName.toLowerCase().replace(/[^a-z0-9_]/g, '_')}`.slice(0, 63);
+}
+
+/** The slot name for the database a connection is on. */
+export async function slotNameFor(db: Queryable): Promise<string> {
+  const { rows } = await db.query<{ name: string }>('SELECT current_database() AS name');
+  return defaultSlotName(rows[0]!.name);
+}
+
+/**
+ * Creates the slot if it does not exist yet, without waiting for a tailer: from then on Postgres
+ * keeps every change for it. The management API calls this before it saves a subscription, so
+ * changes made before the first tailer starts are still delivered. It must run outside a
+ * transaction that has written (a Postgres rule for creating logical slots).
+ */
+export async function ensureSlot(db: Queryable): Promise<string> {
+  const slot = await slotNameFor(db);
+  const { rowCount } = await db.query('SELECT 1 FROM pg_replication_slots WHERE slot_name = $1', [slot]);
+  if (!rowCount) {
+    await db.query(`SELECT pg_create_logical_replication_slot($1, 'pgoutput')`, [slot]).catch((err: unknown) => {
+      if (pgCode(err) !== PgCode.duplicateObject) throw err;
+    });
+  }
+  return slot;
 }
 
 export interface SlotStart {

@@ -140,6 +140,10 @@ export class WalTailer {
 
   async #stream(lock: pg.Client, log: Context['log']): Promise<void> {
     const { pool, clock } = this.#ctx;
+    const walLevel = (await pool.query<{ wal_level: string }>('SHOW wal_level')).rows[0]!.wal_level;
+    if (walLevel !== 'logical') {
+      throw new Error(`wal_level is ${walLevel}: the tailer needs wal_level=logical (ALTER SYSTEM SET wal_level = logical, then restart Postgres)`);
+    }
     await ensurePublication(pool);
     const start = await prepareSlot(pool, this.#o.databaseUrl, this.#o.slotName, log);
     this.#durable = start.processedLsn;

@@ -2,6 +2,7 @@ import { randomBytes } from 'node:crypto';
 import type { Context } from '../../src/context.js';
 import { withTransaction } from '../../src/db/pool.js';
 import { watchTable } from '../../src/tailer/publication.js';
+import { ensureSlot } from '../../src/tailer/slot.js';
 import { sealWebhookSecret } from '../../src/webhooks/secret.js';
 
 export interface TestSubscription {
@@ -23,6 +24,7 @@ export interface TestSubscription {
  */
 export async function insertSubscription(ctx: Pick<Context, 'pool' | 'secrets'>, s: TestSubscription): Promise<string> {
   const id = `wh_${randomBytes(8).toString('hex')}`;
+  await ensureSlot(ctx.pool);
   await withTransaction(ctx.pool, async (c) => {
     await c.query(
       `INSERT INTO walgate.webhooks (id, project_id, environment, schema_name, table_name, events, url, secret, active, filter, select_fields)
