@@ -31,6 +31,8 @@ export interface TailerStatus {
   role: TailerRole;
   slotName: string;
   durableLsn: string | null;
+  /** Counts of the current replication session. */
+  session: ReplicationSession['stats'] | null;
 }
 
 interface Running {
@@ -77,7 +79,12 @@ export class WalTailer {
   }
 
   status(): TailerStatus {
-    return { role: this.#role, slotName: this.#o.slotName, durableLsn: this.#durable === null ? null : formatLsn(this.#durable) };
+    return {
+      role: this.#role,
+      slotName: this.#o.slotName,
+      durableLsn: this.#durable === null ? null : formatLsn(this.#durable),
+      session: this.#running ? { ...this.#running.session.stats } : null,
+    };
   }
 
   start(): void {

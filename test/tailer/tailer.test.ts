@@ -187,6 +187,18 @@ describe('tailer: WAL changes become deliveries', function () {
     expect(found.map((d) => d.payload.record.id)).to.deep.equal([1, 2]);
   });
 
+  it('writes a transaction larger than its buffer in parts, keeping memory bounded', async () => {
+    await tailer.stop();
+    tailer = startTailer(t.ctx, t.database.url, { maxBuffered: 100 });
+    await waitForLeader(tailer);
+    const wh = await sub({ events: ['INSERT'] });
+    await writer.query(`INSERT INTO shop_master.orders SELECT g, 'bulk', g, '' FROM generate_series(1, 2500) g`);
+    const found = await waitForDeliveries(t.ctx, 2500, wh);
+    expect(new Set(found.map((d) => d.eventId)).size).to.equal(2500);
+    // 2500 deliveries through a buffer of 100: at least 25 writes, not one that held them all.
+    expect(tailer.status().session!.batches).to.be.at.least(25);
+  });
+
   it('lets a standby take over the slot when the leader stops', async () => {
     const standby = startTailer(t.ctx, t.database.url);
     try {
