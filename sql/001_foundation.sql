@@ -141,7 +141,8 @@ CREATE INDEX webhooks_listing ON walgate.webhooks (project_id, environment, crea
 -- subscription created or paused takes effect exactly at its commit. FULL: deletes carry the row.
 ALTER TABLE walgate.webhooks REPLICA IDENTITY FULL;
 
--- One row per (subscription, event): the exact body sent and where its delivery stands.
+-- One row per (subscription, event): the exact body sent and where its delivery stands. The id is
+-- made of the event id and the subscription id, so it is unique per pair.
 CREATE TABLE walgate.deliveries (
   id                  text PRIMARY KEY,
   webhook_id          text NOT NULL REFERENCES walgate.webhooks (id) ON DELETE CASCADE,
@@ -155,8 +156,7 @@ CREATE TABLE walgate.deliveries (
   next_attempt_at     timestamptz NOT NULL,
   created_at          timestamptz NOT NULL,
   delivered_at        timestamptz,
-  event_committed_at  timestamptz NOT NULL,
-  UNIQUE (webhook_id, event_id)
+  event_committed_at  timestamptz NOT NULL
 );
 CREATE INDEX deliveries_due ON walgate.deliveries (next_attempt_at) WHERE status IN ('pending', 'retrying');
 CREATE INDEX deliveries_recent ON walgate.deliveries (webhook_id, created_at DESC, id DESC);

@@ -1,4 +1,3 @@
-import { randomId } from '../crypto/tokens.js';
 import { lsnHex, type Lsn } from './lsn.js';
 import { matchesFilter, rowJson, type Row } from './match.js';
 import type { SubscriptionSpec } from './subscriptions.js';
@@ -37,6 +36,14 @@ export function eventId(commitLsn: Lsn, index: number): string {
   return `evt_${lsnHex(commitLsn)}_${index.toString().padStart(6, '0')}`;
 }
 
+/**
+ * A delivery's id is made of its event and its subscription, so writing the same pair twice (a
+ * change re-read after a crash) hits the primary key and keeps the first row.
+ */
+export function deliveryId(webhookId: string, eventId: string): string {
+  return `del_${eventId.slice(4)}_${webhookId.replace(/^wh_/, '')}`;
+}
+
 /** Whether a subscription takes this change: active, the event kind chosen, the filter met. */
 export function wants(sub: SubscriptionSpec, change: Change): boolean {
   if (!sub.active || !sub.events.includes(change.operation)) return false;
@@ -66,7 +73,7 @@ export function deliveriesFor(subs: readonly SubscriptionSpec[], change: Change)
   for (const sub of subs) {
     if (!wants(sub, change)) continue;
     rows.push({
-      id: randomId('del_'),
+      id: deliveryId(sub.id, change.eventId),
       webhookId: sub.id,
       eventId: change.eventId,
       eventType: change.operation,

@@ -15,8 +15,8 @@ export interface Batch {
 /**
  * Writes a batch in one transaction: the deliveries, the subscription view, and the position they
  * bring the tailer to. Only after this commits may the slot be acknowledged up to processedLsn.
- * Re-reading after a crash writes the same (webhook, event) pairs again: ON CONFLICT keeps the
- * first. A subscription deleted since the change (its row is gone) gets nothing.
+ * Re-reading after a crash writes the same (webhook, event) pairs again: their ids are made of
+ * the pair, so ON CONFLICT keeps the first. A subscription deleted since the change (its row is gone) gets nothing.
  */
 export async function writeBatch(pool: Pool, slotName: string, batch: Batch, now: Date): Promise<void> {
   for (let attempt = 1; ; attempt++) {
@@ -31,7 +31,7 @@ export async function writeBatch(pool: Pool, slotName: string, batch: Batch, now
                FROM unnest($1::text[], $2::text[], $3::text[], $4::text[], $5::text[], $6::timestamptz[])
                     AS d(id, webhook_id, event_id, event_type, payload, committed_at)
                JOIN walgate.webhooks w ON w.id = d.webhook_id
-             ON CONFLICT (webhook_id, event_id) DO NOTHING`,
+             ON CONFLICT (id) DO NOTHING`,
             [
               d.map((r) => r.id),
               d.map((r) => r.webhookId),

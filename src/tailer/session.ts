@@ -193,14 +193,13 @@ export class ReplicationSession {
     for (const r of rows) this.#deliveries.push(r);
     this.stats.deliveries += rows.length;
     if (this.#deliveries.length >= this.#o.maxBuffered) {
-      // Backpressure: reading waits (the library pauses the socket while we await) until the
-      // buffered deliveries are written. Part of an open transaction may go in this write; its
-      // position is only recorded with its commit, so a crash re-reads all of it (idempotently).
+      // Backpressure: reading waits (the library pauses the socket while we await) for the write
+      // in progress, then hands the full buffer to the next write and reads on while it runs — so
+      // at most two buffers are in memory and reading overlaps writing. Part of an open
+      // transaction may go in a write; its position is only recorded with its commit, so a crash
+      // re-reads all of it (and rewrites it idempotently).
       await this.settle();
-      if (this.#deliveries.length >= this.#o.maxBuffered) {
-        this.#startWrite();
-        await this.settle();
-      }
+      this.#startWrite();
     }
   }
 
