@@ -34,12 +34,17 @@ export function createPool(connectionString: string, options: PoolOptions = {}):
 export async function withClient<T>(pool: Pool, fn: (client: PoolClient) => Promise<T>): Promise<T> {
   const client = await pool.connect();
   let broken: Error | undefined;
+  // A checked-out client whose connection dies emits 'error' (besides failing its query); the
+  // pool only listens on idle clients, and an unheard 'error' would take the process down.
+  const onError = (err: Error) => (broken = err);
+  client.on('error', onError);
   try {
     return await fn(client);
   } catch (err) {
     if (isConnectionError(err)) broken = err as Error;
     throw err;
   } finally {
+    client.off('error', onError);
     // A client whose connection failed must not go back into the pool for the next request.
     client.release(broken);
   }

@@ -87,6 +87,7 @@ export async function prepareSlot(pool: Pool, replicationUrl: string, slotName: 
 
 async function createSlot(pool: Pool, replicationUrl: string, slotName: string): Promise<SlotStart> {
   const repl = new pg.Client({ connectionString: replicationUrl, replication: 'database' } as pg.ClientConfig);
+  repl.on('error', () => undefined); // a dying connection fails the query below; that is enough
   await repl.connect();
   try {
     const created = await repl.query(`CREATE_REPLICATION_SLOT "${slotName}" LOGICAL pgoutput (SNAPSHOT 'export')`);
