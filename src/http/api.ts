@@ -1,17 +1,22 @@
 import type { Server } from 'node:http';
 import type express from 'express';
+import { KeyRing } from '../auth/keyring.js';
 import { authRouter } from '../auth/routes.js';
+import { AuthService } from '../auth/service.js';
 import type { Context } from '../context.js';
+import { EnvironmentCache } from '../projects/environments.js';
 import { webhooksRouter } from '../webhooks/routes.js';
 import { createApp } from './app.js';
 import { closeServer, listen } from './server.js';
 
 /** The api daemon's HTTP surface. The seed addresses the management API through a `/gw` gateway prefix too. */
 export function createApiApp(ctx: Context): express.Express {
+  const environments = new EnvironmentCache(ctx.pool, ctx.cacheTtlMs);
+  const auth = new AuthService(ctx, new KeyRing(ctx));
   const webhooks = webhooksRouter(ctx);
   return createApp(ctx, {
     routes: [
-      ['/auth', authRouter(ctx)],
+      ['/auth', authRouter(auth, environments)],
       [['/api/rest/_webhooks', '/gw/api/rest/_webhooks'], webhooks],
     ],
   });

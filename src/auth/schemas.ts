@@ -1,0 +1,24 @@
+import { z } from 'zod';
+
+// Request bodies of the auth endpoints (unknown fields are ignored; wrong types are 400s).
+
+export const email = z
+  .string()
+  .trim()
+  .toLowerCase()
+  .pipe(z.email({ message: 'must be an e-mail address' }).max(254, 'must be at most 254 characters'));
+
+// Length rules are the password policy's (with its violations); this only bounds the input.
+const password = z.string().min(1, 'is required').max(4096, 'is far too long');
+const code = z.string().min(1, 'is required').max(64, 'is too long');
+
+export const signupBody = z.object({
+  email,
+  password,
+  name: z.string().trim().max(200, 'must be at most 200 characters').nullish(),
+});
+export const confirmSignupBody = z.object({ email, code });
+export const loginBody = z.object({ email, password });
+export const recoverPasswordBody = z.object({ email });
+export const resetPasswordBody = z.object({ email, code, newPassword: password });
+export const refreshTokenBody = z.object({ refreshToken: z.string().min(1, 'is required').max(512, 'is too long') });

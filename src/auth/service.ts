@@ -1,0 +1,209 @@
+import type { Context } from '../context.js';
+import { PgCode, pgCode, withTransaction } from '../db/pool.js';
+import { AppError, rateLimited, validationError } from '../http/errors.js';
+import type { Environment } from '../projects/environments.js';
+import type { RateLimitPolicy } from '../store/rate-limits.js';
+import { consumeCode, issueCode, type CodePurpose } from './codes.js';
+import type { KeyRing } from './keyring.js';
+import { codeMail } from './mail.js';
+import { hashPassword, needsRehash, passwordViolations, spendVerificationTime, verifyPassword } from './passwords.js';
+import { createSession, findSession, revokeSessionRow, revokeUserSessions, rotateRefreshToken } from './sessions.js';
+import { bearerToken, issueAccessToken, verifyAccessToken, type AccessClaims } from './tokens.js';
+import * as users from './users.js';
+
+// The rules of authentication, whatever the transport (REST routes, GraphQL resolvers): every
+// check, every timing precaution and every error lives here.
+
+export const MESSAGES = {
+  signup: 'Check your e-mail for a 6-digit code to confirm your address.',
+  recover: 'If the address is registered, a 6-digit code to reset the password is on its way.',
+  reset: 'Your password has been reset. Sign in with the new password.',
+  logout: 'You have been logged out.',
+} as const;
+
+export interface RequestMeta {
+  ip: string;
+}
+
+export interface TokenPair {
+  accessToken: string;
+  refreshToken: string;
+  tokenType: 'Bearer';
+  expiresIn: number;
+}
+
+export class AuthService {
+  constructor(
+    private readonly ctx: Context,
+    readonly keys: KeyRing,
+  ) {}
+
+  async signup(env: Environment, input: { email: string; password: string; name?: string | null }, meta: RequestMeta) {
+    await this.#limit(this.ctx.rateLimits.signup, meta.ip);
+    const violations = passwordViolations(input.password, input.email);
+    if (violations.length) throw validationError(violations, 'The password does not meet the policy.');
+    const passwordHash = await hashPassword(input.password);
+    const now = this.ctx.clock();
+    try {
+      // User, code and e-mail succeed together: a mail server failure rolls the account back
+      // rather than leaving one nobody can confirm. Concurrent signups with one address wait on
+      // the unique index; one commits, the others get 409.
+      const user = await withTransaction(this.ctx.pool, async (c) => {
+        const created = await users.insertUser(c, env, { email: input.email, name: input.name ?? null, passwordHash }, now);
+        await this.#sendCode(c, env, created, 'signup', now);
+        return created;
+      });
+      return { userId: user.id, message: MESSAGES.signup };
+    } catch (err) {
+      if (pgCode(err) === PgCode.uniqueViolation) throw new AppError('AUTH_EMAIL_EXISTS');
+      throw err;
+    }
+  }
+
+  async confirmSignup(env: Environment, input: { email: string; code: string }) {
+    const now = this.ctx.clock();
+    const user = await users.findUserByEmail(this.ctx.pool, env, input.email);
+    if (!user || !(await consumeCode(this.ctx.pool, this.ctx.secrets, user.id, 'signup', input.code, env.codeMaxAttempts, now))) {
+      throw new AppError('AUTH_INVALID_CODE');
+    }
+    const verified = await users.markVerified(this.ctx.pool, user.id, now);
+    const pair = await this.#startSession(env, verified, now);
+    return { ...pair, user: users.userView(verified) };
+  }
+
+  async login(env: Environment, input: { email: string; password: string }, meta: RequestMeta): Promise<TokenPair> {
+    await this.#limit(this.ctx.rateLimits.login, meta.ip);
+    const now = this.ctx.clock();
+    const user = await users.findUserByEmail(this.ctx.pool, env, input.email);
+    if (!user) {
+      await spendVerificationTime(input.password); // the same time as a wrong password
+      throw new AppError('AUTH_INVALID_CREDENTIALS');
+    }
+    if (user.lockedUntil && user.lockedUntil > now) throw locked(user.lockedUntil);
+    if (!(await verifyPassword(user.passwordHash, input.password))) {
+      const lockUntil = new Date(now.getTime() + env.lockoutSeconds * 1000);
+      const lockedNow = await users.recordFailedLogin(this.ctx.pool, user.id, env.lockoutThreshold, lockUntil, now);
+      if (lockedNow) throw locked(lockedNow);
+      throw new AppError('AUTH_INVALID_CREDENTIALS');
+    }
+    // Only someone who knows the password learns that the address is unconfirmed.
+    if (!user.emailVerifiedAt) throw new AppError('AUTH_EMAIL_NOT_VERIFIED');
+    const rehash = needsRehash(user.passwordHash) ? await hashPassword(input.password) : null;
+    await users.recordSuccessfulLogin(this.ctx.pool, user.id, rehash, now);
+    return this.#startSession(env, user, now);
+  }
+
+  /** Always the same answer; the code is made and mailed after it, off the request's path. */
+  async recoverPassword(env: Environment, input: { email: string }) {
+    await this.#limit(this.ctx.rateLimits.recoverPassword, `${env.projectId}:${env.name}:${input.email}`);
+    const now = this.ctx.clock();
+    setImmediate(() => {
+      void (async () => {
+        const user = await users.findUserByEmail(this.ctx.pool, env, input.email);
+        if (user) await withTransaction(this.ctx.pool, (c) => this.#sendCode(c, env, user, 'recovery', now));
+      })().catch((err: unknown) => this.ctx.log.error({ err }, 'could not send a password recovery e-mail'));
+    });
+    return { message: MESSAGES.recover };
+  }
+
+  async resetPassword(env: Environment, input: { email: string; code: string; newPassword: string }) {
+    const violations = passwordViolations(input.newPassword, input.email, 'newPassword');
+    if (violations.length) throw validationError(violations, 'The password does not meet the policy.');
+    const now = this.ctx.clock();
+    const user = await users.findUserByEmail(this.ctx.pool, env, input.email);
+    if (!user || !(await consumeCode(this.ctx.pool, this.ctx.secrets, user.id, 'recovery', input.code, env.codeMaxAttempts, now))) {
+      throw new AppError('AUTH_INVALID_CODE');
+    }
+    const passwordHash = await hashPassword(input.newPassword);
+    const revoked = await withTransaction(this.ctx.pool, async (c) => {
+      await users.resetPassword(c, user.id, passwordHash, now);
+      return revokeUserSessions(c, user.id, 'password reset', now);
+    });
+    await this.#revokeAccess(env, revoked, now);
+    return { message: MESSAGES.reset };
+  }
+
+  async refresh(env: Environment, input: { refreshToken: string }): Promise<TokenPair> {
+    const now = this.ctx.clock();
+    const outcome = await rotateRefreshToken(this.ctx.pool, input.refreshToken, env, env.refreshTokenTtlSeconds, now);
+    if (outcome.kind === 'reused') {
+      await this.#revokeAccess(env, [outcome.sessionId], now);
+      this.ctx.log.warn({ sessionId: outcome.sessionId }, 'a used refresh token was presented again: session revoked');
+    }
+    if (outcome.kind !== 'rotated') throw new AppError('AUTH_TOKEN_INVALID', 'The refresh token is invalid, expired or already used.');
+    const user = await users.findUserById(this.ctx.pool, outcome.userId);
+    if (!user) throw new AppError('AUTH_TOKEN_INVALID');
+    const access = await issueAccessToken(this.keys, env, { userId: user.id, email: user.email, sessionId: outcome.sessionId, issuer: this.ctx.config.publicUrl, now });
+    return { accessToken: access.token, refreshToken: outcome.refreshToken, tokenType: 'Bearer', expiresIn: access.expiresIn };
+  }
+
+  /** The claims of a valid, unrevoked access token (every protected request goes through here). */
+  async authenticate(env: Environment, authorization: string | undefined): Promise<AccessClaims> {
+    const claims = await verifyAccessToken(this.keys, env, bearerToken(authorization), this.ctx.config.publicUrl, this.ctx.clock());
+    // A signature cannot say that the session was logged out: the revocation list can.
+    if (await this.ctx.revocations.isRevoked(claims.sid)) throw new AppError('AUTH_TOKEN_INVALID', 'The token has been revoked.');
+    return claims;
+  }
+
+  async logout(env: Environment, authorization: string | undefined) {
+    const claims = await this.authenticate(env, authorization);
+    const now = this.ctx.clock();
+    await revokeSessionRow(this.ctx.pool, claims.sid, 'logout', now);
+    await this.#revokeAccess(env, [claims.sid], now);
+    return { message: MESSAGES.logout };
+  }
+
+  async me(env: Environment, authorization: string | undefined) {
+    const claims = await this.authenticate(env, authorization);
+    const [user, session] = await Promise.all([users.findUserById(this.ctx.pool, claims.sub), findSession(this.ctx.pool, claims.sid)]);
+    if (!user || !session) throw new AppError('AUTH_TOKEN_INVALID');
+    return { user: users.userView(user), session: { id: session.id, expiresAt: session.expiresAt.toISOString() } };
+  }
+
+  async jwks(env: Environment) {
+    const keys = await this.keys.publishedKeys(env);
+    return { keys: keys.map((k) => k.publicJwk) };
+  }
+
+  /** Ends every session of a user at once (operators: `walgate users logout`). */
+  async forceLogout(env: Environment, email: string): Promise<number> {
+    const user = await users.findUserByEmail(this.ctx.pool, env, email);
+    if (!user) return 0;
+    const now = this.ctx.clock();
+    const revoked = await revokeUserSessions(this.ctx.pool, user.id, 'forced logout', now);
+    await this.#revokeAccess(env, revoked, now);
+    return revoked.length;
+  }
+
+  async #startSession(env: Environment, user: users.User, now: Date): Promise<TokenPair> {
+    const session = await createSession(this.ctx.pool, user.id, env, env.refreshTokenTtlSeconds, now);
+    const access = await issueAccessToken(this.keys, env, { userId: user.id, email: user.email, sessionId: session.sessionId, issuer: this.ctx.config.publicUrl, now });
+    return { accessToken: access.token, refreshToken: session.refreshToken, tokenType: 'Bearer', expiresIn: access.expiresIn };
+  }
+
+  async #sendCode(c: Parameters<typeof issueCode>[0], env: Environment, user: users.User, purpose: CodePurpose, now: Date) {
+    const expiresAt = new Date(now.getTime() + env.codeTtlSeconds * 1000);
+    const code = await issueCode(c, this.ctx.secrets, user.id, purpose, expiresAt, now);
+    try {
+      await this.ctx.mailer.send(codeMail(purpose, user.email, code, Math.round(env.codeTtlSeconds / 60), env.projectId));
+    } catch (err) {
+      this.ctx.log.error({ err: { message: (err as Error).message } }, 'e-mail delivery failed');
+      throw new AppError('SERVICE_UNAVAILABLE', 'The e-mail could not be sent; try again later.');
+    }
+  }
+
+  /** Access tokens of these sessions stop working now, although they would verify until they expire. */
+  async #revokeAccess(env: Environment, sessionIds: string[], now: Date): Promise<void> {
+    const until = new Date(now.getTime() + env.accessTokenTtlSeconds * 1000);
+    for (const sid of sessionIds) await this.ctx.revocations.revoke(sid, until);
+  }
+
+  async #limit(policy: RateLimitPolicy, key: string): Promise<void> {
+    const decision = await this.ctx.rateLimiter.consume(policy, key);
+    if (!decision.allowed) throw rateLimited(decision.retryAfterSeconds);
+  }
+}
+
+function locked(until: Date): AppError {
+  return new AppError('AUTH_ACCOUNT_LOCKED', undefined, { lockedUntil: until.toISOString() });
+}

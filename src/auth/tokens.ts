@@ -1,0 +1,101 @@
+import { randomUUID } from 'node:crypto';
+import { compactDecrypt, CompactEncrypt, decodeProtectedHeader, errors, jwtVerify, SignJWT } from 'jose';
+import type { Environment } from '../projects/environments.js';
+import { AppError } from '../http/errors.js';
+import type { KeyRing } from './keyring.js';
+
+// Access tokens: a signed JWT (JWS), or — for environments set to `jwe` — that JWT encrypted
+// (`dir` + A256GCM) under a key that is never published. Both forms are accepted inbound.
+
+export interface AccessClaims {
+  sub: string;
+  sid: string;
+  email: string;
+  env: string;
+  exp: number;
+}
+
+export interface IssueInput {
+  userId: string;
+  email: string;
+  sessionId: string;
+  issuer: string;
+  now: Date;
+}
+
+export async function issueAccessToken(ring: KeyRing, env: Environment, input: IssueInput): Promise<{ token: string; expiresIn: number }> {
+  const { kid, alg, key } = await ring.signingKey(env);
+  const iat = Math.floor(input.now.getTime() / 1000);
+  const jws = await new SignJWT({ sid: input.sessionId, env: env.name, email: input.email })
+    .setProtectedHeader({ alg, kid, typ: 'JWT' })
+    .setIssuer(input.issuer)
+    .setSubject(input.userId)
+    .setAudience(env.projectId)
+    .setIssuedAt(iat)
+    .setNotBefore(iat)
+    .setExpirationTime(iat + env.accessTokenTtlSeconds)
+    .setJti(randomUUID())
+    .sign(key);
+  if (env.tokenFormat !== 'jwe') return { token: jws, expiresIn: env.accessTokenTtlSeconds };
+  const jwe = await new CompactEncrypt(new TextEncoder().encode(jws))
+    .setProtectedHeader({ alg: 'dir', enc: 'A256GCM', cty: 'JWT' })
+    .encrypt(ring.jweKey(env));
+  return { token: jwe, expiresIn: env.accessTokenTtlSeconds };
+}
+
+const invalid = () => new AppError('AUTH_TOKEN_INVALID');
+const MAX_TOKEN_LENGTH = 8192;
+
+/**
+ * Verifies an access token for this environment. Keys are looked up only among the environment's
+ * own (by `kid`), so another project's token, a forged `kid`, `jku`/`jwk`/`x5u` headers and
+ * `alg: none` or HMAC-with-the-public-key tricks all fail; the accepted algorithm is the key's own.
+ * An expired token says so only once its signature has proved it genuine.
+ */
+export async function verifyAccessToken(ring: KeyRing, env: Environment, token: string, issuer: string, now: Date): Promise<AccessClaims> {
+  if (token.length > MAX_TOKEN_LENGTH) throw invalid();
+  const parts = token.split('.');
+  let jws = token;
+  if (parts.length === 5) {
+    try {
+      const { plaintext } = await compactDecrypt(token, ring.jweKey(env), {
+        keyManagementAlgorithms: ['dir'],
+        contentEncryptionAlgorithms: ['A256GCM'],
+      });
+      jws = new TextDecoder().decode(plaintext);
+    } catch {
+      throw invalid();
+    }
+  } else if (parts.length !== 3) {
+    throw invalid();
+  }
+  let kid: unknown;
+  try {
+    kid = decodeProtectedHeader(jws).kid;
+  } catch {
+    throw invalid();
+  }
+  if (typeof kid !== 'string' || kid.length > 200) throw invalid();
+  const key = await ring.verificationKey(env, kid);
+  if (!key) throw invalid();
+  try {
+    const { payload } = await jwtVerify(jws, key.key, {
+      algorithms: [key.alg],
+      issuer,
+      audience: env.projectId,
+      currentDate: now,
+    });
+    if (payload.env !== env.name || typeof payload.sid !== 'string' || typeof payload.sub !== 'string') throw invalid();
+    return payload as unknown as AccessClaims;
+  } catch (err) {
+    if (err instanceof errors.JWTExpired) throw new AppError('AUTH_TOKEN_EXPIRED');
+    throw invalid();
+  }
+}
+
+/** The bearer token of an Authorization header, or 401 AUTH_TOKEN_INVALID. */
+export function bearerToken(header: string | undefined): string {
+  const match = /^Bearer[ ]+([^\s]+)\s*$/i.exec(header ?? '');
+  if (!match) throw new AppError('AUTH_TOKEN_INVALID', 'An Authorization: Bearer <token> header is required.');
+  return match[1]!;
+}

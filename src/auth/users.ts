@@ -1,0 +1,129 @@
+import type { Queryable } from '../db/pool.js';
+
+// Every statement on walgate.users.
+
+export interface User {
+  id: string;
+  projectId: string;
+  environment: string;
+  email: string;
+  name: string | null;
+  passwordHash: string;
+  emailVerifiedAt: Date | null;
+  failedLogins: number;
+  lockedUntil: Date | null;
+  createdAt: Date;
+}
+
+/** The user as the API shows it. */
+export interface UserView {
+  id: string;
+  email: string;
+  name: string | null;
+  emailVerified: boolean;
+  createdAt: string;
+}
+
+export function userView(u: User): UserView {
+  return { id: u.id, email: u.email, name: u.name, emailVerified: u.emailVerifiedAt !== null, createdAt: u.createdAt.toISOString() };
+}
+
+const COLUMNS = 'id, project_id, environment, email, name, password_hash, email_verified_at, failed_logins, locked_until, created_at';
+
+function fromRow(r: Record<string, any>): User {
+  return {
+    id: r.id,
+    projectId: r.project_id,
+    environment: r.environment,
+    email: r.email,
+    name: r.name,
+    passwordHash: r.password_hash,
+    emailVerifiedAt: r.email_verified_at,
+    failedLogins: r.failed_logins,
+    lockedUntil: r.locked_until,
+    createdAt: r.created_at,
+  };
+}
+
+/** The environment a user belongs to (an `Environment` will do). */
+export interface Scope {
+  projectId: string;
+  name: string;
+}
+
+export async function insertUser(
+  db: Queryable,
+  scope: Scope,
+  input: { email: string; name: string | null; passwordHash: string },
+  now: Date,
+): Promise<User> {
+  const { rows } = await db.query(
+    `INSERT INTO walgate.users (project_id, environment, email, name, password_hash, created_at, updated_at)
+     VALUES ($1, $2, $3, $4, $5, $6, $6) RETURNING ${COLUMNS}`,
+    [scope.projectId, scope.name, input.email, input.name, input.passwordHash, now],
+  );
+  return fromRow(rows[0]);
+}
+
+export async function findUserByEmail(db: Queryable, scope: Scope, email: string): Promise<User | undefined> {
+  const { rows } = await db.query(`SELECT ${COLUMNS} FROM walgate.users WHERE project_id = $1 AND environment = $2 AND email = $3`, [
+    scope.projectId,
+    scope.name,
+    email,
+  ]);
+  return rows[0] ? fromRow(rows[0]) : undefined;
+}
+
+export async function findUserById(db: Queryable, id: string): Promise<User | undefined> {
+  const { rows } = await db.query(`SELECT ${COLUMNS} FROM walgate.users WHERE id = $1`, [id]);
+  return rows[0] ? fromRow(rows[0]) : undefined;
+}
+
+export async function markVerified(db: Queryable, userId: string, now: Date): Promise<User> {
+  const { rows } = await db.query(
+    `UPDATE walgate.users SET email_verified_at = coalesce(email_verified_at, $2), updated_at = $2 WHERE id = $1 RETURNING ${COLUMNS}`,
+    [userId, now],
+  );
+  return fromRow(rows[0]);
+}
+
+/**
+ * Counts a failed login. The increment is one statement, so concurrent failures count exactly;
+ * the failure that reaches the threshold locks the account and starts the count again.
+ * Returns the lock's end when this failure locked it.
+ */
+export async function recordFailedLogin(
+  db: Queryable,
+  userId: string,
+  threshold: number,
+  lockUntil: Date,
+  now: Date,
+): Promise<Date | null> {
+  const { rows } = await db.query(
+    `UPDATE walgate.users SET
+       failed_logins = CASE WHEN failed_logins + 1 >= $2 THEN 0 ELSE failed_logins + 1 END,
+       locked_until = CASE WHEN failed_logins + 1 >= $2 THEN $3::timestamptz ELSE locked_until END,
+       updated_at = $4
+     WHERE id = $1 AND (locked_until IS NULL OR locked_until <= $4)
+     RETURNING failed_logins = 0 AND locked_until = $3::timestamptz AS locked`,
+    [userId, threshold, lockUntil, now],
+  );
+  return rows[0]?.locked ? lockUntil : null;
+}
+
+export async function recordSuccessfulLogin(db: Queryable, userId: string, newHash: string | null, now: Date): Promise<void> {
+  await db.query(
+    `UPDATE walgate.users SET failed_logins = 0, locked_until = NULL, password_hash = coalesce($2, password_hash), updated_at = $3
+     WHERE id = $1`,
+    [userId, newHash, now],
+  );
+}
+
+/** A new password ends any lockout; the code that allowed it proved the address, too. */
+export async function resetPassword(db: Queryable, userId: string, passwordHash: string, now: Date): Promise<void> {
+  await db.query(
+    `UPDATE walgate.users SET password_hash = $2, failed_logins = 0, locked_until = NULL,
+       email_verified_at = coalesce(email_verified_at, $3), updated_at = $3 WHERE id = $1`,
+    [userId, passwordHash, now],
+  );
+}
