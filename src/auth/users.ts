@@ -88,9 +88,10 @@ export async function markVerified(db: Queryable, userId: string, now: Date): Pr
 }
 
 /**
- * Counts a failed login. The increment is one statement, so concurrent failures count exactly;
- * the failure that reaches the threshold locks the account and starts the count again.
- * Returns the lock's end when this failure locked it.
+ * Counts a failed login. One statement under the row lock, so concurrent failures count exactly
+ * and only one of them locks; the failure that reaches the threshold locks the account and starts
+ * the count again. Returns the end of the lock when the account is locked now (by this failure or
+ * by a concurrent one that got there first), else null.
  */
 export async function recordFailedLogin(
   db: Queryable,
@@ -101,14 +102,16 @@ export async function recordFailedLogin(
 ): Promise<Date | null> {
   const { rows } = await db.query(
     `UPDATE walgate.users SET
-       failed_logins = CASE WHEN failed_logins + 1 >= $2 THEN 0 ELSE failed_logins + 1 END,
-       locked_until = CASE WHEN failed_logins + 1 >= $2 THEN $3::timestamptz ELSE locked_until END,
+       failed_logins = CASE WHEN locked_until > $4 THEN failed_logins
+                            WHEN failed_logins + 1 >= $2 THEN 0 ELSE failed_logins + 1 END,
+       locked_until = CASE WHEN locked_until > $4 THEN locked_until
+                           WHEN failed_logins + 1 >= $2 THEN $3::timestamptz ELSE locked_until END,
        updated_at = $4
-     WHERE id = $1 AND (locked_until IS NULL OR locked_until <= $4)
-     RETURNING failed_logins = 0 AND locked_until = $3::timestamptz AS locked`,
+     WHERE id = $1
+     RETURNING CASE WHEN locked_until > $4 THEN locked_until END AS locked_until`,
     [userId, threshold, lockUntil, now],
   );
-  return rows[0]?.locked ? lockUntil : null;
+  return rows[0]?.locked_until ?? null;
 }
 
 export async function recordSuccessfulLogin(db: Queryable, userId: string, newHash: string | null, now: Date): Promise<void> {

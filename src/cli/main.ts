@@ -2,9 +2,11 @@
 // under DATA_DIR whether or not `npm start` is running.
 import { Command, CommanderError } from 'commander';
 import { ConfigError } from '../config.js';
+import { registerKeyCommands } from './keys.js';
 import { registerProjectCommands } from './project.js';
 import { CliError } from './runtime.js';
 import { registerTokenCommands } from './token.js';
+import { registerUserCommands } from './users.js';
 
 const program = new Command('walgate')
   .description('operate walgate: migrations, projects, tokens, keys, users and deliveries')
@@ -22,6 +24,8 @@ program
 
 registerProjectCommands(program);
 registerTokenCommands(program);
+registerKeyCommands(program);
+registerUserCommands(program);
 
 try {
   await program.parseAsync(process.argv);

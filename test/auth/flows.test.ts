@@ -3,7 +3,7 @@ import { createRemoteJWKSet, decodeProtectedHeader, jwtVerify } from 'jose';
 import { rotateSigningKeys } from '../../src/auth/keys.js';
 import { findEnvironment } from '../../src/projects/environments.js';
 import type { TestApi } from '../support/api.js';
-import type { HttpClient } from '../support/http.js';
+import { HttpClient } from '../support/http.js';
 import { codeIn } from '../support/smtp.js';
 import { bearer, PASSWORD, signUpAndConfirm, startAuthApi, uniqueEmail } from './support.js';
 
@@ -326,7 +326,7 @@ describe('auth: the flows of the seed, through HTTP', () => {
     it('defaults the environment header to master, and keeps environments apart', async () => {
       const { http: staging } = await t.provision({ projectId: 'shop', name: 'staging' });
       const a = await signUpAndConfirm(t, http.with({ environment: 'master' }));
-      const defaulted = new (http.constructor as typeof import('../support/http.js').HttpClient)(t.url, { 'x-project-id': 'shop' });
+      const defaulted = new HttpClient(t.url, { 'x-project-id': 'shop' });
       expect((await defaulted.get('/auth/me', bearer(a.accessToken))).status).to.equal(200);
       const other = await staging.get('/auth/me', bearer(a.accessToken));
       expect(other.status).to.equal(401);

@@ -20,6 +20,8 @@ export interface TestApiOptions {
   env?: Record<string, string | undefined>;
   /** Use Redis (REDIS_URL) for the revocation list and rate limits. */
   redis?: boolean;
+  /** Use this Redis instead (e.g. one that is not there). */
+  redisUrl?: string;
   /** Share another test api's database (two api processes over one database). */
   database?: TestDatabase;
   overrides?: ContextOverrides;
@@ -65,7 +67,7 @@ export async function startTestApi(options: TestApiOptions = {}): Promise<TestAp
     LOG_LEVEL: 'info',
     PUBLIC_URL: 'http://walgate.test',
     ...options.env,
-    REDIS_URL: options.redis ? process.env.REDIS_URL : undefined,
+    REDIS_URL: options.redisUrl ?? (options.redis ? process.env.REDIS_URL : undefined),
   });
   const clock = new TestClock();
   const logs = new CapturedLogs();

@@ -1,0 +1,27 @@
+import type { Command } from 'commander';
+import { KeyRing } from '../auth/keyring.js';
+import { AuthService } from '../auth/service.js';
+import { email as emailSchema } from '../auth/schemas.js';
+import { findEnvironment } from '../projects/environments.js';
+import { CliError, withCliContext } from './runtime.js';
+
+export function registerUserCommands(program: Command): void {
+  const users = program.command('users').description('end-user accounts');
+
+  users
+    .command('logout')
+    .description("end every session of a user at once (force logout): their tokens are refused from now on")
+    .requiredOption('--project <projectId>', 'project')
+    .option('--environment <name>', 'environment name', 'master')
+    .requiredOption('--email <email>', "the user's e-mail address")
+    .action(async (o: { project: string; environment: string; email: string }) => {
+      const email = emailSchema.safeParse(o.email);
+      if (!email.success) throw new CliError(`not an e-mail address: ${o.email}`);
+      await withCliContext(async (ctx) => {
+        const env = await findEnvironment(ctx.pool, o.project, o.environment);
+        if (!env) throw new CliError(`no environment ${o.project}/${o.environment}`);
+        const ended = await new AuthService(ctx, new KeyRing(ctx)).forceLogout(env, email.data);
+        console.log(`ended ${ended} session${ended === 1 ? '' : 's'} of ${email.data} in ${o.project}/${o.environment}`);
+      });
+    });
+}

@@ -1,0 +1,95 @@
+import { expect } from 'chai';
+import { bearer, signUpAndConfirm, startAuthApi } from '../auth/support.js';
+import type { TestApi } from '../support/api.js';
+import { walgate } from '../support/cli.js';
+import { HttpClient } from '../support/http.js';
+
+describe('the walgate CLI', function () {
+  this.timeout(60_000);
+  let t: TestApi;
+  before(async () => {
+    t = await startAuthApi();
+  });
+  after(() => t.close());
+
+  it('has --help on every command', async () => {
+    for (const args of [[], ['migrate'], ['project', 'create'], ['project', 'set'], ['project', 'list'], ['token', 'create'], ['token', 'list'], ['token', 'revoke'], ['keys', 'rotate'], ['keys', 'list'], ['users', 'logout']]) {
+      const r = await walgate(t, [...args, '--help']);
+      expect(r.code, args.join(' ')).to.equal(0);
+      expect(r.stdout).to.match(/^Usage: walgate/);
+    }
+  });
+
+  it('creates, changes and lists projects; the schema defaults to <project>_<environment>', async () => {
+    const created = await walgate(t, ['project', 'create', 'Acme-1', '--environment', 'Prod']);
+    expect(created.code, created.stderr).to.equal(0);
+    expect(created.stdout).to.contain('schema acme_1_prod');
+    const { rows } = await t.ctx.pool.query(`SELECT 1 FROM pg_namespace WHERE nspname = 'acme_1_prod'`);
+    expect(rows).to.have.length(1);
+    const custom = await walgate(t, ['project', 'create', 'acme2', '--schema', 'public', '--auth', 'off', '--token-format', 'jwe']);
+    expect(custom.stdout).to.contain('schema public, auth off, tokens jwe');
+    const set = await walgate(t, ['project', 'set', 'acme2', '--auth', 'on']);
+    expect(set.stdout).to.contain('auth on');
+    const list = await walgate(t, ['project', 'list', '--json']);
+    const projects = JSON.parse(list.stdout);
+    expect(projects).to.deep.include({ project: 'acme2', environment: 'master', schema: 'public', auth: 'on', tokens: 'jwe', created: projects.find((p: any) => p.project === 'acme2').created });
+    const dup = await walgate(t, ['project', 'create', 'acme2']);
+    expect(dup.code).to.equal(1);
+    expect(dup.stderr).to.contain('already exists');
+    const bad = await walgate(t, ['project', 'create', 'bad name!']);
+    expect(bad.code).to.equal(1);
+    expect(bad.stderr).to.contain('invalid project id');
+    const badFormat = await walgate(t, ['project', 'set', 'acme2', '--token-format', 'xml']);
+    expect(badFormat.code).not.to.equal(0);
+    expect(badFormat.stderr).to.contain('Allowed choices are jws, jwe');
+  });
+
+  it('creates a management token (alone on the last line), lists and revokes it', async () => {
+    await walgate(t, ['project', 'create', 'tokens']);
+    const created = await walgate(t, ['token', 'create', '--project', 'tokens', '--name', 'ci']);
+    expect(created.code, created.stderr).to.equal(0);
+    const lines = created.stdout.trim().split('\n');
+    const token = lines[lines.length - 1]!;
+    expect(token).to.match(/^wgm_[A-Za-z0-9_-]{43}$/);
+    const id = /created (mt_[0-9a-f]+)/.exec(created.stdout)![1]!;
+    const list = await walgate(t, ['token', 'list', '--project', 'tokens']);
+    expect(list.stdout).to.contain(id).and.to.contain('ci');
+    expect(list.stdout).not.to.contain(token);
+    expect((await walgate(t, ['token', 'revoke', id])).stdout).to.contain(`revoked ${id}`);
+    const again = await walgate(t, ['token', 'revoke', id]);
+    expect(again.code).to.equal(1);
+    const none = await walgate(t, ['token', 'create', '--project', 'missing']);
+    expect(none.code).to.equal(1);
+    expect(none.stderr).to.contain('no project missing');
+  });
+
+  it('rotates keys: the JWKS shows the new next key, and old tokens keep working', async () => {
+    const { http } = await t.provision({ projectId: 'rot', name: 'master' });
+    const account = await signUpAndConfirm(t, http);
+    const before = (await http.get('/auth/.well-known/jwks.json')).body.keys.map((k: { kid: string }) => k.kid);
+    const r = await walgate(t, ['keys', 'rotate', '--project', 'rot']);
+    expect(r.code, r.stderr).to.equal(0);
+    const after = (await http.get('/auth/.well-known/jwks.json')).body.keys.map((k: { kid: string }) => k.kid);
+    expect(after).to.include.members(before);
+    expect(after).to.have.length(3);
+    expect((await http.get('/auth/me', bearer(account.accessToken))).status).to.equal(200);
+    const list = await walgate(t, ['keys', 'list', '--project', 'rot']);
+    expect(list.stdout).to.match(/next/).and.match(/active/).and.match(/retired/);
+  });
+
+  it('force-logs a user out: their tokens are refused at once', async () => {
+    const { http } = await t.provision({ projectId: 'force', name: 'master' });
+    const account = await signUpAndConfirm(t, http);
+    const r = await walgate(t, ['users', 'logout', '--project', 'force', '--email', account.email]);
+    expect(r.stdout).to.contain('ended 1 session');
+    const me = await new HttpClient(t.url, { 'x-project-id': 'force' }).get('/auth/me', bearer(account.accessToken));
+    expect(me.status).to.equal(401);
+    expect((await http.post('/auth/refresh-token', { refreshToken: account.refreshToken })).status).to.equal(401);
+  });
+
+  it('names a bad environment variable and exits 1', async () => {
+    const r = await walgate(t, ['project', 'list'], { PORT: 'eighty' });
+    expect(r.code).to.equal(1);
+    expect(r.stderr).to.contain('PORT');
+  });
+});

@@ -1,0 +1,33 @@
+import { execFile } from 'node:child_process';
+import { fileURLToPath } from 'node:url';
+import type { TestApi } from './api.js';
+
+const BIN = fileURLToPath(new URL('../../../bin/walgate.js', import.meta.url));
+
+export interface CliResult {
+  code: number;
+  stdout: string;
+  stderr: string;
+}
+
+/** Runs the real `walgate` CLI in a child process against the test api's database. */
+export function walgate(t: TestApi, args: string[], env: Record<string, string> = {}): Promise<CliResult> {
+  return new Promise((resolve) => {
+    execFile(
+      process.execPath,
+      [BIN, ...args],
+      {
+        env: {
+          ...process.env,
+          DATABASE_URL: t.database.url,
+          KEY_ENCRYPTION_KEY: t.config.keyEncryptionKey!.toString('base64'),
+          DATA_DIR: t.config.dataDir,
+          LOG_LEVEL: 'warn',
+          ...env,
+        },
+        timeout: 30_000,
+      },
+      (err, stdout, stderr) => resolve({ code: err ? ((err as { code?: number }).code ?? 1) : 0, stdout, stderr }),
+    );
+  });
+}
