@@ -6,6 +6,7 @@ import { AuthService } from '../auth/service.js';
 import type { Context } from '../context.js';
 import { EnvironmentCache } from '../projects/environments.js';
 import { webhooksRouter } from '../webhooks/routes.js';
+import { WebhookService } from '../webhooks/service.js';
 import { createApp } from './app.js';
 import { closeServer, listen } from './server.js';
 
@@ -13,7 +14,7 @@ import { closeServer, listen } from './server.js';
 export function createApiApp(ctx: Context): express.Express {
   const environments = new EnvironmentCache(ctx.pool, ctx.cacheTtlMs);
   const auth = new AuthService(ctx, new KeyRing(ctx));
-  const webhooks = webhooksRouter(ctx);
+  const webhooks = webhooksRouter(ctx, new WebhookService(ctx), environments);
   return createApp(ctx, {
     routes: [
       ['/auth', authRouter(auth, environments)],

@@ -14,6 +14,11 @@ export class WatchError extends Error {
   }
 }
 
+/** Serialises publication changes until the caller's transaction ends (two subscriptions created at once). */
+async function lockPublication(db: Queryable): Promise<void> {
+  await db.query(`SELECT pg_advisory_xact_lock(hashtext('walgate-publication'))`);
+}
+
 /** The publication exists (created by migration 002; recreated here if someone dropped it). */
 export async function ensurePublication(db: Queryable): Promise<void> {
   const { rowCount } = await db.query('SELECT 1 FROM pg_publication WHERE pubname = $1', [PUBLICATION]);
@@ -30,6 +35,7 @@ export async function ensurePublication(db: Queryable): Promise<void> {
  * that creates the subscription: both take effect at the same commit, or neither does.
  */
 export async function watchTable(db: Queryable, schema: string, table: string): Promise<void> {
+  await lockPublication(db);
   const { rows } = await db.query<{ relkind: string; relreplident: string; published: boolean }>(
     `SELECT c.relkind, c.relreplident,
             EXISTS (SELECT 1 FROM pg_publication_tables p WHERE p.pubname = $3 AND p.schemaname = n.nspname AND p.tablename = c.relname) AS published
@@ -55,6 +61,7 @@ export async function watchTable(db: Queryable, schema: string, table: string): 
 
 /** Takes the table out of the publication (when no subscription names it any more). */
 export async function unwatchTable(db: Queryable, schema: string, table: string): Promise<void> {
+  await lockPublication(db);
   const { rowCount } = await db.query(
     'SELECT 1 FROM pg_publication_tables WHERE pubname = $1 AND schemaname = $2 AND tablename = $3',
     [PUBLICATION, schema, table],

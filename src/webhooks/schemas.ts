@@ -1,0 +1,66 @@
+import { z } from 'zod';
+
+// Bodies of the management API. Unknown fields are refused: a typo (`filters`, `actve`) must not
+// silently create a subscription that does something else.
+
+export const EVENTS = ['INSERT', 'UPDATE', 'DELETE'] as const;
+
+const name = z.string().min(1, 'is required').max(63, 'must be at most 63 characters');
+const columnName = z.string().min(1, 'must not be empty').max(63, 'must be at most 63 characters');
+
+const events = z
+  .array(z.enum(EVENTS, { message: 'must be INSERT, UPDATE or DELETE' }))
+  .min(1, 'must name at least one of INSERT, UPDATE, DELETE')
+  .refine((e) => new Set(e).size === e.length, 'must not repeat an event');
+
+const filter = z
+  .record(columnName, z.union([z.string(), z.number(), z.boolean(), z.null()], { message: 'must be a string, number, boolean or null (equality)' }))
+  .refine((f) => Object.keys(f).length <= 32, 'must have at most 32 fields');
+
+const select = z
+  .array(columnName)
+  .min(1, 'must name at least one column')
+  .max(256, 'must have at most 256 columns')
+  .refine((s) => new Set(s).size === s.length, 'must not repeat a column');
+
+const secret = z.string().min(16, 'must be at least 16 characters').max(1024, 'must be at most 1024 characters');
+const url = z.string().max(2048, 'must be at most 2048 characters');
+
+export const createBody = z.strictObject({
+  projectId: name,
+  environment: name,
+  table: name,
+  events,
+  url,
+  secret,
+  active: z.boolean().default(true),
+  filter: filter.nullish(),
+  select: select.nullish(),
+});
+
+export const updateBody = z
+  .strictObject({
+    projectId: name.optional(),
+    environment: name.optional(),
+    table: name.optional(),
+    events: events.optional(),
+    url: url.optional(),
+    secret: secret.optional(),
+    active: z.boolean().optional(),
+    filter: filter.nullish(),
+    select: select.nullish(),
+  })
+  .refine((b) => Object.keys(b).length > 0, 'must change at least one field');
+
+export const listQuery = z.strictObject({
+  limit: z.coerce.number().int('must be a whole number').min(1, 'must be at least 1').max(100, 'must be at most 100').default(20),
+  cursor: z.string().max(512).optional(),
+});
+
+export const replayBody = z.strictObject({
+  since: z.iso.datetime({ offset: true, message: 'must be an ISO 8601 timestamp' }).optional(),
+  until: z.iso.datetime({ offset: true, message: 'must be an ISO 8601 timestamp' }).optional(),
+});
+
+export type CreateBody = z.output<typeof createBody>;
+export type UpdateBody = z.output<typeof updateBody>;

@@ -1,0 +1,181 @@
+import type { Context } from '../context.js';
+import { randomId } from '../crypto/tokens.js';
+import { pgCode, withTransaction, type Queryable } from '../db/pool.js';
+import { recentDeliveries, replayDeadDeliveries, type DeliveryView } from '../delivery/history.js';
+import { AppError, validationError, type Violation } from '../http/errors.js';
+import type { Environment } from '../projects/environments.js';
+import { DELIVERIES_CHANNEL } from '../tailer/outbox.js';
+import { unwatchTable, watchTable, WatchError } from '../tailer/publication.js';
+import { ensureSlot } from '../tailer/slot.js';
+import type { CreateBody, UpdateBody } from './schemas.js';
+import { sealWebhookSecret } from './secret.js';
+import * as store from './store.js';
+import { columnViolations, tableColumns, urlViolations } from './validation.js';
+import { webhookView, type WebhookView } from './view.js';
+
+// The rules of webhook subscriptions. Writes go through one transaction with the publication
+// change, so a subscription exists exactly when the tailer can see its table.
+
+interface Cursor {
+  createdAt: Date;
+  id: string;
+}
+
+function encodeCursor(c: Cursor): string {
+  return Buffer.from(JSON.stringify([c.createdAt.toISOString(), c.id])).toString('base64url');
+}
+
+function decodeCursor(s: string): Cursor {
+  try {
+    const [at, id] = JSON.parse(Buffer.from(s, 'base64url').toString('utf8')) as [string, string];
+    const createdAt = new Date(at);
+    if (typeof id !== 'string' || Number.isNaN(createdAt.getTime())) throw new Error('bad cursor');
+    return { createdAt, id };
+  } catch {
+    throw validationError([{ path: 'cursor', message: 'is not a cursor returned by this API' }]);
+  }
+}
+
+export class WebhookService {
+  constructor(private readonly ctx: Context) {}
+
+  async create(env: Environment, body: CreateBody): Promise<WebhookView> {
+    await this.#validate(env, body, body);
+    await this.#ensureSlot();
+    const now = this.ctx.clock();
+    const row = await this.#write(async (c) => {
+      const created = await store.insertWebhook(c, {
+        id: randomId('wh_'),
+        projectId: env.projectId,
+        environment: env.name,
+        schemaName: env.schemaName,
+        table: body.table,
+        events: body.events,
+        url: body.url,
+        secret: sealWebhookSecret(this.ctx.secrets, body.secret),
+        active: body.active,
+        filter: body.filter ?? null,
+        select: body.select ?? null,
+        createdAt: now,
+        updatedAt: now,
+      });
+      await watchTable(c, env.schemaName, body.table);
+      return created;
+    });
+    return webhookView(row);
+  }
+
+  async list(env: Environment, limit: number, cursor: string | undefined): Promise<{ webhooks: WebhookView[]; nextCursor: string | null }> {
+    const after = cursor ? decodeCursor(cursor) : undefined;
+    const rows = await store.listWebhooks(this.ctx.pool, env.projectId, env.name, limit + 1, after);
+    const page = rows.slice(0, limit);
+    const last = page[page.length - 1];
+    return { webhooks: page.map(webhookView), nextCursor: rows.length > limit && last ? encodeCursor(last) : null };
+  }
+
+  async get(env: Environment, id: string): Promise<{ webhook: WebhookView; deliveries: DeliveryView[] }> {
+    const row = await this.#find(env, id);
+    return { webhook: webhookView(row), deliveries: await recentDeliveries(this.ctx.pool, row.id, 50) };
+  }
+
+  async update(env: Environment, id: string, body: UpdateBody): Promise<WebhookView> {
+    const current = await this.#find(env, id);
+    const table = body.table ?? current.table;
+    // filter/select: absent keeps, null clears; re-checked against the table either way.
+    const filter = body.filter === undefined ? current.filter : body.filter;
+    const select = body.select === undefined ? current.select : body.select;
+    await this.#validate(env, { ...body, table, filter, select }, { url: body.url });
+    const now = this.ctx.clock();
+    const row = await this.#write(async (c) => {
+      const locked = await store.findWebhook(c, env.projectId, env.name, id, true);
+      if (!locked) throw new AppError('WEBHOOK_NOT_FOUND');
+      const updated = await store.updateWebhook(c, {
+        ...locked,
+        table,
+        events: body.events ?? locked.events,
+        url: body.url ?? locked.url,
+        secret: body.secret === undefined ? locked.secret : sealWebhookSecret(this.ctx.secrets, body.secret),
+        active: body.active ?? locked.active,
+        filter,
+        select,
+        updatedAt: now,
+      });
+      if (table !== locked.table) {
+        await watchTable(c, env.schemaName, table);
+        if (!(await store.tableIsWatched(c, locked.schemaName, locked.table))) await unwatchTable(c, locked.schemaName, locked.table);
+      }
+      return updated;
+    });
+    return webhookView(row);
+  }
+
+  async delete(env: Environment, id: string): Promise<void> {
+    await this.#write(async (c) => {
+      const row = await store.findWebhook(c, env.projectId, env.name, id, true);
+      if (!row) throw new AppError('WEBHOOK_NOT_FOUND');
+      await store.deleteWebhook(c, id); // its deliveries go with it (ON DELETE CASCADE)
+      if (!(await store.tableIsWatched(c, row.schemaName, row.table))) await unwatchTable(c, row.schemaName, row.table);
+    });
+  }
+
+  async replay(env: Environment, id: string, range: { since?: Date; until?: Date }): Promise<{ replayed: number }> {
+    const row = await this.#find(env, id);
+    const replayed = await replayDeadDeliveries(this.ctx.pool, { webhookId: row.id, ...range }, this.ctx.clock());
+    if (replayed > 0) await this.ctx.pool.query(`NOTIFY ${DELIVERIES_CHANNEL}`);
+    return { replayed };
+  }
+
+  async #find(env: Environment, id: string): Promise<store.WebhookRow> {
+    const row = id.length <= 128 ? await store.findWebhook(this.ctx.pool, env.projectId, env.name, id) : undefined;
+    if (!row) throw new AppError('WEBHOOK_NOT_FOUND');
+    return row;
+  }
+
+  /** Everything about a body that needs the database or the network, as violations. */
+  async #validate(
+    env: Environment,
+    body: { projectId?: string; environment?: string; table: string; filter?: Record<string, unknown> | null; select?: string[] | null },
+    urls: { url?: string },
+  ): Promise<void> {
+    const violations: Violation[] = [];
+    if (body.projectId !== undefined && body.projectId !== env.projectId) {
+      violations.push({ path: 'projectId', message: `must equal the X-Project-ID header (${env.projectId})` });
+    }
+    if (body.environment !== undefined && body.environment !== env.name) {
+      violations.push({ path: 'environment', message: `must equal the environment header (${env.name})` });
+    }
+    const columns = await tableColumns(this.ctx.pool, env.schemaName, body.table);
+    if (!columns) violations.push({ path: 'table', message: `no table ${JSON.stringify(body.table)} in schema ${env.schemaName}` });
+    else violations.push(...columnViolations(columns, body.filter, body.select));
+    if (urls.url !== undefined) violations.push(...(await urlViolations(urls.url, this.ctx.config.webhooks.allowPrivateNetworks)));
+    if (violations.length) throw validationError(violations);
+  }
+
+  /** The slot exists before the first subscription does, so no change after it is ever missed. */
+  async #ensureSlot(): Promise<void> {
+    try {
+      await ensureSlot(this.ctx.pool);
+    } catch (err) {
+      // 55000: wal_level is not logical (object not in prerequisite state).
+      if (pgCode(err) === '55000') {
+        throw new AppError('SERVICE_UNAVAILABLE', 'Postgres is not set up for logical replication (wal_level=logical is required).');
+      }
+      throw err;
+    }
+  }
+
+  async #write<T>(fn: (c: Queryable) => Promise<T>): Promise<T> {
+    try {
+      return await withTransaction(this.ctx.pool, fn);
+    } catch (err) {
+      if (err instanceof WatchError && err.reason === 'not_a_table') {
+        throw validationError([{ path: 'table', message: err.message }]);
+      }
+      if (err instanceof WatchError) {
+        // Nothing was saved; the operator must give walgate's role ownership of the table.
+        throw new AppError('SERVICE_UNAVAILABLE', `The table cannot be watched: ${err.message}.`);
+      }
+      throw err;
+    }
+  }
+}

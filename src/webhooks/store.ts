@@ -1,0 +1,93 @@
+import type { Queryable } from '../db/pool.js';
+
+// Every statement on walgate.webhooks. The tailer reads this table's changes from the WAL, so every
+// change writes updated_at, and the secret is only ever stored sealed.
+
+export interface WebhookRow {
+  id: string;
+  projectId: string;
+  environment: string;
+  schemaName: string;
+  table: string;
+  events: string[];
+  url: string;
+  secret: Buffer;
+  active: boolean;
+  filter: Record<string, string | number | boolean | null> | null;
+  select: string[] | null;
+  createdAt: Date;
+  updatedAt: Date;
+}
+
+const COLUMNS = 'id, project_id, environment, schema_name, table_name, events, url, secret, active, filter, select_fields, created_at, updated_at';
+
+function fromRow(r: Record<string, any>): WebhookRow {
+  return {
+    id: r.id,
+    projectId: r.project_id,
+    environment: r.environment,
+    schemaName: r.schema_name,
+    table: r.table_name,
+    events: r.events,
+    url: r.url,
+    secret: r.secret,
+    active: r.active,
+    filter: r.filter,
+    select: r.select_fields,
+    createdAt: r.created_at,
+    updatedAt: r.updated_at,
+  };
+}
+
+export async function insertWebhook(db: Queryable, w: WebhookRow): Promise<WebhookRow> {
+  const { rows } = await db.query(
+    `INSERT INTO walgate.webhooks (id, project_id, environment, schema_name, table_name, events, url, secret, active, filter, select_fields, created_at, updated_at)
+     VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13) RETURNING ${COLUMNS}`,
+    [w.id, w.projectId, w.environment, w.schemaName, w.table, w.events, w.url, w.secret, w.active, w.filter === null ? null : JSON.stringify(w.filter), w.select, w.createdAt, w.updatedAt],
+  );
+  return fromRow(rows[0]);
+}
+
+export async function findWebhook(db: Queryable, projectId: string, environment: string, id: string, lock = false): Promise<WebhookRow | undefined> {
+  const { rows } = await db.query(
+    `SELECT ${COLUMNS} FROM walgate.webhooks WHERE id = $1 AND project_id = $2 AND environment = $3${lock ? ' FOR UPDATE' : ''}`,
+    [id, projectId, environment],
+  );
+  return rows[0] ? fromRow(rows[0]) : undefined;
+}
+
+/** One page, newest first, after the (createdAt, id) of the cursor. */
+export async function listWebhooks(
+  db: Queryable,
+  projectId: string,
+  environment: string,
+  limit: number,
+  after: { createdAt: Date; id: string } | undefined,
+): Promise<WebhookRow[]> {
+  const { rows } = await db.query(
+    `SELECT ${COLUMNS} FROM walgate.webhooks
+      WHERE project_id = $1 AND environment = $2 AND ($3::timestamptz IS NULL OR (created_at, id) < ($3, $4))
+      ORDER BY created_at DESC, id DESC LIMIT $5`,
+    [projectId, environment, after?.createdAt ?? null, after?.id ?? null, limit],
+  );
+  return rows.map(fromRow);
+}
+
+export async function updateWebhook(db: Queryable, w: WebhookRow): Promise<WebhookRow> {
+  const { rows } = await db.query(
+    `UPDATE walgate.webhooks SET table_name = $2, events = $3, url = $4, secret = $5, active = $6, filter = $7, select_fields = $8, updated_at = $9
+      WHERE id = $1 RETURNING ${COLUMNS}`,
+    [w.id, w.table, w.events, w.url, w.secret, w.active, w.filter === null ? null : JSON.stringify(w.filter), w.select, w.updatedAt],
+  );
+  return fromRow(rows[0]);
+}
+
+export async function deleteWebhook(db: Queryable, id: string): Promise<void> {
+  await db.query('DELETE FROM walgate.webhooks WHERE id = $1', [id]);
+}
+
+/** Whether any subscription still names schema.table (the table then stays in the publication). */
+export async function tableIsWatched(db: Queryable, schemaName: string, table: string): Promise<boolean> {
+  const { rowCount } = await db.query('SELECT 1 FROM walgate.webhooks WHERE schema_name = $1 AND table_name = $2 LIMIT 1', [schemaName, table]);
+  return (rowCount ?? 0) > 0;
+}

@@ -1,0 +1,61 @@
+import type { Queryable } from '../db/pool.js';
+import type { Violation } from '../http/errors.js';
+import { checkHost } from '../net/address-policy.js';
+
+/** The columns of a table in the schema, or undefined when there is no such table. */
+export async function tableColumns(db: Queryable, schema: string, table: string): Promise<string[] | undefined> {
+  const { rows } = await db.query<{ relkind: string; attname: string | null }>(
+    `SELECT c.relkind, a.attname
+       FROM pg_catalog.pg_class c
+       JOIN pg_catalog.pg_namespace n ON n.oid = c.relnamespace
+       LEFT JOIN pg_catalog.pg_attribute a ON a.attrelid = c.oid AND a.attnum > 0 AND NOT a.attisdropped
+      WHERE n.nspname = $1 AND c.relname = $2 AND c.relkind IN ('r', 'p')
+      ORDER BY a.attnum`,
+    [schema, table],
+  );
+  if (rows.length === 0) return undefined;
+  return rows.flatMap((r) => (r.attname === null ? [] : [r.attname]));
+}
+
+/**
+ * The subscriber URL: https only, no credentials in it, and (unless private networks are
+ * allowed) a host whose every address is public. The delivery connector checks again, on the
+ * address it really connects to; this check only gives an early, clear answer.
+ */
+export async function urlViolations(raw: string, allowPrivate: boolean): Promise<Violation[]> {
+  let url: URL;
+  try {
+    url = new URL(raw);
+  } catch {
+    return [{ path: 'url', message: 'must be an absolute URL' }];
+  }
+  if (url.protocol !== 'https:') return [{ path: 'url', message: 'must be an https: URL' }];
+  if (url.username || url.password) return [{ path: 'url', message: 'must not contain credentials' }];
+  try {
+    const check = await checkHost(url.hostname, allowPrivate);
+    const refused = check.addresses.find((a) => a.reason);
+    if (refused) {
+      return [{ path: 'url', message: `must not point to a ${refused.reason} address (${refused.address}); set WEBHOOK_ALLOW_PRIVATE_NETWORKS=true to allow it` }];
+    }
+    if (!check.allowed) return [{ path: 'url', message: `host ${url.hostname} has no address` }];
+  } catch {
+    return [{ path: 'url', message: `host ${url.hostname} does not resolve` }];
+  }
+  return [];
+}
+
+export function columnViolations(
+  columns: string[],
+  filter: Record<string, unknown> | null | undefined,
+  select: string[] | null | undefined,
+): Violation[] {
+  const known = new Set(columns);
+  const violations: Violation[] = [];
+  for (const key of Object.keys(filter ?? {})) {
+    if (!known.has(key)) violations.push({ path: `filter.${key}`, message: 'is not a column of the table' });
+  }
+  (select ?? []).forEach((column, i) => {
+    if (!known.has(column)) violations.push({ path: `select.${i}`, message: `${JSON.stringify(column)} is not a column of the table` });
+  });
+  return violations;
+}

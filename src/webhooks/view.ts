@@ -1,0 +1,28 @@
+import type { WebhookRow } from './store.js';
+
+/** A subscription as the API shows it: never its secret. */
+export interface WebhookView {
+  id: string;
+  table: string;
+  events: string[];
+  url: string;
+  active: boolean;
+  filter: Record<string, string | number | boolean | null> | null;
+  select: string[] | null;
+  createdAt: string;
+  updatedAt: string;
+}
+
+export function webhookView(w: WebhookRow): WebhookView {
+  return {
+    id: w.id,
+    table: w.table,
+    events: w.events,
+    url: w.url,
+    active: w.active,
+    filter: w.filter,
+    select: w.select,
+    createdAt: w.createdAt.toISOString(),
+    updatedAt: w.updatedAt.toISOString(),
+  };
+}
