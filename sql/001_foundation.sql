@@ -141,22 +141,38 @@ CREATE INDEX webhooks_listing ON walgate.webhooks (project_id, environment, crea
 -- subscription created or paused takes effect exactly at its commit. FULL: deletes carry the row.
 ALTER TABLE walgate.webhooks REPLICA IDENTITY FULL;
 
--- One row per (subscription, event): the exact body sent and where its delivery stands. The id is
--- made of the event id and the subscription id, so it is unique per pair.
+-- One row per change that some subscription takes: its images as to_jsonb renders each value
+-- (one JSON fragment per column), written once however many subscriptions take it.
+CREATE TABLE walgate.events (
+  id              text PRIMARY KEY,                   -- evt_<commit LSN>_<index in transaction>
+  schema_name     text NOT NULL,
+  table_name      text NOT NULL,
+  operation       text NOT NULL CHECK (operation IN ('INSERT', 'UPDATE', 'DELETE')),
+  committed_at    timestamptz NOT NULL,
+  columns         text[] NOT NULL,
+  record          text[] NOT NULL,
+  old_record      text[],
+  changed_fields  text[] NOT NULL
+);
+
+-- One row per (subscription, event): where its delivery stands. The id is made of the event id
+-- and the subscription id, so it is unique per pair. The body is rendered from the event, the
+-- subscription and select_fields (the subscription's `select` when the change was matched), the
+-- same bytes on every attempt. next_attempt_at doubles as the claim: a worker that takes a
+-- delivery moves it to the end of its lease, so a delivery whose worker died comes due again.
 CREATE TABLE walgate.deliveries (
   id                  text PRIMARY KEY,
   webhook_id          text NOT NULL REFERENCES walgate.webhooks (id) ON DELETE CASCADE,
   event_id            text NOT NULL,
   event_type          text NOT NULL CHECK (event_type IN ('INSERT', 'UPDATE', 'DELETE')),
-  payload             text NOT NULL,
+  select_fields       text[],
   status              text NOT NULL DEFAULT 'pending' CHECK (status IN ('pending', 'retrying', 'delivered', 'dead')),
   attempts            integer NOT NULL DEFAULT 0,
   http_status         integer,
   last_error          text,
   next_attempt_at     timestamptz NOT NULL,
   created_at          timestamptz NOT NULL,
-  delivered_at        timestamptz,
-  event_committed_at  timestamptz NOT NULL
+  delivered_at        timestamptz
 );
 CREATE INDEX deliveries_due ON walgate.deliveries (next_attempt_at) WHERE status IN ('pending', 'retrying');
 CREATE INDEX deliveries_recent ON walgate.deliveries (webhook_id, created_at DESC, id DESC);
@@ -177,6 +193,8 @@ CREATE TABLE walgate.endpoint_breakers (
   origin                text PRIMARY KEY,
   consecutive_failures  integer NOT NULL DEFAULT 0,
   opened_until          timestamptz,
+  -- Once the cool-down is over, one process at a time may send a probe, until this time.
+  probe_until           timestamptz,
   updated_at            timestamptz NOT NULL DEFAULT now()
 );
 

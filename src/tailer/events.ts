@@ -1,5 +1,5 @@
 import { lsnHex, type Lsn } from './lsn.js';
-import { matchesFilter, rowJson, type Row } from './match.js';
+import { matchesFilter, type Row } from './match.js';
 import type { SubscriptionSpec } from './subscriptions.js';
 
 export type Operation = 'INSERT' | 'UPDATE' | 'DELETE';
@@ -18,14 +18,27 @@ export interface Change {
   changedFields: string[];
 }
 
-/** A delivery to write: one subscription's copy of one event, with the exact body to send. */
-export interface DeliveryRow {
+/** An event as stored (walgate.events): the images as one JSON fragment per column. */
+export interface EventRecord {
+  id: string;
+  schema: string;
+  table: string;
+  operation: Operation;
+  committedAt: Date;
+  columns: string[];
+  record: string[];
+  old: string[] | null;
+  changedFields: string[];
+}
+
+/** One subscription's copy of an event (walgate.deliveries). */
+export interface DeliveryRecord {
   id: string;
   webhookId: string;
   eventId: string;
   eventType: Operation;
-  payload: string;
-  committedAt: Date;
+  /** The subscription's `select` when the change was matched: the body is rendered with it. */
+  select: string[] | null;
 }
 
 /**
@@ -51,35 +64,55 @@ export function wants(sub: SubscriptionSpec, change: Change): boolean {
   return matchesFilter(sub.filter, change.record);
 }
 
-/** The delivery body: the seed's payload plus `old_record`, with `select` applied to every image. */
-export function buildPayload(sub: SubscriptionSpec, change: Change): string {
-  const record = rowJson(change.record, sub.select);
-  const old = change.old ? rowJson(change.old, sub.select) : 'null';
-  const changed = sub.select ? change.changedFields.filter((f) => sub.select!.includes(f)) : change.changedFields;
+export function matchDeliveries(subs: readonly SubscriptionSpec[], change: Change): DeliveryRecord[] {
+  const out: DeliveryRecord[] = [];
+  for (const sub of subs) {
+    if (!wants(sub, change)) continue;
+    out.push({ id: deliveryId(sub.id, change.eventId), webhookId: sub.id, eventId: change.eventId, eventType: change.operation, select: sub.select });
+  }
+  return out;
+}
+
+export function toEventRecord(change: Change): EventRecord {
+  return {
+    id: change.eventId,
+    schema: change.schema,
+    table: change.table,
+    operation: change.operation,
+    committedAt: change.committedAt,
+    columns: [...change.record.names],
+    record: [...change.record.fragments],
+    old: change.old ? [...change.old.fragments] : null,
+    changedFields: change.changedFields,
+  };
+}
+
+function objectJson(columns: readonly string[], fragments: readonly string[], select: readonly string[] | null): string {
+  const parts: string[] = [];
+  for (let i = 0; i < columns.length; i++) {
+    if (select && !select.includes(columns[i]!)) continue;
+    parts.push(`${JSON.stringify(columns[i])}:${fragments[i]}`);
+  }
+  return `{${parts.join(',')}}`;
+}
+
+/**
+ * The delivery body: the seed's payload plus `old_record`, with `select` applied to every image.
+ * Deterministic: the same event, subscription and selection give the same bytes on every attempt.
+ */
+export function buildPayload(target: { projectId: string; environment: string; select: readonly string[] | null }, event: EventRecord): string {
+  const { select } = target;
+  const record = objectJson(event.columns, event.record, select);
+  const old = event.old ? objectJson(event.columns, event.old, select) : 'null';
+  const changed = select ? event.changedFields.filter((f) => select.includes(f)) : event.changedFields;
   return (
-    `{"id":${JSON.stringify(change.eventId)}` +
-    `,"timestamp":${JSON.stringify(change.committedAt.toISOString())}` +
-    `,"project_id":${JSON.stringify(sub.projectId)}` +
-    `,"environment":${JSON.stringify(sub.environment)}` +
-    `,"table":${JSON.stringify(change.table)}` +
-    `,"event":"${change.operation}"` +
+    `{"id":${JSON.stringify(event.id)}` +
+    `,"timestamp":${JSON.stringify(event.committedAt.toISOString())}` +
+    `,"project_id":${JSON.stringify(target.projectId)}` +
+    `,"environment":${JSON.stringify(target.environment)}` +
+    `,"table":${JSON.stringify(event.table)}` +
+    `,"event":"${event.operation}"` +
     `,"record":${record},"data":${record},"old_record":${old}` +
     `,"changed_fields":${JSON.stringify(changed)}}`
   );
-}
-
-export function deliveriesFor(subs: readonly SubscriptionSpec[], change: Change): DeliveryRow[] {
-  const rows: DeliveryRow[] = [];
-  for (const sub of subs) {
-    if (!wants(sub, change)) continue;
-    rows.push({
-      id: deliveryId(sub.id, change.eventId),
-      webhookId: sub.id,
-      eventId: change.eventId,
-      eventType: change.operation,
-      payload: buildPayload(sub, change),
-      committedAt: change.committedAt,
-    });
-  }
-  return rows;
 }

@@ -40,13 +40,3 @@ export function matchesFilter(filter: SubscriptionSpec['filter'], row: Row): boo
   }
   return true;
 }
-
-/** The row as JSON text, restricted to `select` (in table order) when given. */
-export function rowJson(row: Row, select: readonly string[] | null): string {
-  const parts: string[] = [];
-  for (let i = 0; i < row.names.length; i++) {
-    if (select && !select.includes(row.names[i]!)) continue;
-    parts.push(`${JSON.stringify(row.names[i])}:${row.fragments[i]}`);
-  }
-  return `{${parts.join(',')}}`;
-}

@@ -2,7 +2,7 @@ import type { Clock } from '../clock.js';
 import type { Pool } from '../db/pool.js';
 import type { Logger } from '../log.js';
 import { decodeChange, decodeRow, describeRelation, type Relation } from './decode.js';
-import { deliveriesFor, eventId, type DeliveryRow, type Operation } from './events.js';
+import { eventId, matchDeliveries, toEventRecord, type DeliveryRecord, type EventRecord, type Operation } from './events.js';
 import type { Lsn } from './lsn.js';
 import { writeBatch } from './outbox.js';
 import type { PgoutputMessage, RawTuple } from './pgoutput.js';
@@ -55,7 +55,8 @@ export class ReplicationSession {
   #tx: OpenTransaction | null = null;
   // Waiting to be written: deliveries, view changes of whole transactions, and the end LSN of the
   // last whole transaction among them.
-  #deliveries: DeliveryRow[] = [];
+  #events: EventRecord[] = [];
+  #deliveries: DeliveryRecord[] = [];
   #viewChanges: ViewChange[] = [];
   #endLsn: Lsn | null = null;
   #writing: Promise<void> | null = null;
@@ -188,8 +189,9 @@ export class ReplicationSession {
         'unchanged TOASTed values without an old row (is REPLICA IDENTITY FULL set?): sent as null',
       );
     }
-    const rows = deliveriesFor(subs, change);
+    const rows = matchDeliveries(subs, change);
     if (rows.length === 0) return;
+    this.#events.push(toEventRecord(change));
     for (const r of rows) this.#deliveries.push(r);
     this.stats.deliveries += rows.length;
     if (this.#deliveries.length >= this.#o.maxBuffered) {
@@ -240,7 +242,8 @@ export class ReplicationSession {
   #startWrite(): void {
     if (this.#writing || this.#failed) return;
     if (this.#deliveries.length === 0 && this.#viewChanges.length === 0 && this.#endLsn === null) return;
-    const batch = { deliveries: this.#deliveries, viewChanges: this.#viewChanges, processedLsn: this.#endLsn };
+    const batch = { events: this.#events, deliveries: this.#deliveries, viewChanges: this.#viewChanges, processedLsn: this.#endLsn };
+    this.#events = [];
     this.#deliveries = [];
     this.#viewChanges = [];
     this.#endLsn = null;

@@ -1,5 +1,6 @@
 import { setTimeout as sleep } from 'node:timers/promises';
 import type { Context } from '../../src/context.js';
+import { PAYLOAD_COLUMNS, renderPayload } from '../../src/delivery/payload.js';
 import { WalTailer, type WalTailerOptions } from '../../src/tailer/tailer.js';
 
 export interface StoredDelivery {
@@ -35,18 +36,15 @@ export async function waitForLeader(tailer: WalTailer, timeoutMs = 10_000): Prom
 
 export async function deliveries(ctx: Context, webhookId?: string): Promise<StoredDelivery[]> {
   const { rows } = await ctx.pool.query(
-    `SELECT id, webhook_id, event_id, event_type, payload FROM walgate.deliveries
-      WHERE $1::text IS NULL OR webhook_id = $1 ORDER BY event_id, webhook_id`,
+    `SELECT d.id, d.webhook_id, d.event_type, ${PAYLOAD_COLUMNS}
+       FROM walgate.deliveries d JOIN walgate.events e ON e.id = d.event_id JOIN walgate.webhooks w ON w.id = d.webhook_id
+      WHERE $1::text IS NULL OR d.webhook_id = $1 ORDER BY d.event_id, d.webhook_id`,
     [webhookId ?? null],
   );
-  return rows.map((r) => ({
-    id: r.id,
-    webhookId: r.webhook_id,
-    eventId: r.event_id,
-    eventType: r.event_type,
-    payload: JSON.parse(r.payload),
-    payloadText: r.payload,
-  }));
+  return rows.map((r) => {
+    const payloadText = renderPayload(r);
+    return { id: r.id, webhookId: r.webhook_id, eventId: r.event_id, eventType: r.event_type, payload: JSON.parse(payloadText), payloadText };
+  });
 }
 
 /** Polls until `count` deliveries exist (for the webhook, if given); fails after the time-out. */

@@ -71,8 +71,8 @@ describe('webhook management API', function () {
     const w = await create();
     for (let i = 0; i < 55; i++) {
       await t.ctx.pool.query(
-        `INSERT INTO walgate.deliveries (id, webhook_id, event_id, event_type, payload, status, attempts, http_status, last_error, next_attempt_at, created_at, delivered_at, event_committed_at)
-         VALUES ($1, $2, $3, 'INSERT', '{}', $4, $5, $6, $7, now(), now() + make_interval(secs => $8), $9, now())`,
+        `INSERT INTO walgate.deliveries (id, webhook_id, event_id, event_type, status, attempts, http_status, last_error, next_attempt_at, created_at, delivered_at)
+         VALUES ($1, $2, $3, 'INSERT', $4, $5, $6, $7, now(), now() + make_interval(secs => $8), $9)`,
         [`del_t${i}`, w.id, `evt_t${i}`, i === 54 ? 'dead' : 'delivered', i === 54 ? 5 : 1, i === 54 ? 500 : 200, i === 54 ? 'HTTP 500' : null, i, i === 54 ? null : new Date()],
       );
     }
@@ -160,8 +160,8 @@ describe('webhook management API', function () {
       ['del_r4', other.id, 'dead', '2026-02-01T00:00:00Z'],
     ]) {
       await t.ctx.pool.query(
-        `INSERT INTO walgate.deliveries (id, webhook_id, event_id, event_type, payload, status, attempts, next_attempt_at, created_at, event_committed_at)
-         VALUES ($1, $2, $1, 'INSERT', '{}', $3, 5, now(), $4, now())`,
+        `INSERT INTO walgate.deliveries (id, webhook_id, event_id, event_type, status, attempts, next_attempt_at, created_at)
+         VALUES ($1, $2, $1, 'INSERT', $3, 5, now(), $4)`,
         [id, wh, status, at],
       );
     }
