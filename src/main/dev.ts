@@ -7,6 +7,7 @@ import { migrate } from '../db/migrate.js';
 import { startApi } from '../http/api.js';
 import { findEnvironment } from '../projects/environments.js';
 import { provisionEnvironment } from '../projects/provision.js';
+import { DeliveryWorker } from '../delivery/worker.js';
 import { WalTailer } from '../tailer/tailer.js';
 import { createManagementToken } from '../webhooks/management-tokens.js';
 import { openDatabase } from './database.js';
@@ -31,6 +32,8 @@ async function main(): Promise<void> {
   const api = await startApi(ctx);
   const tailer = new WalTailer(ctx, { databaseUrl: database.url });
   tailer.start();
+  const worker = new DeliveryWorker(ctx);
+  worker.start();
   // The embedded cluster is local and its password is in DATA_DIR anyway; an operator's URL is masked.
   const shownDb = database.embedded ? database.url : database.url.replace(/:[^:@/]*@/, ':***@');
   process.stdout.write(
@@ -47,6 +50,7 @@ async function main(): Promise<void> {
   stopOnSignals(log, async () => {
     await api.stop();
     await tailer.stop();
+    await worker.stop();
     await ctx.close();
     await database.release();
   });

@@ -2,6 +2,7 @@
 import { loadConfig } from '../config.js';
 import { createContext } from '../context.js';
 import { migrate } from '../db/migrate.js';
+import { DeliveryWorker } from '../delivery/worker.js';
 import { WalTailer } from '../tailer/tailer.js';
 import { exitOnStartupError, stopOnSignals } from './lifecycle.js';
 
@@ -12,9 +13,12 @@ async function main(): Promise<void> {
   await migrate(ctx.pool);
   const tailer = new WalTailer(ctx, { databaseUrl: config.databaseUrl });
   tailer.start();
+  const worker = new DeliveryWorker(ctx);
+  worker.start();
   ctx.log.info({ slot: tailer.status().slotName }, 'tailer started');
   stopOnSignals(ctx.log, async () => {
     await tailer.stop();
+    await worker.stop();
     await ctx.close();
   });
 }

@@ -1,0 +1,83 @@
+import type { ConnectionOptions } from 'node:tls';
+import { Agent } from 'undici';
+import { VERSION } from '../version.js';
+import { guardedConnector } from './connector.js';
+
+export interface SendResult {
+  /** The subscriber's status, when it answered. */
+  status: number | null;
+  ok: boolean;
+  /** Why it failed, short and free of secrets. */
+  error: string | null;
+  durationMs: number;
+}
+
+export interface SenderOptions {
+  timeoutMs: number;
+  allowPrivateNetworks: boolean;
+  /** Sockets per subscriber origin: one slow endpoint cannot take them all. */
+  connectionsPerOrigin?: number;
+  /** Extra TLS settings (tests trust their own CA here; production uses NODE_EXTRA_CA_CERTS). */
+  tls?: ConnectionOptions;
+}
+
+const MAX_ERROR = 200;
+const RESPONSE_BODY_LIMIT = 64 * 1024;
+
+/**
+ * POSTs bodies through keep-alive connection pools (undici, one pool per origin). Redirects are
+ * not followed: a 3xx is an answer, and not a 2xx, so the attempt failed. The time-out covers the
+ * whole attempt, from connecting to the end of the response.
+ */
+export class Sender {
+  readonly #agent: Agent;
+  readonly #timeoutMs: number;
+
+  constructor(options: SenderOptions) {
+    this.#timeoutMs = options.timeoutMs;
+    this.#agent = new Agent({
+      connect: guardedConnector({ allowPrivate: options.allowPrivateNetworks, tls: options.tls, timeoutMs: options.timeoutMs }),
+      connections: options.connectionsPerOrigin ?? 8,
+      keepAliveTimeout: 30_000,
+      headersTimeout: options.timeoutMs,
+      bodyTimeout: options.timeoutMs,
+    });
+  }
+
+  async post(url: URL, headers: Record<string, string>, body: string): Promise<SendResult> {
+    const started = performance.now();
+    const elapsed = () => Math.round(performance.now() - started);
+    try {
+      const res = await this.#agent.request({
+        origin: url.origin,
+        path: `${url.pathname}${url.search}`,
+        method: 'POST',
+        headers: { 'content-type': 'application/json', 'user-agent': `walgate/${VERSION}`, ...headers },
+        body,
+        signal: AbortSignal.timeout(this.#timeoutMs),
+      });
+      // Read (and drop) a bounded part of the answer, so the connection can be reused.
+      await res.body.dump({ limit: RESPONSE_BODY_LIMIT }).catch(() => undefined);
+      const ok = res.statusCode >= 200 && res.statusCode < 300;
+      return { status: res.statusCode, ok, error: ok ? null : `HTTP ${res.statusCode}`, durationMs: elapsed() };
+    } catch (err) {
+      return { status: null, ok: false, error: describe(err, this.#timeoutMs), durationMs: elapsed() };
+    }
+  }
+
+  async close(): Promise<void> {
+    await this.#agent.close();
+  }
+}
+
+function describe(err: unknown, timeoutMs: number): string {
+  const e = err as { name?: string; code?: string; message?: string; cause?: { code?: string; message?: string } };
+  let text: string;
+  if (e.name === 'TimeoutError' || e.code === 'UND_ERR_HEADERS_TIMEOUT' || e.code === 'UND_ERR_BODY_TIMEOUT' || e.code === 'UND_ERR_CONNECT_TIMEOUT') {
+    text = `no answer within ${timeoutMs} ms`;
+  } else {
+    const code = e.code ?? e.cause?.code;
+    text = `${code ? `${code}: ` : ''}${e.message ?? String(err)}`;
+  }
+  return text.length > MAX_ERROR ? `${text.slice(0, MAX_ERROR - 1)}…` : text;
+}

@@ -1,0 +1,122 @@
+import { withTransaction, type Pool } from '../db/pool.js';
+import { PAYLOAD_COLUMNS, type PayloadRow } from './payload.js';
+
+// The delivery worker's statements on walgate.deliveries and walgate.delivery_attempts.
+
+export interface ClaimedDelivery extends PayloadRow {
+  id: string;
+  webhook_id: string;
+  attempts: number;
+  url: string;
+  secret: Buffer;
+}
+
+export interface ClaimOptions {
+  now: Date;
+  /** A claim lasts until then: a worker that dies leaves its deliveries due again at that time. */
+  leaseUntil: Date;
+  limit: number;
+  /** At most this many deliveries of one subscription in one claim. */
+  perWebhook: number;
+  /** Subscriptions this worker already has enough of in flight. */
+  busyWebhooks: string[];
+}
+
+/**
+ * Claims due deliveries of active subscriptions. Several workers (in several tailer processes)
+ * claim at once: FOR UPDATE SKIP LOCKED lets each take rows the others are not taking instead of
+ * queueing behind their locks, and moving next_attempt_at to the lease's end is the claim itself —
+ * no row stays locked while the HTTP request runs. A subscription gets at most `perWebhook` rows
+ * per claim, so one subscription's backlog cannot fill every worker slot.
+ */
+export async function claimDue(pool: Pool, o: ClaimOptions): Promise<ClaimedDelivery[]> {
+  const { rows } = await pool.query<ClaimedDelivery>(
+    `WITH candidates AS (
+       SELECT id FROM (
+         SELECT d.id, row_number() OVER (PARTITION BY d.webhook_id ORDER BY d.next_attempt_at, d.id) AS rank
+           FROM (SELECT id, webhook_id, next_attempt_at FROM walgate.deliveries
+                  WHERE status IN ('pending', 'retrying') AND next_attempt_at <= $1
+                    AND webhook_id <> ALL($5::text[])
+                  ORDER BY next_attempt_at LIMIT $3 * 20) d
+           JOIN walgate.webhooks w ON w.id = d.webhook_id AND w.active
+       ) ranked
+       WHERE rank <= $4 LIMIT $3
+     ), claimed AS (
+       SELECT d.id FROM walgate.deliveries d JOIN candidates c ON c.id = d.id
+        WHERE d.status IN ('pending', 'retrying') AND d.next_attempt_at <= $1
+        FOR UPDATE OF d SKIP LOCKED
+     ), leased AS (
+       UPDATE walgate.deliveries d SET next_attempt_at = $2 FROM claimed WHERE d.id = claimed.id
+       RETURNING d.id, d.webhook_id, d.event_id, d.attempts, d.select_fields
+     )
+     SELECT d.id, d.webhook_id, d.attempts, w.url, w.secret, ${PAYLOAD_COLUMNS}
+       FROM leased d JOIN walgate.events e ON e.id = d.event_id JOIN walgate.webhooks w ON w.id = d.webhook_id
+      ORDER BY d.event_id`, // dispatched in WAL order, as far as concurrency allows (no order is promised)
+    [o.now, o.leaseUntil, o.limit, o.perWebhook, o.busyWebhooks],
+  );
+  return rows;
+}
+
+export interface AttemptResult {
+  deliveryId: string;
+  /** The attempt's number (1-based). */
+  attempt: number;
+  startedAt: Date;
+  durationMs: number;
+  httpStatus: number | null;
+  error: string | null;
+  status: 'delivered' | 'retrying' | 'dead';
+  nextAttemptAt: Date | null;
+  deliveredAt: Date | null;
+}
+
+/** Records a batch of attempts: the deliveries' new state and one attempt row each. */
+export async function recordAttempts(pool: Pool, results: AttemptResult[]): Promise<void> {
+  if (results.length === 0) return;
+  await withTransaction(pool, async (c) => {
+    await c.query(
+      `UPDATE walgate.deliveries d SET status = r.status, attempts = r.attempt, http_status = r.http_status,
+              last_error = r.error, next_attempt_at = coalesce(r.next_attempt_at, d.next_attempt_at), delivered_at = r.delivered_at
+         FROM unnest($1::text[], $2::int[], $3::text[], $4::int[], $5::text[], $6::timestamptz[], $7::timestamptz[])
+              AS r(id, attempt, status, http_status, error, next_attempt_at, delivered_at)
+        WHERE d.id = r.id`,
+      [
+        results.map((r) => r.deliveryId),
+        results.map((r) => r.attempt),
+        results.map((r) => r.status),
+        results.map((r) => r.httpStatus),
+        results.map((r) => r.error),
+        results.map((r) => r.nextAttemptAt),
+        results.map((r) => r.deliveredAt),
+      ],
+    );
+    await c.query(
+      `INSERT INTO walgate.delivery_attempts (delivery_id, attempt, started_at, duration_ms, http_status, error)
+       SELECT * FROM unnest($1::text[], $2::int[], $3::timestamptz[], $4::int[], $5::int[], $6::text[])
+       ON CONFLICT (delivery_id, attempt) DO NOTHING`,
+      [
+        results.map((r) => r.deliveryId),
+        results.map((r) => r.attempt),
+        results.map((r) => r.startedAt),
+        results.map((r) => r.durationMs),
+        results.map((r) => r.httpStatus),
+        results.map((r) => r.error),
+      ],
+    );
+  });
+}
+
+/** Puts claimed deliveries back without spending an attempt (their endpoint's breaker is open). */
+export async function postpone(pool: Pool, ids: string[], until: Date): Promise<void> {
+  if (ids.length) await pool.query('UPDATE walgate.deliveries SET next_attempt_at = $2 WHERE id = ANY($1)', [ids, until]);
+}
+
+export async function queueDepth(pool: Pool): Promise<Record<string, number>> {
+  const { rows } = await pool.query<{ status: string; n: number }>(
+    `SELECT status, count(*)::int AS n FROM walgate.deliveries WHERE status IN ('pending', 'retrying') GROUP BY status
+     UNION ALL SELECT 'dead', count(*)::int FROM walgate.deliveries WHERE status = 'dead'`,
+  );
+  const depth: Record<string, number> = { pending: 0, retrying: 0, dead: 0 };
+  for (const r of rows) depth[r.status] = r.n;
+  return depth;
+}

@@ -1,0 +1,273 @@
+import type { ConnectionOptions } from 'node:tls';
+import { setTimeout as sleep } from 'node:timers/promises';
+import pg from 'pg';
+import type { Context } from '../context.js';
+import { DELIVERIES_CHANNEL } from '../tailer/outbox.js';
+import { openWebhookSecret } from '../webhooks/secret.js';
+import { EndpointBreakers } from './breaker.js';
+import { renderPayload } from './payload.js';
+import { delayBefore, maxAttempts } from './schedule.js';
+import { Sender } from './sender.js';
+import { signatureHeaders } from './signing.js';
+import { claimDue, postpone, queueDepth, recordAttempts, type AttemptResult, type ClaimedDelivery } from './store.js';
+
+export interface DeliveryWorkerOptions {
+  /** Attempts in flight at once, over all endpoints. */
+  concurrency?: number;
+  /** In flight at once for one subscription (no head-of-line blocking of the others). */
+  perWebhook?: number;
+  /** How often to look for due deliveries when no notification arrives. */
+  pollMs?: number;
+  /** TLS settings for the sender (tests pass their CA). */
+  tls?: ConnectionOptions;
+  /** How often queue depth and counts are logged. */
+  reportIntervalMs?: number;
+  /** How long a claim lasts (default: twice the time-out plus 5 s). */
+  leaseMs?: number;
+}
+
+/**
+ * Sends due deliveries: claim (a lease, see store.ts) → admit through the endpoint's breaker →
+ * sign and POST → record the attempt and the next due time. Every attempt and schedule is in
+ * Postgres, so a restart resumes where things stood; a worker killed mid-attempt leaves a lease
+ * that expires, and the delivery is attempted again (at least once).
+ */
+export class DeliveryWorker {
+  readonly #ctx: Context;
+  readonly #o: Required<Omit<DeliveryWorkerOptions, 'tls' | 'leaseMs'>>;
+  readonly #sender: Sender;
+  readonly #breakers: EndpointBreakers;
+  readonly #inflight = new Map<string, Promise<void>>();
+  readonly #perWebhook = new Map<string, number>();
+  readonly #results: AttemptResult[] = [];
+  #writing: Promise<void> | null = null;
+  #wake: (() => void) | null = null;
+  #listener: pg.Client | null = null;
+  #loop: Promise<void> | undefined;
+  #reporter: NodeJS.Timeout | undefined;
+  #stopping = false;
+  readonly #leaseMs: number;
+  stats = { attempts: 0, delivered: 0, failed: 0, dead: 0, postponed: 0 };
+
+  constructor(ctx: Context, options: DeliveryWorkerOptions = {}) {
+    this.#ctx = ctx;
+    const { tls: _tls, leaseMs: _lease, ...rest } = options;
+    this.#o = { concurrency: 64, perWebhook: 16, pollMs: 250, reportIntervalMs: 30_000, ...rest };
+    const { webhooks } = ctx.config;
+    this.#leaseMs = options.leaseMs ?? webhooks.timeoutMs * 2 + 5000;
+    this.#sender = new Sender({
+      timeoutMs: webhooks.timeoutMs,
+      allowPrivateNetworks: webhooks.allowPrivateNetworks,
+      connectionsPerOrigin: this.#o.perWebhook,
+      tls: options.tls,
+    });
+    this.#breakers = new EndpointBreakers(
+      ctx.pool,
+      { failures: webhooks.breakerFailures, cooldownMs: webhooks.breakerCooldownMs, probeLeaseMs: this.#leaseMs },
+      ctx.clock,
+      ctx.log.child({ component: 'delivery' }),
+    );
+  }
+
+  start(): void {
+    if (this.#loop) return;
+    void this.#listen();
+    this.#loop = this.#run();
+    this.#reporter = setInterval(() => void this.#report(), this.#o.reportIntervalMs);
+    this.#reporter.unref();
+  }
+
+  /** Stops claiming, lets attempts in flight finish (bounded), writes their results. Idempotent. */
+  async stop(timeoutMs = 15_000): Promise<void> {
+    this.#stopping = true;
+    this.#wake?.();
+    await this.#loop;
+    const drained = Promise.all(this.#inflight.values());
+    await Promise.race([drained, sleep(timeoutMs)]);
+    await this.#flush();
+    clearInterval(this.#reporter);
+    const listener = this.#listener;
+    this.#listener = null;
+    await listener?.end().catch(() => undefined);
+    this.#breakers.shutdown();
+    await this.#sender.close().catch(() => undefined);
+  }
+
+  breakerStates(): Map<string, string> {
+    return this.#breakers.states();
+  }
+
+  async #run(): Promise<void> {
+    const log = this.#ctx.log.child({ component: 'delivery' });
+    while (!this.#stopping) {
+      const free = this.#o.concurrency - this.#inflight.size;
+      if (free <= 0) {
+        await this.#idle(this.#o.pollMs);
+        continue;
+      }
+      let claimed: ClaimedDelivery[] = [];
+      try {
+        const now = this.#ctx.clock();
+        const busy = [...this.#perWebhook].filter(([, n]) => n >= this.#o.perWebhook).map(([id]) => id);
+        claimed = await claimDue(this.#ctx.pool, {
+          now,
+          leaseUntil: new Date(now.getTime() + this.#leaseMs),
+          limit: Math.min(free, 100),
+          perWebhook: this.#o.perWebhook,
+          busyWebhooks: busy,
+        });
+        if (claimed.length) await this.#breakers.refresh([...new Set(claimed.map((d) => originOf(d.url)))]);
+      } catch (err) {
+        log.error({ err }, 'could not claim deliveries; retrying');
+        await this.#idle(this.#o.pollMs * 4);
+        continue;
+      }
+      for (const d of claimed) this.#dispatch(d);
+      if (claimed.length < Math.min(free, 100)) await this.#idle(this.#o.pollMs);
+    }
+  }
+
+  #dispatch(d: ClaimedDelivery): void {
+    this.#perWebhook.set(d.webhook_id, (this.#perWebhook.get(d.webhook_id) ?? 0) + 1);
+    const task = this.#attempt(d)
+      .catch((err: unknown) => this.#ctx.log.error({ err, delivery: d.id }, 'delivery attempt failed unexpectedly; it will be retried after its lease'))
+      .finally(() => {
+        this.#inflight.delete(d.id);
+        const n = (this.#perWebhook.get(d.webhook_id) ?? 1) - 1;
+        if (n <= 0) this.#perWebhook.delete(d.webhook_id);
+        else this.#perWebhook.set(d.webhook_id, n);
+        this.#wake?.();
+      });
+    this.#inflight.set(d.id, task);
+  }
+
+  async #attempt(d: ClaimedDelivery): Promise<void> {
+    const origin = originOf(d.url);
+    const admission = await this.#breakers.admit(origin);
+    if (admission.kind === 'wait') {
+      this.stats.postponed++;
+      await postpone(this.#ctx.pool, [d.id], admission.until);
+      return;
+    }
+    const secret = openWebhookSecret(this.#ctx.secrets, d.secret);
+    const body = renderPayload(d);
+    const startedAt = this.#ctx.clock();
+    const headers = {
+      'x-service-event': d.operation,
+      'x-service-delivery': d.event_id,
+      ...signatureHeaders(secret, d.event_id, body, Math.floor(startedAt.getTime() / 1000)),
+    };
+    let result;
+    try {
+      result = await this.#breakers.fire(origin, () => this.#sender.post(new URL(d.url), headers, body));
+    } catch {
+      // The local breaker opened meanwhile (another delivery to this origin just failed): wait.
+      this.stats.postponed++;
+      await postpone(this.#ctx.pool, [d.id], new Date(this.#ctx.clock().getTime() + 1000));
+      return;
+    }
+    const attempt = d.attempts + 1;
+    const openedUntil = await this.#breakers.record(origin, result.ok, admission.probe);
+    const now = this.#ctx.clock();
+    const delays = this.#ctx.config.webhooks.retryDelaysMs;
+    this.stats.attempts++;
+    let status: AttemptResult['status'];
+    let nextAttemptAt: Date | null = null;
+    if (result.ok) {
+      status = 'delivered';
+      this.stats.delivered++;
+    } else if (attempt >= maxAttempts(delays)) {
+      status = 'dead';
+      this.stats.dead++;
+    } else {
+      status = 'retrying';
+      this.stats.failed++;
+      let next = now.getTime() + (delayBefore(delays, attempt + 1) ?? 0);
+      if (openedUntil && openedUntil.getTime() > next) next = openedUntil.getTime();
+      nextAttemptAt = new Date(next);
+    }
+    this.#results.push({
+      deliveryId: d.id,
+      attempt,
+      startedAt,
+      durationMs: result.durationMs,
+      httpStatus: result.status,
+      error: result.error,
+      status,
+      nextAttemptAt,
+      deliveredAt: result.ok ? now : null,
+    });
+    await this.#flush();
+  }
+
+  /** Writes the results gathered so far; concurrent callers share one write (group commit). */
+  async #flush(): Promise<void> {
+    while (this.#writing) await this.#writing;
+    if (this.#results.length === 0) return;
+    const batch = this.#results.splice(0);
+    this.#writing = recordAttempts(this.#ctx.pool, batch)
+      .catch((err: unknown) => {
+        // The leases run out and these deliveries are attempted again: at least once, never lost.
+        this.#ctx.log.error({ err, count: batch.length }, 'could not record delivery attempts');
+      })
+      .finally(() => {
+        this.#writing = null;
+      });
+    await this.#writing;
+  }
+
+  async #idle(ms: number): Promise<void> {
+    if (this.#stopping) return;
+    await new Promise<void>((resolve) => {
+      const timer = setTimeout(done, ms);
+      function done() {
+        clearTimeout(timer);
+        resolve();
+      }
+      this.#wake = () => {
+        this.#wake = null;
+        done();
+      };
+    });
+  }
+
+  /** NOTIFY from the tailer is a hint to look now; polling is the truth. */
+  async #listen(): Promise<void> {
+    let backoff = 500;
+    while (!this.#stopping) {
+      const client = new pg.Client({ connectionString: this.#ctx.pool.options.connectionString, application_name: 'walgate-delivery-listen' });
+      try {
+        const ended = new Promise<void>((resolve) => {
+          client.on('error', () => resolve());
+          client.on('end', () => resolve());
+        });
+        await client.connect();
+        client.on('notification', () => this.#wake?.());
+        await client.query(`LISTEN ${DELIVERIES_CHANNEL}`);
+        this.#listener = client;
+        if (this.#stopping) break;
+        backoff = 500;
+        await ended;
+      } catch {
+        /* retried below */
+      }
+      await client.end().catch(() => undefined);
+      if (this.#stopping) return;
+      await sleep(backoff);
+      backoff = Math.min(backoff * 2, 10_000);
+    }
+  }
+
+  async #report(): Promise<void> {
+    try {
+      const depth = await queueDepth(this.#ctx.pool);
+      this.#ctx.log.info({ component: 'delivery', queue: depth, inflight: this.#inflight.size, ...this.stats }, 'delivery progress');
+    } catch (err) {
+      this.#ctx.log.warn({ err }, 'could not read the delivery queue depth');
+    }
+  }
+}
+
+function originOf(url: string): string {
+  return new URL(url).origin;
+}

@@ -1,0 +1,85 @@
+import pg from 'pg';
+import { systemClock } from '../../src/clock.js';
+import { DeliveryWorker, type DeliveryWorkerOptions } from '../../src/delivery/worker.js';
+import type { WalTailer } from '../../src/tailer/tailer.js';
+import { startTestApi, type TestApi } from '../support/api.js';
+import { TestReceiver } from '../support/receiver.js';
+import { insertSubscription, type TestSubscription } from '../support/subscriptions.js';
+import { testCertificates } from '../support/tls.js';
+import { startTailer, waitForLeader } from '../tailer/support.js';
+
+export interface Pipeline {
+  t: TestApi;
+  writer: pg.Client;
+  tailer: WalTailer;
+  worker: DeliveryWorker;
+  receiver: TestReceiver;
+  subscribe(extra?: Partial<TestSubscription>): Promise<string>;
+  /** A fresh HTTPS receiver (started; stopped with the pipeline). */
+  newReceiver(): Promise<TestReceiver>;
+  delivery(webhookId: string): Promise<Array<Record<string, any>>>;
+  close(): Promise<void>;
+}
+
+/**
+ * The whole path on real components: a plain pg client writes, the tailer reads the WAL, the
+ * worker POSTs over HTTPS to a receiver with a certificate from the test CA.
+ */
+export async function startPipeline(env: Record<string, string> = {}, workerOptions: DeliveryWorkerOptions = {}): Promise<Pipeline> {
+  const t = await startTestApi({
+    env: { WEBHOOK_ALLOW_PRIVATE_NETWORKS: 'true', WEBHOOK_RETRY_DELAYS_MS: '0,40,80,120,160', WEBHOOK_TIMEOUT_MS: '1000', ...env },
+    overrides: { clock: systemClock },
+  });
+  await t.provision({ projectId: 'shop', name: 'master' });
+  const writer = new pg.Client({ connectionString: t.database.url });
+  await writer.connect();
+  await writer.query('CREATE TABLE shop_master.orders (id int PRIMARY KEY, status text, amount numeric(12,2))');
+  const receivers: TestReceiver[] = [];
+  const newReceiver = async () => {
+    const r = new TestReceiver();
+    await r.start();
+    receivers.push(r);
+    return r;
+  };
+  const receiver = await newReceiver();
+  const tailer = startTailer(t.ctx, t.database.url);
+  await waitForLeader(tailer);
+  const worker = new DeliveryWorker(t.ctx, { pollMs: 25, tls: { ca: (await testCertificates()).ca }, ...workerOptions });
+  worker.start();
+  return {
+    t,
+    writer,
+    tailer,
+    worker,
+    receiver,
+    newReceiver,
+    subscribe: (extra = {}) =>
+      insertSubscription(t.ctx, { projectId: 'shop', environment: 'master', schema: 'shop_master', table: 'orders', url: `${receiver.url}/hook`, ...extra }),
+    async delivery(webhookId) {
+      const { rows } = await t.ctx.pool.query(
+        `SELECT d.*, (SELECT json_agg(a ORDER BY a.attempt) FROM walgate.delivery_attempts a WHERE a.delivery_id = d.id) AS attempt_log
+           FROM walgate.deliveries d WHERE webhook_id = $1 ORDER BY event_id`,
+        [webhookId],
+      );
+      return rows;
+    },
+    async close() {
+      await worker.stop(2000);
+      await tailer.stop();
+      await writer.end();
+      for (const r of receivers) await r.stop();
+      await t.close();
+    },
+  };
+}
+
+/** Polls a condition until it holds or the time runs out. */
+export async function eventually<T>(fn: () => Promise<T>, ok: (v: T) => boolean, timeoutMs = 10_000): Promise<T> {
+  const until = Date.now() + timeoutMs;
+  for (;;) {
+    const v = await fn();
+    if (ok(v)) return v;
+    if (Date.now() > until) throw new Error(`condition not met in ${timeoutMs} ms: ${JSON.stringify(v).slice(0, 400)}`);
+    await new Promise((r) => setTimeout(r, 25));
+  }
+}
