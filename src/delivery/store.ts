@@ -16,31 +16,32 @@ export interface ClaimOptions {
   /** A claim lasts until then: a worker that dies leaves its deliveries due again at that time. */
   leaseUntil: Date;
   limit: number;
-  /** At most this many deliveries of one subscription in one claim. */
+  /** At most this many deliveries of one subscription in flight (in this worker). */
   perWebhook: number;
-  /** Subscriptions this worker already has enough of in flight. */
-  busyWebhooks: string[];
+  /** What this worker already has in flight, per subscription. */
+  inflight: Map<string, number>;
 }
 
 /**
  * Claims due deliveries of active subscriptions. Several workers (in several tailer processes)
  * claim at once: FOR UPDATE SKIP LOCKED lets each take rows the others are not taking instead of
  * queueing behind their locks, and moving next_attempt_at to the lease's end is the claim itself —
- * no row stays locked while the HTTP request runs. A subscription gets at most `perWebhook` rows
- * per claim, so one subscription's backlog cannot fill every worker slot.
+ * no row stays locked while the HTTP request runs. A subscription gets only what tops its in-flight
+ * count up to `perWebhook`, so one subscription's backlog (or a hanging endpoint) cannot fill every
+ * worker slot.
  */
 export async function claimDue(pool: Pool, o: ClaimOptions): Promise<ClaimedDelivery[]> {
   const { rows } = await pool.query<ClaimedDelivery>(
     `WITH candidates AS (
        SELECT id FROM (
-         SELECT d.id, row_number() OVER (PARTITION BY d.webhook_id ORDER BY d.next_attempt_at, d.id) AS rank
+         SELECT d.id, d.webhook_id, row_number() OVER (PARTITION BY d.webhook_id ORDER BY d.next_attempt_at, d.id) AS rank
            FROM (SELECT id, webhook_id, next_attempt_at FROM walgate.deliveries
                   WHERE status IN ('pending', 'retrying') AND next_attempt_at <= $1
-                    AND webhook_id <> ALL($5::text[])
-                  ORDER BY next_attempt_at LIMIT $3 * 20) d
+                  ORDER BY next_attempt_at LIMIT $3 * 10) d
            JOIN walgate.webhooks w ON w.id = d.webhook_id AND w.active
        ) ranked
-       WHERE rank <= $4 LIMIT $3
+       LEFT JOIN unnest($5::text[], $6::int[]) AS busy(webhook_id, n) ON busy.webhook_id = ranked.webhook_id
+       WHERE rank <= $4 - coalesce(busy.n, 0) LIMIT $3
      ), claimed AS (
        SELECT d.id FROM walgate.deliveries d JOIN candidates c ON c.id = d.id
         WHERE d.status IN ('pending', 'retrying') AND d.next_attempt_at <= $1
@@ -52,7 +53,7 @@ export async function claimDue(pool: Pool, o: ClaimOptions): Promise<ClaimedDeli
      SELECT d.id, d.webhook_id, d.attempts, w.url, w.secret, ${PAYLOAD_COLUMNS}
        FROM leased d JOIN walgate.events e ON e.id = d.event_id JOIN walgate.webhooks w ON w.id = d.webhook_id
       ORDER BY d.event_id`, // dispatched in WAL order, as far as concurrency allows (no order is promised)
-    [o.now, o.leaseUntil, o.limit, o.perWebhook, o.busyWebhooks],
+    [o.now, o.leaseUntil, o.limit, o.perWebhook, [...o.inflight.keys()], [...o.inflight.values()]],
   );
   return rows;
 }

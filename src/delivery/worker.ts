@@ -38,10 +38,16 @@ export class DeliveryWorker {
   readonly #sender: Sender;
   readonly #breakers: EndpointBreakers;
   readonly #inflight = new Map<string, Promise<void>>();
-  readonly #perWebhook = new Map<string, number>();
+  /** Claimed deliveries per subscription: in flight, and waiting for a slot (claimed ahead). */
+  readonly #held = new Map<string, number>();
+  readonly #running = new Map<string, number>();
+  readonly #queue = new Map<string, ClaimedDelivery[]>();
+  #heldTotal = 0;
   readonly #results: AttemptResult[] = [];
   #writing: Promise<void> | null = null;
   #wake: (() => void) | null = null;
+  /** A wake-up that came while the loop was busy: the next idle returns at once. */
+  #woken = false;
   #listener: pg.Client | null = null;
   #loop: Promise<void> | undefined;
   #reporter: NodeJS.Timeout | undefined;
@@ -52,7 +58,7 @@ export class DeliveryWorker {
   constructor(ctx: Context, options: DeliveryWorkerOptions = {}) {
     this.#ctx = ctx;
     const { tls: _tls, leaseMs: _lease, ...rest } = options;
-    this.#o = { concurrency: 64, perWebhook: 16, pollMs: 250, reportIntervalMs: 30_000, ...rest };
+    this.#o = { concurrency: 128, perWebhook: 32, pollMs: 250, reportIntervalMs: 30_000, ...rest };
     const { webhooks } = ctx.config;
     this.#leaseMs = options.leaseMs ?? webhooks.timeoutMs * 2 + 5000;
     this.#sender = new Sender({
@@ -80,8 +86,12 @@ export class DeliveryWorker {
   /** Stops claiming, lets attempts in flight finish (bounded), writes their results. Idempotent. */
   async stop(timeoutMs = 15_000): Promise<void> {
     this.#stopping = true;
-    this.#wake?.();
+    this.#nudge();
     await this.#loop;
+    // Claimed but not started: hand them back now rather than when their leases run out.
+    const unsent = [...this.#queue.values()].flat().map((d) => d.id);
+    this.#queue.clear();
+    await postpone(this.#ctx.pool, unsent, this.#ctx.clock()).catch(() => undefined);
     const drained = Promise.all(this.#inflight.values());
     await Promise.race([drained, sleep(timeoutMs)]);
     await this.#flush();
@@ -99,22 +109,26 @@ export class DeliveryWorker {
 
   async #run(): Promise<void> {
     const log = this.#ctx.log.child({ component: 'delivery' });
+    // Claims run ahead of sending (up to twice the concurrency), so a slot that frees up starts
+    // the next delivery at once instead of waiting for a round trip to Postgres.
+    const capacity = this.#o.concurrency * 2;
     while (!this.#stopping) {
-      const free = this.#o.concurrency - this.#inflight.size;
-      if (free <= 0) {
+      const room = Math.min(capacity - this.#heldTotal, MAX_CLAIM);
+      if (room <= this.#o.concurrency / 4) {
         await this.#idle(this.#o.pollMs);
         continue;
       }
       let claimed: ClaimedDelivery[] = [];
       try {
         const now = this.#ctx.clock();
-        const busy = [...this.#perWebhook].filter(([, n]) => n >= this.#o.perWebhook).map(([id]) => id);
         claimed = await claimDue(this.#ctx.pool, {
           now,
           leaseUntil: new Date(now.getTime() + this.#leaseMs),
-          limit: Math.min(free, 100),
-          perWebhook: this.#o.perWebhook,
-          busyWebhooks: busy,
+          limit: room,
+          perWebhook: this.#o.perWebhook * 2,
+          // A subscription is topped up once it holds no more than perWebhook (hysteresis: no
+          // round trip per finished delivery); until then it counts as full.
+          inflight: new Map([...this.#held].map(([id, n]) => [id, n > this.#o.perWebhook ? this.#o.perWebhook * 2 : n])),
         });
         if (claimed.length) await this.#breakers.refresh([...new Set(claimed.map((d) => originOf(d.url)))]);
       } catch (err) {
@@ -122,21 +136,40 @@ export class DeliveryWorker {
         await this.#idle(this.#o.pollMs * 4);
         continue;
       }
-      for (const d of claimed) this.#dispatch(d);
-      if (claimed.length < Math.min(free, 100)) await this.#idle(this.#o.pollMs);
+      for (const d of claimed) {
+        this.#held.set(d.webhook_id, (this.#held.get(d.webhook_id) ?? 0) + 1);
+        this.#heldTotal++;
+        const q = this.#queue.get(d.webhook_id);
+        if (q) q.push(d);
+        else this.#queue.set(d.webhook_id, [d]);
+      }
+      this.#pump();
+      if (claimed.length < room) await this.#idle(this.#o.pollMs);
+    }
+  }
+
+  /** Starts queued deliveries while there are slots, at most perWebhook per subscription. */
+  #pump(): void {
+    for (const [webhookId, queue] of this.#queue) {
+      while (queue.length > 0 && this.#inflight.size < this.#o.concurrency && (this.#running.get(webhookId) ?? 0) < this.#o.perWebhook) {
+        this.#dispatch(queue.shift()!);
+      }
+      if (queue.length === 0) this.#queue.delete(webhookId);
+      if (this.#inflight.size >= this.#o.concurrency) return;
     }
   }
 
   #dispatch(d: ClaimedDelivery): void {
-    this.#perWebhook.set(d.webhook_id, (this.#perWebhook.get(d.webhook_id) ?? 0) + 1);
+    this.#running.set(d.webhook_id, (this.#running.get(d.webhook_id) ?? 0) + 1);
     const task = this.#attempt(d)
       .catch((err: unknown) => this.#ctx.log.error({ err, delivery: d.id }, 'delivery attempt failed unexpectedly; it will be retried after its lease'))
       .finally(() => {
         this.#inflight.delete(d.id);
-        const n = (this.#perWebhook.get(d.webhook_id) ?? 1) - 1;
-        if (n <= 0) this.#perWebhook.delete(d.webhook_id);
-        else this.#perWebhook.set(d.webhook_id, n);
-        this.#wake?.();
+        decrement(this.#running, d.webhook_id);
+        decrement(this.#held, d.webhook_id);
+        this.#heldTotal--;
+        this.#pump();
+        if ((this.#held.get(d.webhook_id) ?? 0) <= this.#o.perWebhook) this.#nudge();
       });
     this.#inflight.set(d.id, task);
   }
@@ -216,8 +249,17 @@ export class DeliveryWorker {
     await this.#writing;
   }
 
+  #nudge(): void {
+    if (this.#wake) this.#wake();
+    else this.#woken = true;
+  }
+
   async #idle(ms: number): Promise<void> {
     if (this.#stopping) return;
+    if (this.#woken) {
+      this.#woken = false;
+      return;
+    }
     await new Promise<void>((resolve) => {
       const timer = setTimeout(done, ms);
       function done() {
@@ -242,7 +284,7 @@ export class DeliveryWorker {
           client.on('end', () => resolve());
         });
         await client.connect();
-        client.on('notification', () => this.#wake?.());
+        client.on('notification', () => this.#nudge());
         await client.query(`LISTEN ${DELIVERIES_CHANNEL}`);
         this.#listener = client;
         if (this.#stopping) break;
@@ -267,6 +309,15 @@ export class DeliveryWorker {
     }
   }
 }
+
+function decrement(counts: Map<string, number>, key: string): void {
+  const n = (counts.get(key) ?? 1) - 1;
+  if (n <= 0) counts.delete(key);
+  else counts.set(key, n);
+}
+
+/** Deliveries claimed in one round trip at most. */
+const MAX_CLAIM = 128;
 
 function originOf(url: string): string {
   return new URL(url).origin;

@@ -1,6 +1,5 @@
 import { createServer, type Server } from 'node:https';
 import type { AddressInfo } from 'node:net';
-import { setTimeout as sleep } from 'node:timers/promises';
 import { testCertificates } from './tls.js';
 
 export interface ReceivedRequest {
@@ -46,10 +45,12 @@ export class TestReceiver {
           res.writeHead(302, { location: b.redirect }).end();
           return;
         }
-        res.writeHead(b.status, { 'content-type': 'text/plain' }).end('ok');
+        res.writeHead(b.status, { 'content-type': 'text/plain', 'content-length': '2' }).end('ok');
       });
     });
-    this.#server.keepAliveTimeout = 1000;
+    // (No short keepAliveTimeout here: undici would then close every connection after one request.)
+    // Small answers must not wait on Nagle's algorithm and the client's delayed ACK (40 ms each).
+    this.#server.on('secureConnection', (socket) => socket.setNoDelay(true));
     await new Promise<void>((resolve) => this.#server!.listen(0, '127.0.0.1', resolve));
   }
 
@@ -60,12 +61,16 @@ export class TestReceiver {
   /** Resolves once `count` requests have arrived; fails after the time-out. */
   async waitFor(count: number, timeoutMs = 10_000): Promise<ReceivedRequest[]> {
     if (this.requests.length >= count) return this.requests;
-    await Promise.race([
-      new Promise<void>((resolve) => this.#waiters.push({ count, resolve })),
-      sleep(timeoutMs).then(() => {
-        throw new Error(`expected ${count} requests, received ${this.requests.length}`);
-      }),
-    ]);
+    await new Promise<void>((resolve, reject) => {
+      const timer = setTimeout(() => reject(new Error(`expected ${count} requests, received ${this.requests.length}`)), timeoutMs);
+      this.#waiters.push({
+        count,
+        resolve: () => {
+          clearTimeout(timer);
+          resolve();
+        },
+      });
+    });
     return this.requests;
   }
 

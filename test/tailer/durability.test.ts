@@ -144,4 +144,73 @@ describe('tailer durability', function () {
       await kill().catch(() => undefined);
     }
   });
+
+  it('delivers every change to a real receiver at least once, ids unchanged, through three SIGKILLs of the daemon', async function () {
+    const { TestReceiver } = await import('../support/receiver.js');
+    const { testCertificates } = await import('../support/tls.js');
+    const { writeFile } = await import('node:fs/promises');
+    const receiver = new TestReceiver();
+    await receiver.start();
+    const caFile = `${t.config.dataDir}/test-ca.pem`;
+    await writeFile(caFile, (await testCertificates()).ca);
+    await insertSubscription(t.ctx, { projectId: 'shop', environment: 'master', schema: 'shop_master', table: 'orders', url: `${receiver.url}/hook`, events: ['INSERT'] });
+    const env = {
+      ...process.env,
+      DATABASE_URL: t.database.url,
+      KEY_ENCRYPTION_KEY: t.config.keyEncryptionKey!.toString('base64'),
+      DATA_DIR: t.config.dataDir,
+      LOG_LEVEL: 'warn',
+      WEBHOOK_ALLOW_PRIVATE_NETWORKS: 'true',
+      NODE_EXTRA_CA_CERTS: caFile, // how an operator trusts a private CA
+    };
+    let child: ChildProcess | undefined;
+    const launch = () => {
+      child = spawn(process.execPath, [TAILER_MAIN], { env, stdio: ['ignore', 'ignore', 'pipe'] });
+      child.stderr!.on('data', (d: Buffer) => process.stderr.write(d));
+    };
+    const kill = async () => {
+      const c = child!;
+      if (c.exitCode !== null) return;
+      const exited = new Promise((resolve) => c.once('exit', resolve));
+      c.kill('SIGKILL');
+      await exited;
+    };
+    const total = 20_000;
+    launch();
+    const writing = (async () => {
+      for (let start = 0; start < total; start += 10) {
+        await writer.query(`INSERT INTO shop_master.orders SELECT g, 'row ' || g FROM generate_series($1::int, $2::int) g`, [start + 1, start + 10]);
+      }
+    })();
+    const receivedAt: number[] = [];
+    try {
+      for (let i = 0; i < 3; i++) {
+        await sleep(1500 + i * 1000);
+        receivedAt.push(receiver.requests.length);
+        await kill();
+        await sleep(100);
+        launch();
+      }
+      await writing;
+      expect(receivedAt.some((n) => n > 0 && n < total), `requests at each kill: ${receivedAt}`).to.equal(true);
+      const idsByRow = new Map<number, Set<string>>();
+      const until = Date.now() + 90_000;
+      while (idsByRow.size < total) {
+        if (Date.now() > until) throw new Error(`only ${idsByRow.size} of ${total} rows delivered`);
+        await sleep(200);
+        for (const r of receiver.requests.splice(0)) {
+          const body = JSON.parse(r.body);
+          const ids = idsByRow.get(body.record.id) ?? new Set<string>();
+          ids.add(body.id);
+          idsByRow.set(body.record.id, ids);
+        }
+      }
+      // Every row arrived, each under exactly one event id however often it was sent.
+      expect([...idsByRow.values()].every((ids) => ids.size === 1)).to.equal(true);
+      expect(new Set([...idsByRow.values()].map((ids) => [...ids][0])).size).to.equal(total);
+    } finally {
+      await kill().catch(() => undefined);
+      await receiver.stop();
+    }
+  });
 });
