@@ -2,6 +2,7 @@
 // under DATA_DIR whether or not `npm start` is running.
 import { Command, CommanderError } from 'commander';
 import { ConfigError } from '../config.js';
+import { registerDeliveryCommands } from './deliveries.js';
 import { registerKeyCommands } from './keys.js';
 import { registerProjectCommands } from './project.js';
 import { CliError } from './runtime.js';
@@ -26,6 +27,7 @@ registerProjectCommands(program);
 registerTokenCommands(program);
 registerKeyCommands(program);
 registerUserCommands(program);
+registerDeliveryCommands(program);
 
 try {
   await program.parseAsync(process.argv);

@@ -77,6 +77,7 @@ export class EndpointBreakers {
     );
     if (rowCount) {
       this.#known.set(origin, { ...state, probeUntil: new Date(now.getTime() + this.settings.probeLeaseMs) });
+      this.#mirror(origin, false); // the probe must pass the local gate
       return { kind: 'send', probe: true };
     }
     // Someone else probes: look again shortly.

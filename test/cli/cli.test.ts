@@ -13,7 +13,7 @@ describe('the walgate CLI', function () {
   after(() => t.close());
 
   it('has --help on every command', async () => {
-    for (const args of [[], ['migrate'], ['project', 'create'], ['project', 'set'], ['project', 'list'], ['token', 'create'], ['token', 'list'], ['token', 'revoke'], ['keys', 'rotate'], ['keys', 'list'], ['users', 'logout']]) {
+    for (const args of [[], ['migrate'], ['project', 'create'], ['project', 'set'], ['project', 'list'], ['token', 'create'], ['token', 'list'], ['token', 'revoke'], ['keys', 'rotate'], ['keys', 'list'], ['users', 'logout'], ['deliveries', 'replay']]) {
       const r = await walgate(t, [...args, '--help']);
       expect(r.code, args.join(' ')).to.equal(0);
       expect(r.stdout).to.match(/^Usage: walgate/);
@@ -91,5 +91,37 @@ describe('the walgate CLI', function () {
     const r = await walgate(t, ['project', 'list'], { PORT: 'eighty' });
     expect(r.code).to.equal(1);
     expect(r.stderr).to.contain('PORT');
+  });
+
+  it('replays dead letters: a dry run counts, a replay moves them back to pending (also through scripts/)', async () => {
+    const { execFile } = await import('node:child_process');
+    await t.provision({ projectId: 'dl', name: 'master' });
+    await t.ctx.pool.query('CREATE TABLE dl_master.t (id int PRIMARY KEY)');
+    const { insertSubscription } = await import('../support/subscriptions.js');
+    const a = await insertSubscription(t.ctx, { projectId: 'dl', environment: 'master', schema: 'dl_master', table: 't' });
+    const b = await insertSubscription(t.ctx, { projectId: 'dl', environment: 'master', schema: 'dl_master', table: 't' });
+    for (const [id, wh, at] of [['del_1', a, '2026-01-01T00:00:00Z'], ['del_2', a, '2026-03-01T00:00:00Z'], ['del_3', b, '2026-03-01T00:00:00Z']]) {
+      await t.ctx.pool.query(
+        `INSERT INTO walgate.deliveries (id, webhook_id, event_id, event_type, status, attempts, next_attempt_at, created_at) VALUES ($1, $2, $1, 'INSERT', 'dead', 5, now(), $3)`,
+        [id, wh, at],
+      );
+    }
+    const dry = await walgate(t, ['deliveries', 'replay', '--dry-run']);
+    expect(dry.stdout).to.contain('3 dead-letter deliveries would be replayed');
+    const one = await walgate(t, ['deliveries', 'replay', '--webhook', a, '--since', '2026-02-01T00:00:00Z']);
+    expect(one.code, one.stderr).to.equal(0);
+    expect(one.stdout).to.contain('replayed 1 dead-letter delivery');
+    expect(one.stderr).to.contain('replayed: 1');
+    const script = await new Promise<string>((resolve) =>
+      execFile('scripts/replay-dead-letters.sh', ['--until', '2026-02-01T00:00:00Z'], {
+        env: { ...process.env, DATABASE_URL: t.database.url, KEY_ENCRYPTION_KEY: t.config.keyEncryptionKey!.toString('base64'), LOG_LEVEL: 'warn' },
+      }, (_e, out) => resolve(out)),
+    );
+    expect(script).to.contain('replayed 1 dead-letter delivery');
+    const { rows } = await t.ctx.pool.query(`SELECT id, status, attempts FROM walgate.deliveries ORDER BY id`);
+    expect(rows.map((r) => `${r.id}:${r.status}:${r.attempts}`)).to.deep.equal(['del_1:pending:0', 'del_2:pending:0', 'del_3:dead:5']);
+    const bad = await walgate(t, ['deliveries', 'replay', '--since', 'yesterday']);
+    expect(bad.code).not.to.equal(0);
+    expect(bad.stderr).to.contain('ISO 8601');
   });
 });
