@@ -178,15 +178,17 @@ CREATE INDEX deliveries_due ON walgate.deliveries (next_attempt_at) WHERE status
 CREATE INDEX deliveries_recent ON walgate.deliveries (webhook_id, created_at DESC, id DESC);
 CREATE INDEX deliveries_dead ON walgate.deliveries (webhook_id, created_at) WHERE status = 'dead';
 
+-- Every attempt, kept across replays (a replay starts the attempt count again at 1).
 CREATE TABLE walgate.delivery_attempts (
+  id           bigint GENERATED ALWAYS AS IDENTITY PRIMARY KEY,
   delivery_id  text NOT NULL REFERENCES walgate.deliveries (id) ON DELETE CASCADE,
   attempt      integer NOT NULL,
   started_at   timestamptz NOT NULL,
   duration_ms  integer NOT NULL,
   http_status  integer,
-  error        text,
-  PRIMARY KEY (delivery_id, attempt)
+  error        text
 );
+CREATE INDEX delivery_attempts_by_delivery ON walgate.delivery_attempts (delivery_id, id);
 
 -- Circuit breakers per endpoint origin, shared by every tailer process and kept across restarts.
 CREATE TABLE walgate.endpoint_breakers (

@@ -1,4 +1,4 @@
-import { withTransaction, type Pool } from '../db/pool.js';
+import type { Pool } from '../db/pool.js';
 import { PAYLOAD_COLUMNS, type PayloadRow } from './payload.js';
 
 // The delivery worker's statements on walgate.deliveries and walgate.delivery_attempts.
@@ -7,6 +7,8 @@ export interface ClaimedDelivery extends PayloadRow {
   id: string;
   webhook_id: string;
   attempts: number;
+  /** The claim's lease end (its token when the result is recorded). */
+  lease: Date;
   url: string;
   secret: Buffer;
 }
@@ -48,9 +50,9 @@ export async function claimDue(pool: Pool, o: ClaimOptions): Promise<ClaimedDeli
         FOR UPDATE OF d SKIP LOCKED
      ), leased AS (
        UPDATE walgate.deliveries d SET next_attempt_at = $2 FROM claimed WHERE d.id = claimed.id
-       RETURNING d.id, d.webhook_id, d.event_id, d.attempts, d.select_fields
+       RETURNING d.id, d.webhook_id, d.event_id, d.attempts, d.select_fields, d.next_attempt_at AS lease
      )
-     SELECT d.id, d.webhook_id, d.attempts, w.url, w.secret, ${PAYLOAD_COLUMNS}
+     SELECT d.id, d.webhook_id, d.attempts, d.lease, w.url, w.secret, ${PAYLOAD_COLUMNS}
        FROM leased d JOIN walgate.events e ON e.id = d.event_id JOIN walgate.webhooks w ON w.id = d.webhook_id
       ORDER BY d.event_id`, // dispatched in WAL order, as far as concurrency allows (no order is promised)
     [o.now, o.leaseUntil, o.limit, o.perWebhook, [...o.inflight.keys()], [...o.inflight.values()]],
@@ -60,6 +62,8 @@ export async function claimDue(pool: Pool, o: ClaimOptions): Promise<ClaimedDeli
 
 export interface AttemptResult {
   deliveryId: string;
+  /** The claim's lease (its next_attempt_at): a result is recorded only while the claim is still ours. */
+  lease: Date;
   /** The attempt's number (1-based). */
   attempt: number;
   startedAt: Date;
@@ -71,40 +75,39 @@ export interface AttemptResult {
   deliveredAt: Date | null;
 }
 
-/** Records a batch of attempts: the deliveries' new state and one attempt row each. */
+/**
+ * Records a batch of attempts: the deliveries' new state and one attempt row each. A worker whose
+ * lease ran out (and whose delivery another worker claimed meanwhile) records nothing: the claim's
+ * lease time is its token.
+ */
 export async function recordAttempts(pool: Pool, results: AttemptResult[]): Promise<void> {
   if (results.length === 0) return;
-  await withTransaction(pool, async (c) => {
-    await c.query(
-      `UPDATE walgate.deliveries d SET status = r.status, attempts = r.attempt, http_status = r.http_status,
+  await pool.query(
+    `WITH r AS (
+       SELECT * FROM unnest($1::text[], $2::timestamptz[], $3::int[], $4::text[], $5::int[], $6::text[], $7::timestamptz[],
+                            $8::timestamptz[], $9::timestamptz[], $10::int[])
+              AS r(id, lease, attempt, status, http_status, error, next_attempt_at, delivered_at, started_at, duration_ms)
+     ), updated AS (
+       UPDATE walgate.deliveries d SET status = r.status, attempts = r.attempt, http_status = r.http_status,
               last_error = r.error, next_attempt_at = coalesce(r.next_attempt_at, d.next_attempt_at), delivered_at = r.delivered_at
-         FROM unnest($1::text[], $2::int[], $3::text[], $4::int[], $5::text[], $6::timestamptz[], $7::timestamptz[])
-              AS r(id, attempt, status, http_status, error, next_attempt_at, delivered_at)
-        WHERE d.id = r.id`,
-      [
-        results.map((r) => r.deliveryId),
-        results.map((r) => r.attempt),
-        results.map((r) => r.status),
-        results.map((r) => r.httpStatus),
-        results.map((r) => r.error),
-        results.map((r) => r.nextAttemptAt),
-        results.map((r) => r.deliveredAt),
-      ],
-    );
-    await c.query(
-      `INSERT INTO walgate.delivery_attempts (delivery_id, attempt, started_at, duration_ms, http_status, error)
-       SELECT * FROM unnest($1::text[], $2::int[], $3::timestamptz[], $4::int[], $5::int[], $6::text[])
-       ON CONFLICT (delivery_id, attempt) DO NOTHING`,
-      [
-        results.map((r) => r.deliveryId),
-        results.map((r) => r.attempt),
-        results.map((r) => r.startedAt),
-        results.map((r) => r.durationMs),
-        results.map((r) => r.httpStatus),
-        results.map((r) => r.error),
-      ],
-    );
-  });
+         FROM r WHERE d.id = r.id AND d.next_attempt_at = r.lease
+       RETURNING d.id
+     )
+     INSERT INTO walgate.delivery_attempts (delivery_id, attempt, started_at, duration_ms, http_status, error)
+     SELECT r.id, r.attempt, r.started_at, r.duration_ms, r.http_status, r.error FROM r JOIN updated USING (id)`,
+    [
+      results.map((r) => r.deliveryId),
+      results.map((r) => r.lease),
+      results.map((r) => r.attempt),
+      results.map((r) => r.status),
+      results.map((r) => r.httpStatus),
+      results.map((r) => r.error),
+      results.map((r) => r.nextAttemptAt),
+      results.map((r) => r.deliveredAt),
+      results.map((r) => r.startedAt),
+      results.map((r) => r.durationMs),
+    ],
+  );
 }
 
 /** Puts claimed deliveries back without spending an attempt (their endpoint's breaker is open). */

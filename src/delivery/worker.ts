@@ -221,6 +221,7 @@ export class DeliveryWorker {
     }
     this.#results.push({
       deliveryId: d.id,
+      lease: d.lease,
       attempt,
       startedAt,
       durationMs: result.durationMs,

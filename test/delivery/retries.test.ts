@@ -47,6 +47,8 @@ describe('delivery: retries, dead letters and failures of every kind', function 
     const [delivered] = await eventually(() => p.delivery(wh), (r) => r[0]?.status === 'delivered');
     expect(delivered).to.include({ attempts: 1, http_status: 200 });
     expect(p.receiver.requests).to.have.length(6);
+    // The history keeps every attempt, before and after the replay.
+    expect(delivered!.attempt_log.map((a: any) => [a.attempt, a.http_status])).to.deep.equal([[1, 500], [2, 500], [3, 500], [4, 500], [5, 500], [1, 200]]);
   });
 
   it('counts non-2xx, a time-out, a refused connection and a 3xx as failures; redirects are not followed', async () => {
@@ -100,6 +102,14 @@ describe('delivery: retries, dead letters and failures of every kind', function 
         await p.receiver.waitFor(1, 5000);
         const [d] = await eventually(() => p.delivery(wh), (r) => r[0]?.status === 'delivered');
         expect(d!.attempts).to.equal(1);
+        // The first worker comes back late with a failure: its claim is gone, nothing changes.
+        const { recordAttempts } = await import('../../src/delivery/store.js');
+        await recordAttempts(p.t.ctx.pool, [
+          { deliveryId: d!.id, lease: claimed[0]!.lease, attempt: 1, startedAt: new Date(), durationMs: 1, httpStatus: 500, error: 'HTTP 500', status: 'retrying', nextAttemptAt: new Date(), deliveredAt: null },
+        ]);
+        const [after] = await p.delivery(wh);
+        expect(after).to.include({ status: 'delivered', attempts: 1, http_status: 200 });
+        expect(after!.attempt_log).to.have.length(1);
       } finally {
         await replacement.stop(1000);
       }

@@ -57,7 +57,7 @@ export async function startPipeline(env: Record<string, string> = {}, workerOpti
       insertSubscription(t.ctx, { projectId: 'shop', environment: 'master', schema: 'shop_master', table: 'orders', url: `${receiver.url}/hook`, ...extra }),
     async delivery(webhookId) {
       const { rows } = await t.ctx.pool.query(
-        `SELECT d.*, (SELECT json_agg(a ORDER BY a.attempt) FROM walgate.delivery_attempts a WHERE a.delivery_id = d.id) AS attempt_log
+        `SELECT d.*, (SELECT json_agg(a ORDER BY a.id) FROM walgate.delivery_attempts a WHERE a.delivery_id = d.id) AS attempt_log
            FROM walgate.deliveries d WHERE webhook_id = $1 ORDER BY event_id`,
         [webhookId],
       );

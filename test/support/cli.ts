@@ -23,6 +23,8 @@ export function walgate(t: TestApi, args: string[], env: Record<string, string> 
           KEY_ENCRYPTION_KEY: t.config.keyEncryptionKey!.toString('base64'),
           DATA_DIR: t.config.dataDir,
           LOG_LEVEL: 'warn',
+          // The same revocation store as the api under test (an empty value means unset).
+          REDIS_URL: t.config.redisUrl ?? '',
           ...env,
         },
         timeout: 30_000,
