@@ -133,7 +133,7 @@ describe('auth: the flows of the seed, through HTTP', () => {
     it('upgrades a bcrypt hash (an imported user) to argon2id at the next login', async () => {
       const a = await signUpAndConfirm(t, http);
       const bcrypt = await import('@node-rs/bcrypt');
-      await t.ctx.pool.query('UPDATE walgate.users SET password_hash = $2 WHERE id = $1', [a.userId, await bcrypt.hash(PASSWORD, { cost: 4 })]);
+      await t.ctx.pool.query('UPDATE walgate.users SET password_hash = $2 WHERE id = $1', [a.userId, await bcrypt.hash(PASSWORD, 4)]);
       expect((await http.post('/auth/login', { email: a.email, password: 'wrong horse battery staple' })).status).to.equal(401);
       expect((await http.post('/auth/login', { email: a.email, password: PASSWORD })).status).to.equal(200);
       const { rows } = await t.ctx.pool.query('SELECT password_hash FROM walgate.users WHERE id = $1', [a.userId]);
