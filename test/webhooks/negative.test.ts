@@ -1,3 +1,5 @@
+// No delivery worker or tailer runs in this file: the public address below is only validated,
+// never contacted (this machine has no network beyond the package registries).
 import { expect } from 'chai';
 import type { TestApi } from '../support/api.js';
 import { startTestApi } from '../support/api.js';
