@@ -1,0 +1,85 @@
+import { spawn } from 'node:child_process';
+import { mkdtemp, readdir, readFile, rm } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import path from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { expect } from 'chai';
+import { freePort } from '../../src/db/embedded.js';
+
+const DEV = fileURLToPath(new URL('../../src/main/dev.js', import.meta.url));
+
+interface Run {
+  output: string;
+  code: number | null;
+}
+
+/** `npm start` as a newcomer runs it: no DATABASE_URL, a data directory of its own; stopped with Ctrl-C. */
+async function startAndStop(dataDir: string, port: number, whileRunning: (banner: string) => Promise<void>): Promise<Run> {
+  const env = { ...process.env, DATA_DIR: dataDir, PORT: String(port), LOG_LEVEL: 'warn' } as NodeJS.ProcessEnv;
+  delete env.DATABASE_URL;
+  delete env.REDIS_URL;
+  delete env.SMTP_URL;
+  const child = spawn(process.execPath, [DEV], { env, stdio: ['ignore', 'pipe', 'pipe'] });
+  let output = '';
+  child.stdout.on('data', (d: Buffer) => (output += d));
+  child.stderr.on('data', (d: Buffer) => (output += d));
+  const exited = new Promise<number | null>((resolve) => child.on('exit', resolve));
+  const until = Date.now() + 60_000;
+  while (!output.includes('walgate ready')) {
+    if (Date.now() > until || child.exitCode !== null) throw new Error(`no "walgate ready":\n${output}`);
+    await new Promise((r) => setTimeout(r, 100));
+  }
+  await whileRunning(output);
+  child.kill('SIGINT');
+  return { output, code: await exited };
+}
+
+describe('npm start (embedded Postgres)', function () {
+  this.timeout(120_000);
+  let dataDir: string;
+  before(async () => {
+    dataDir = await mkdtemp(path.join(tmpdir(), 'walgate-start-'));
+  });
+  after(() => rm(dataDir, { recursive: true, force: true }));
+
+  it('boots, prints the api and Postgres URLs, the mailbox and a demo token, serves, stops cleanly on Ctrl-C, and reuses its data', async () => {
+    const port = await freePort();
+    const first = await startAndStop(dataDir, port, async () => {
+      const signup = await fetch(`http://127.0.0.1:${port}/auth/signup`, {
+        method: 'POST',
+        headers: { 'x-project-id': 'demo', 'content-type': 'application/json' },
+        body: JSON.stringify({ email: 'newcomer@example.com', password: 'correct horse battery staple' }),
+      });
+      expect(signup.status).to.equal(201);
+      // The dev mailbox: the e-mail is a file, with the code in the subject.
+      const files = await readdir(path.join(dataDir, 'mail'));
+      expect(files).to.have.length(1);
+      expect(await readFile(path.join(dataDir, 'mail', files[0]!), 'utf8')).to.match(/Subject: Your confirmation code: \d{6}/);
+    });
+    expect(first.code).to.equal(0);
+    expect(first.output).to.contain(`api:      http://127.0.0.1:${port}`);
+    expect(first.output).to.match(/postgres: postgres:\/\/walgate:[^@]+@127\.0\.0\.1:\d+\/walgate \(embedded/);
+    expect(first.output).to.contain(`e-mail:   dev mailbox ${path.join(dataDir, 'mail')}`);
+    const token = /shown only once:\n\s+(wgm_\S+)/.exec(first.output)?.[1];
+    expect(token).to.match(/^wgm_/);
+
+    const second = await startAndStop(dataDir, port, async () => {
+      // The data survived: the same account exists, and the demo token still works.
+      const again = await fetch(`http://127.0.0.1:${port}/auth/signup`, {
+        method: 'POST',
+        headers: { 'x-project-id': 'demo', 'content-type': 'application/json' },
+        body: JSON.stringify({ email: 'newcomer@example.com', password: 'correct horse battery staple' }),
+      });
+      expect(again.status).to.equal(409);
+      const list = await fetch(`http://127.0.0.1:${port}/api/rest/_webhooks`, {
+        headers: { authorization: `Bearer ${token}`, 'x-project-id': 'demo', environment: 'master' },
+      });
+      expect(list.status).to.equal(200);
+    });
+    expect(second.code).to.equal(0);
+    expect(second.output).not.to.contain('shown only once');
+    // Ctrl-C stopped the cluster too: its pid file is gone.
+    const pidFile = await readFile(path.join(dataDir, 'pg', 'postmaster.pid')).then(() => 'present', () => 'gone');
+    expect(pidFile).to.equal('gone');
+  });
+});
