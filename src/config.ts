@@ -57,6 +57,7 @@ const schema = z.object({
   WEBHOOK_BREAKER_COOLDOWN_MS: positiveMs.default(120000),
   WEBHOOK_TIMEOUT_MS: z.coerce.number().int().min(1).default(10000),
   TAILER_PORT: port.default(3001),
+  SLOT_WAL_WARN_BYTES: z.coerce.number().int().min(1).default(1024 ** 3),
   LOG_LEVEL: z.enum(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent']).default('info'),
 });
 
@@ -82,6 +83,8 @@ export interface Config {
     timeoutMs: number;
   };
   tailerPort: number;
+  /** Retained WAL that makes the slot watchdog warn when max_slot_wal_keep_size is unlimited. */
+  slotWalWarnBytes: number;
   logLevel: Env['LOG_LEVEL'];
 }
 
@@ -128,6 +131,7 @@ export function loadConfig(source: Record<string, string | undefined> = process.
       timeoutMs: e.WEBHOOK_TIMEOUT_MS,
     },
     tailerPort: e.TAILER_PORT,
+    slotWalWarnBytes: e.SLOT_WAL_WARN_BYTES,
     logLevel: e.LOG_LEVEL,
   };
 }

@@ -5,6 +5,7 @@ import { loadKeyEncryptionKey } from './crypto/key-file.js';
 import { SecretBox } from './crypto/secretbox.js';
 import { createPool, type Pool } from './db/pool.js';
 import { createLogger, type Logger } from './log.js';
+import { Metrics } from './metrics.js';
 import { devMailbox, smtpMailer, type Mailer } from './mail/mailer.js';
 import { DEFAULT_RATE_LIMITS, SharedRateLimiter, type RateLimiter, type RateLimitSettings } from './store/rate-limits.js';
 import { PostgresRevocationStore, RedisRevocationStore, type RevocationStore } from './store/revocations.js';
@@ -24,6 +25,7 @@ export interface Context {
   rateLimiter: RateLimiter;
   rateLimits: RateLimitSettings;
   mailer: Mailer;
+  metrics: Metrics;
   /** How long per-environment settings and keys may be served from memory. */
   cacheTtlMs: number;
   close(): Promise<void>;
@@ -33,6 +35,7 @@ export interface ContextOverrides {
   clock?: Clock;
   log?: Logger;
   mailer?: Mailer;
+  metrics?: Metrics;
   cacheTtlMs?: number;
   poolMax?: number;
   rateLimits?: Partial<RateLimitSettings>;
@@ -83,6 +86,7 @@ export async function createContext(config: Config, databaseUrl: string, overrid
     rateLimiter: new SharedRateLimiter(redis ? { kind: 'redis', redis } : { kind: 'postgres', pool }, redisPrefix),
     rateLimits: { ...DEFAULT_RATE_LIMITS, ...overrides.rateLimits },
     mailer,
+    metrics: overrides.metrics ?? new Metrics(),
     cacheTtlMs: overrides.cacheTtlMs ?? 5000,
     async close() {
       mailer.close();

@@ -53,6 +53,7 @@ export class AuthService {
         await this.#sendCode(c, env, created, 'signup', now);
         return created;
       });
+      this.#count('signup');
       return { userId: user.id, message: MESSAGES.signup };
     } catch (err) {
       if (pgCode(err) === PgCode.uniqueViolation) throw new AppError('AUTH_EMAIL_EXISTS');
@@ -64,8 +65,10 @@ export class AuthService {
     const now = this.ctx.clock();
     const user = await users.findUserByEmail(this.ctx.pool, env, input.email);
     if (!user || !(await consumeCode(this.ctx.pool, this.ctx.secrets, user.id, 'signup', input.code, env.codeMaxAttempts, now))) {
+      this.#count('confirm_failed');
       throw new AppError('AUTH_INVALID_CODE');
     }
+    this.#count('confirm_ok');
     const verified = await users.markVerified(this.ctx.pool, user.id, now);
     const pair = await this.#startSession(env, verified, now);
     return { ...pair, user: users.userView(verified) };
@@ -77,17 +80,26 @@ export class AuthService {
     const user = await users.findUserByEmail(this.ctx.pool, env, input.email);
     if (!user) {
       await spendVerificationTime(input.password); // the same time as a wrong password
+      this.#count('login_failed');
       throw new AppError('AUTH_INVALID_CREDENTIALS');
     }
-    if (user.lockedUntil && user.lockedUntil > now) throw locked(user.lockedUntil);
+    if (user.lockedUntil && user.lockedUntil > now) {
+      this.#count('login_locked');
+      throw locked(user.lockedUntil);
+    }
     if (!(await verifyPassword(user.passwordHash, input.password))) {
       const lockUntil = new Date(now.getTime() + env.lockoutSeconds * 1000);
       const lockedNow = await users.recordFailedLogin(this.ctx.pool, user.id, env.lockoutThreshold, lockUntil, now);
+      this.#count(lockedNow ? 'login_locked' : 'login_failed');
       if (lockedNow) throw locked(lockedNow);
       throw new AppError('AUTH_INVALID_CREDENTIALS');
     }
     // Only someone who knows the password learns that the address is unconfirmed.
-    if (!user.emailVerifiedAt) throw new AppError('AUTH_EMAIL_NOT_VERIFIED');
+    if (!user.emailVerifiedAt) {
+      this.#count('login_unverified');
+      throw new AppError('AUTH_EMAIL_NOT_VERIFIED');
+    }
+    this.#count('login_ok');
     const rehash = needsRehash(user.passwordHash) ? await hashPassword(input.password) : null;
     await users.recordSuccessfulLogin(this.ctx.pool, user.id, rehash, now);
     return this.#startSession(env, user, now);
@@ -120,6 +132,7 @@ export class AuthService {
       return revokeUserSessions(c, user.id, 'password reset', now);
     });
     await this.#revokeAccess(env, revoked, now);
+    this.#count('reset_ok');
     return { message: MESSAGES.reset };
   }
 
@@ -127,12 +140,14 @@ export class AuthService {
     const now = this.ctx.clock();
     const outcome = await rotateRefreshToken(this.ctx.pool, input.refreshToken, env, env.refreshTokenTtlSeconds, now);
     if (outcome.kind === 'reused') {
+      this.#count('refresh_reuse');
       await this.#revokeAccess(env, [outcome.sessionId], now);
       this.ctx.log.warn({ sessionId: outcome.sessionId }, 'a used refresh token was presented again: session revoked');
     }
     if (outcome.kind !== 'rotated') throw new AppError('AUTH_TOKEN_INVALID', 'The refresh token is invalid, expired or already used.');
     const user = await users.findUserById(this.ctx.pool, outcome.userId);
     if (!user) throw new AppError('AUTH_TOKEN_INVALID');
+    this.#count('refresh_ok');
     const access = await issueAccessToken(this.keys, env, { userId: user.id, email: user.email, sessionId: outcome.sessionId, issuer: this.ctx.config.publicUrl, now });
     return { accessToken: access.token, refreshToken: outcome.refreshToken, tokenType: 'Bearer', expiresIn: access.expiresIn };
   }
@@ -150,6 +165,7 @@ export class AuthService {
     const now = this.ctx.clock();
     await revokeSessionRow(this.ctx.pool, claims.sid, 'logout', now);
     await this.#revokeAccess(env, [claims.sid], now);
+    this.#count('logout');
     return { message: MESSAGES.logout };
   }
 
@@ -196,6 +212,10 @@ export class AuthService {
   async #revokeAccess(env: Environment, sessionIds: string[], now: Date): Promise<void> {
     const until = new Date(now.getTime() + env.accessTokenTtlSeconds * 1000);
     for (const sid of sessionIds) await this.ctx.revocations.revoke(sid, until);
+  }
+
+  #count(event: string): void {
+    this.ctx.metrics.authEvents.inc({ event });
   }
 
   async #limit(policy: RateLimitPolicy, key: string): Promise<void> {

@@ -219,6 +219,10 @@ export class DeliveryWorker {
       if (openedUntil && openedUntil.getTime() > next) next = openedUntil.getTime();
       nextAttemptAt = new Date(next);
     }
+    const m = this.#ctx.metrics;
+    m.deliveriesFinished.inc({ status });
+    m.attemptDuration.observe({ outcome: result.ok ? 'success' : 'failure' }, result.durationMs / 1000);
+    if (result.ok) m.commitToDelivery.observe(Math.max(0, now.getTime() - d.committed_at.getTime()) / 1000);
     this.#results.push({
       deliveryId: d.id,
       lease: d.lease,

@@ -4,6 +4,7 @@ import { KeyRing } from '../auth/keyring.js';
 import { authRouter } from '../auth/routes.js';
 import { AuthService } from '../auth/service.js';
 import type { Context } from '../context.js';
+import { apiOpsRouter } from '../ops/api-ops.js';
 import { EnvironmentCache } from '../projects/environments.js';
 import { webhooksRouter } from '../webhooks/routes.js';
 import { WebhookService } from '../webhooks/service.js';
@@ -17,6 +18,7 @@ export function createApiApp(ctx: Context): express.Express {
   const webhooks = webhooksRouter(ctx, new WebhookService(ctx), environments);
   return createApp(ctx, {
     routes: [
+      ['/', apiOpsRouter(ctx)],
       ['/auth', authRouter(auth, environments)],
       [['/api/rest/_webhooks', '/gw/api/rest/_webhooks'], webhooks],
     ],

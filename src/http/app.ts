@@ -36,9 +36,24 @@ export function createApp(ctx: Context, mounts: Mounts): express.Express {
       },
     }),
   );
+  app.use((req, res, next) => {
+    const end = ctx.metrics.httpDuration.startTimer();
+    res.on('finish', () => {
+      // The route pattern, not the URL: ids in paths must not explode the label set.
+      const route = req.route ? `${(res.locals.mount as string | undefined) ?? ''}${String(req.route.path)}` : 'unmatched';
+      end({ method: req.method, route, status: String(res.statusCode) });
+    });
+    next();
+  });
   app.use(requireJsonBody);
   app.use(express.json({ limit: MAX_BODY, strict: false, type: ['application/json', 'application/*+json'] }));
-  for (const [path, router] of mounts.routes) app.use(path, router);
+  for (const [path, router] of mounts.routes) {
+    // Remember where the router is mounted: Express forgets req.baseUrl before an error reaches the handler.
+    app.use(path, (req, res, next) => {
+      res.locals.mount = req.baseUrl;
+      next();
+    }, router);
+  }
   app.use(notFound);
   app.use(errorHandler(ctx.log));
   return app;

@@ -5,6 +5,8 @@ import { loadConfig } from '../config.js';
 import { createContext } from '../context.js';
 import { migrate } from '../db/migrate.js';
 import { startApi } from '../http/api.js';
+import { closeServer } from '../http/server.js';
+import { registerTailerGauges, startTailerOps } from '../ops/tailer-ops.js';
 import { findEnvironment } from '../projects/environments.js';
 import { provisionEnvironment } from '../projects/provision.js';
 import { DeliveryWorker } from '../delivery/worker.js';
@@ -34,6 +36,12 @@ async function main(): Promise<void> {
   tailer.start();
   const worker = new DeliveryWorker(ctx);
   worker.start();
+  registerTailerGauges(ctx, tailer, worker);
+  // The tailer's health and metrics listener; on a busy port the dev setup carries on without it.
+  const ops = await startTailerOps(ctx, tailer, config.tailerPort, config.host).catch((err: Error) => {
+    log.warn({ port: config.tailerPort, err: err.message }, 'the tailer health listener could not start');
+    return undefined;
+  });
   // The embedded cluster is local and its password is in DATA_DIR anyway; an operator's URL is masked.
   const shownDb = database.embedded ? database.url : database.url.replace(/:[^:@/]*@/, ':***@');
   process.stdout.write(
@@ -41,6 +49,7 @@ async function main(): Promise<void> {
       `api:      ${api.url}`,
       `postgres: ${shownDb}${database.embedded ? ` (embedded, data in ${path.resolve(config.dataDir)})` : ''}`,
       `e-mail:   ${ctx.mailer.destination}`,
+      ...(ops ? [`tailer:   ${ops.url} (health and metrics)`] : []),
       ...out,
       'walgate ready',
       '',
@@ -49,6 +58,7 @@ async function main(): Promise<void> {
 
   stopOnSignals(log, async () => {
     await api.stop();
+    if (ops) await closeServer(ops.server, 2000);
     await tailer.stop();
     await worker.stop();
     await ctx.close();

@@ -3,6 +3,8 @@ import { loadConfig } from '../config.js';
 import { createContext } from '../context.js';
 import { migrate } from '../db/migrate.js';
 import { DeliveryWorker } from '../delivery/worker.js';
+import { closeServer } from '../http/server.js';
+import { registerTailerGauges, startTailerOps } from '../ops/tailer-ops.js';
 import { WalTailer } from '../tailer/tailer.js';
 import { exitOnStartupError, stopOnSignals } from './lifecycle.js';
 
@@ -15,8 +17,11 @@ async function main(): Promise<void> {
   tailer.start();
   const worker = new DeliveryWorker(ctx);
   worker.start();
-  ctx.log.info({ slot: tailer.status().slotName }, 'tailer started');
+  registerTailerGauges(ctx, tailer, worker);
+  const ops = await startTailerOps(ctx, tailer, config.tailerPort, config.host);
+  ctx.log.info({ slot: tailer.status().slotName, ops: ops.url }, 'tailer started');
   stopOnSignals(ctx.log, async () => {
+    await closeServer(ops.server, 2000);
     await tailer.stop();
     await worker.stop();
     await ctx.close();

@@ -20,6 +20,8 @@ export interface SessionOptions {
   subscriptions: SubscriptionSpec[];
   /** Deliveries held in memory before reading pauses (backpressure). */
   maxBuffered: number;
+  /** Counts events as they are produced (by operation). */
+  onEvent?: (operation: Operation) => void;
   /** Reports a position that may be acknowledged to Postgres. */
   onDurable: (lsn: Lsn) => void;
   /** Called once when processing failed and the stream must restart from the durable position. */
@@ -192,6 +194,7 @@ export class ReplicationSession {
     const rows = matchDeliveries(subs, change);
     if (rows.length === 0) return;
     this.#events.push(toEventRecord(change));
+    this.#o.onEvent?.(op);
     for (const r of rows) this.#deliveries.push(r);
     this.stats.deliveries += rows.length;
     if (this.#deliveries.length >= this.#o.maxBuffered) {

@@ -178,6 +178,7 @@ export class WalTailer {
       processedLsn: start.processedLsn,
       subscriptions: start.subscriptions,
       maxBuffered: this.#o.maxBuffered,
+      onEvent: (operation) => this.#ctx.metrics.eventsProduced.inc({ operation }),
       onDurable: (lsn) => {
         if (this.#durable === null || lsn > this.#durable) this.#durable = lsn;
         reportDurable();
@@ -220,21 +221,31 @@ export class WalTailer {
   async #report(session: ReplicationSession, log: Context['log']): Promise<void> {
     try {
       const { rows } = await this.#ctx.pool.query(
-        `SELECT (pg_current_wal_lsn() - confirmed_flush_lsn)::bigint AS lag_bytes, wal_status, safe_wal_size
+        `SELECT (pg_current_wal_lsn() - confirmed_flush_lsn)::bigint AS lag_bytes, (pg_current_wal_lsn() - restart_lsn)::bigint AS retained_bytes,
+                wal_status, safe_wal_size, pg_size_bytes(current_setting('max_slot_wal_keep_size')) AS keep_size
            FROM pg_replication_slots WHERE slot_name = $1`,
         [this.#o.slotName],
       );
       const slot = rows[0] ?? {};
+      const retained = slot.retained_bytes == null ? null : Number(slot.retained_bytes);
       log.info(
         {
           durableLsn: this.#durable === null ? null : formatLsn(this.#durable),
-          lagBytes: slot.lag_bytes === undefined ? null : Number(slot.lag_bytes),
+          lagBytes: slot.lag_bytes == null ? null : Number(slot.lag_bytes),
+          retainedBytes: retained,
           walStatus: slot.wal_status ?? null,
-          safeWalSize: slot.safe_wal_size === null || slot.safe_wal_size === undefined ? null : Number(slot.safe_wal_size),
+          safeWalSize: slot.safe_wal_size == null ? null : Number(slot.safe_wal_size),
           ...session.stats,
         },
         'replication progress',
       );
+      // The watchdog: past half of what Postgres may keep (or the configured limit when it may
+      // keep everything), the slot is at risk — of being invalidated, or of filling the disk.
+      const keep = slot.keep_size == null ? -1 : Number(slot.keep_size);
+      const limit = keep > 0 ? keep / 2 : this.#ctx.config.slotWalWarnBytes;
+      if (retained !== null && retained > limit) {
+        log.warn({ retainedBytes: retained, limitBytes: limit, maxSlotWalKeepSize: keep }, 'the replication slot retains a lot of WAL: the tailer is behind');
+      }
     } catch (err) {
       log.warn({ err }, 'could not read replication lag');
     }

@@ -14,8 +14,8 @@ interface Run {
 }
 
 /** `npm start` as a newcomer runs it: no DATABASE_URL, a data directory of its own; stopped with Ctrl-C. */
-async function startAndStop(dataDir: string, port: number, whileRunning: (banner: string) => Promise<void>): Promise<Run> {
-  const env = { ...process.env, DATA_DIR: dataDir, PORT: String(port), LOG_LEVEL: 'warn' } as NodeJS.ProcessEnv;
+async function startAndStop(dataDir: string, port: number, tailerPort: number, whileRunning: (banner: string) => Promise<void>): Promise<Run> {
+  const env = { ...process.env, DATA_DIR: dataDir, PORT: String(port), TAILER_PORT: String(tailerPort), LOG_LEVEL: 'warn' } as NodeJS.ProcessEnv;
   delete env.DATABASE_URL;
   delete env.REDIS_URL;
   delete env.SMTP_URL;
@@ -44,7 +44,10 @@ describe('npm start (embedded Postgres)', function () {
 
   it('boots, prints the api and Postgres URLs, the mailbox and a demo token, serves, stops cleanly on Ctrl-C, and reuses its data', async () => {
     const port = await freePort();
-    const first = await startAndStop(dataDir, port, async () => {
+    const tailerPort = await freePort();
+    const first = await startAndStop(dataDir, port, tailerPort, async () => {
+      const ready = await fetch(`http://127.0.0.1:${tailerPort}/readyz`);
+      expect(ready.status).to.equal(200);
       const signup = await fetch(`http://127.0.0.1:${port}/auth/signup`, {
         method: 'POST',
         headers: { 'x-project-id': 'demo', 'content-type': 'application/json' },
@@ -60,10 +63,11 @@ describe('npm start (embedded Postgres)', function () {
     expect(first.output).to.contain(`api:      http://127.0.0.1:${port}`);
     expect(first.output).to.match(/postgres: postgres:\/\/walgate:[^@]+@127\.0\.0\.1:\d+\/walgate \(embedded/);
     expect(first.output).to.contain(`e-mail:   dev mailbox ${path.join(dataDir, 'mail')}`);
+    expect(first.output).to.contain(`tailer:   http://127.0.0.1:${tailerPort} (health and metrics)`);
     const token = /shown only once:\n\s+(wgm_\S+)/.exec(first.output)?.[1];
     expect(token).to.match(/^wgm_/);
 
-    const second = await startAndStop(dataDir, port, async () => {
+    const second = await startAndStop(dataDir, port, tailerPort, async () => {
       // The data survived: the same account exists, and the demo token still works.
       const again = await fetch(`http://127.0.0.1:${port}/auth/signup`, {
         method: 'POST',

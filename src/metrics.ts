@@ -1,0 +1,66 @@
+import { collectDefaultMetrics, Counter, Histogram, Registry } from 'prom-client';
+
+// Prometheus metrics of one process (each daemon has its own registry, served at /metrics).
+// Gauges that live in Postgres (queue depth, replication lag) are read at scrape time by the
+// daemon that owns them (see src/ops/).
+
+export class Metrics {
+  readonly registry = new Registry();
+
+  readonly httpDuration = new Histogram({
+    name: 'walgate_http_request_duration_seconds',
+    help: 'HTTP requests served by the api, by route and status',
+    labelNames: ['method', 'route', 'status'] as const,
+    buckets: [0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5],
+    registers: [this.registry],
+  });
+
+  readonly authEvents = new Counter({
+    name: 'walgate_auth_events_total',
+    help: 'Authentication outcomes: login_ok, login_failed, login_locked, login_unverified, signup, confirm_ok, confirm_failed, refresh_ok, refresh_reuse, reset_ok, logout',
+    labelNames: ['event'] as const,
+    registers: [this.registry],
+  });
+
+  readonly eventsProduced = new Counter({
+    name: 'walgate_events_total',
+    help: 'Data changes turned into events (taken by at least one subscription), by operation',
+    labelNames: ['operation'] as const,
+    registers: [this.registry],
+  });
+
+  readonly deliveriesFinished = new Counter({
+    name: 'walgate_deliveries_total',
+    help: 'Delivery attempts by outcome: delivered, retrying (failed, will retry), dead (failed for the last time)',
+    labelNames: ['status'] as const,
+    registers: [this.registry],
+  });
+
+  readonly attemptDuration = new Histogram({
+    name: 'walgate_delivery_attempt_duration_seconds',
+    help: 'Duration of delivery attempts, by outcome (success, failure)',
+    labelNames: ['outcome'] as const,
+    buckets: [0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10],
+    registers: [this.registry],
+  });
+
+  readonly commitToDelivery = new Histogram({
+    name: 'walgate_delivery_latency_seconds',
+    help: 'From the commit of a change to its successful delivery',
+    buckets: [0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 300],
+    registers: [this.registry],
+  });
+
+  constructor(options: { defaultMetrics?: boolean } = {}) {
+    // Process metrics, including event-loop delay (nodejs_eventloop_lag_p99_seconds and friends).
+    if (options.defaultMetrics !== false) collectDefaultMetrics({ register: this.registry, eventLoopMonitoringPrecision: 10 });
+  }
+
+  async text(): Promise<string> {
+    return this.registry.metrics();
+  }
+
+  get contentType(): string {
+    return this.registry.contentType;
+  }
+}

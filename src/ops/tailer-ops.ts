@@ -1,0 +1,147 @@
+import { createServer, type Server } from 'node:http';
+import type { AddressInfo } from 'node:net';
+import { Gauge } from 'prom-client';
+import type { Context } from '../context.js';
+import { queueDepth } from '../delivery/store.js';
+import type { DeliveryWorker } from '../delivery/worker.js';
+import type { WalTailer } from '../tailer/tailer.js';
+import { databaseCheck, readiness, redisCheck } from './checks.js';
+
+export interface SlotHealth {
+  lagBytes: number | null;
+  retainedBytes: number | null;
+  /** Retained WAL at which the watchdog warns (half of max_slot_wal_keep_size, or SLOT_WAL_WARN_BYTES). */
+  warnBytes: number;
+  walStatus: string | null;
+  safeWalSize: number | null;
+}
+
+export async function slotHealth(ctx: Context, slotName: string): Promise<SlotHealth> {
+  const { rows } = await ctx.pool.query(
+    `SELECT (pg_current_wal_lsn() - restart_lsn)::bigint AS retained, (pg_current_wal_lsn() - confirmed_flush_lsn)::bigint AS lag,
+            wal_status, safe_wal_size, pg_size_bytes(current_setting('max_slot_wal_keep_size')) AS keep_size
+       FROM pg_replication_slots WHERE slot_name = $1`,
+    [slotName],
+  );
+  const r = rows[0];
+  const keep = r?.keep_size == null ? -1 : Number(r.keep_size);
+  return {
+    lagBytes: r?.lag == null ? null : Number(r.lag),
+    retainedBytes: r?.retained == null ? null : Number(r.retained),
+    warnBytes: keep > 0 ? keep / 2 : ctx.config.slotWalWarnBytes,
+    walStatus: r?.wal_status ?? null,
+    safeWalSize: r?.safe_wal_size == null ? null : Number(r.safe_wal_size),
+  };
+}
+
+/** Gauges of the tailer daemon read from Postgres (and from the worker) when /metrics is scraped. */
+export function registerTailerGauges(ctx: Context, tailer: WalTailer, worker: DeliveryWorker | undefined): void {
+  const { registry } = ctx.metrics;
+  new Gauge({
+    name: 'walgate_deliveries_queued',
+    help: 'Deliveries waiting, by status: pending, retrying, dead (dead letters)',
+    labelNames: ['status'] as const,
+    registers: [registry],
+    async collect() {
+      const depth = await queueDepth(ctx.pool).catch(() => undefined);
+      if (depth) for (const [status, n] of Object.entries(depth)) this.set({ status }, n);
+    },
+  });
+  const slot = tailer.status().slotName;
+  new Gauge({
+    name: 'walgate_replication_lag_bytes',
+    help: 'WAL written since the position the slot has confirmed',
+    registers: [registry],
+    async collect() {
+      const h = await slotHealth(ctx, slot).catch(() => undefined);
+      if (h?.lagBytes != null) this.set(h.lagBytes);
+    },
+  });
+  new Gauge({
+    name: 'walgate_replication_retained_bytes',
+    help: 'WAL the slot keeps on the server (since its restart_lsn)',
+    registers: [registry],
+    async collect() {
+      const h = await slotHealth(ctx, slot).catch(() => undefined);
+      if (h?.retainedBytes != null) this.set(h.retainedBytes);
+    },
+  });
+  new Gauge({
+    name: 'walgate_replication_retained_warning',
+    help: '1 when the slot retains more WAL than half of max_slot_wal_keep_size (or SLOT_WAL_WARN_BYTES when unlimited)',
+    registers: [registry],
+    async collect() {
+      const h = await slotHealth(ctx, slot).catch(() => undefined);
+      if (h?.retainedBytes != null) this.set(h.retainedBytes > h.warnBytes ? 1 : 0);
+    },
+  });
+  new Gauge({
+    name: 'walgate_replication_safe_wal_size_bytes',
+    help: "Postgres's safe_wal_size of the slot: WAL that can still be written before the slot is lost (absent when unlimited)",
+    registers: [registry],
+    async collect() {
+      const h = await slotHealth(ctx, slot).catch(() => undefined);
+      if (h?.safeWalSize != null) this.set(h.safeWalSize);
+    },
+  });
+  new Gauge({
+    name: 'walgate_replication_slot_status',
+    help: "1 for the slot's wal_status (reserved, extended, unreserved, lost)",
+    labelNames: ['wal_status'] as const,
+    registers: [registry],
+    async collect() {
+      this.reset();
+      const h = await slotHealth(ctx, slot).catch(() => undefined);
+      if (h?.walStatus) this.set({ wal_status: h.walStatus }, 1);
+    },
+  });
+  new Gauge({
+    name: 'walgate_tailer_leading',
+    help: '1 when this process reads the slot, 0 when it stands by',
+    registers: [registry],
+    collect() {
+      this.set(tailer.status().role === 'leader' ? 1 : 0);
+    },
+  });
+  if (worker) {
+    new Gauge({
+      name: 'walgate_breaker_open',
+      help: 'Circuit breaker state per endpoint origin as this process sees it: 1 open, 0.5 half-open, 0 closed',
+      labelNames: ['origin'] as const,
+      registers: [registry],
+      collect() {
+        this.reset();
+        for (const [origin, state] of worker.breakerStates()) this.set({ origin }, state === 'open' ? 1 : state === 'half-open' ? 0.5 : 0);
+      },
+    });
+  }
+}
+
+/** The tailer's own listener (TAILER_PORT): /healthz, /readyz, /metrics. */
+export async function startTailerOps(ctx: Context, tailer: WalTailer, port: number, host: string): Promise<{ server: Server; url: string }> {
+  const server = createServer((req, res) => {
+    const send = (status: number, body: unknown, type = 'application/json') => {
+      res.writeHead(status, { 'content-type': type }).end(typeof body === 'string' ? body : JSON.stringify(body));
+    };
+    void (async () => {
+      const path = (req.url ?? '/').split('?')[0];
+      if (req.method !== 'GET') return send(405, { error: 'METHOD_NOT_ALLOWED', message: 'Only GET.' });
+      if (path === '/healthz') return send(200, { status: 'ok' });
+      if (path === '/metrics') return send(200, await ctx.metrics.text(), ctx.metrics.contentType);
+      if (path === '/readyz') {
+        const status = tailer.status();
+        const slot = await slotHealth(ctx, status.slotName).catch(() => undefined);
+        const role = { name: 'tailer', ok: status.role === 'leader' || status.role === 'standby', detail: { role: status.role, slot: status.slotName, durableLsn: status.durableLsn, ...slot } };
+        const { status: code, body } = readiness([await databaseCheck(ctx.pool), await redisCheck(ctx.redis), role]);
+        return send(code, body);
+      }
+      return send(404, { error: 'NOT_FOUND', message: 'No such route.' });
+    })().catch(() => send(500, { error: 'INTERNAL_ERROR', message: 'Something went wrong on our side.' }));
+  });
+  await new Promise<void>((resolve, reject) => {
+    server.once('error', reject);
+    server.listen(port, host, () => resolve());
+  });
+  const a = server.address() as AddressInfo;
+  return { server, url: `http://${a.family === 'IPv6' ? `[${a.address}]` : a.address}:${a.port}` };
+}
