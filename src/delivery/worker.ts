@@ -111,7 +111,7 @@ export class DeliveryWorker {
     const log = this.#ctx.log.child({ component: 'delivery' });
     // Claims run ahead of sending (up to twice the concurrency), so a slot that frees up starts
     // the next delivery at once instead of waiting for a round trip to Postgres.
-    const capacity = this.#o.concurrency * 2;
+    const capacity = this.#o.concurrency * CLAIM_AHEAD;
     while (!this.#stopping) {
       const room = Math.min(capacity - this.#heldTotal, MAX_CLAIM);
       if (room <= this.#o.concurrency / 4) {
@@ -125,10 +125,10 @@ export class DeliveryWorker {
           now,
           leaseUntil: new Date(now.getTime() + this.#leaseMs),
           limit: room,
-          perWebhook: this.#o.perWebhook * 2,
+          perWebhook: this.#o.perWebhook * CLAIM_AHEAD,
           // A subscription is topped up once it holds no more than perWebhook (hysteresis: no
           // round trip per finished delivery); until then it counts as full.
-          inflight: new Map([...this.#held].map(([id, n]) => [id, n > this.#o.perWebhook ? this.#o.perWebhook * 2 : n])),
+          inflight: new Map([...this.#held].map(([id, n]) => [id, n > this.#o.perWebhook ? this.#o.perWebhook * CLAIM_AHEAD : n])),
         });
         if (claimed.length) await this.#breakers.refresh([...new Set(claimed.map((d) => originOf(d.url)))]);
       } catch (err) {
@@ -322,7 +322,10 @@ function decrement(counts: Map<string, number>, key: string): void {
 }
 
 /** Deliveries claimed in one round trip at most. */
-const MAX_CLAIM = 128;
+const MAX_CLAIM = 256;
+
+/** How far claims run ahead of sending, in multiples of the in-flight caps. */
+const CLAIM_AHEAD = 4;
 
 function originOf(url: string): string {
   return new URL(url).origin;

@@ -1,0 +1,196 @@
+// `npm run bench`: every hot path next to a baseline measured in the same run, on loopback.
+// Writes bench/results.json and bench/results.md (the table the README shows).
+import { fork, type ChildProcess } from 'node:child_process';
+import { randomBytes } from 'node:crypto';
+import { mkdir, mkdtemp, rm, writeFile } from 'node:fs/promises';
+import { cpus, tmpdir, totalmem } from 'node:os';
+import path from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { hashPassword } from '../../src/auth/passwords.js';
+import { loadConfig } from '../../src/config.js';
+import { createContext, type Context } from '../../src/context.js';
+import { freePort, startEmbeddedPostgres } from '../../src/db/embedded.js';
+import { migrate } from '../../src/db/migrate.js';
+import type { Pool } from '../../src/db/pool.js';
+import { createLogger } from '../../src/log.js';
+import { provisionEnvironment } from '../../src/projects/provision.js';
+import { testCertificates } from '../../test/support/tls.js';
+import { login, protectedRead, refresh } from './http-paths.js';
+import { Daemon } from './processes.js';
+import type { Summary } from './stats.js';
+import { walPaths } from './wal-paths.js';
+
+export interface DaemonFigures {
+  cpuPercent: number;
+  peakRssMb: number;
+  eventLoopP99Ms: number;
+}
+
+export interface Result {
+  path: string;
+  unit: string;
+  value: Summary;
+  baseline?: { name: string; value: Summary };
+  ratio?: number;
+  target: string;
+  met: boolean;
+  extra?: Record<string, unknown>;
+  daemons?: Record<string, DaemonFigures>;
+}
+
+export interface ReceiverStats {
+  received: number;
+  unique: number;
+  badSignatures: number;
+  latencies: number[];
+}
+
+export interface Bench {
+  ctx: Context;
+  pool: Pool;
+  clusterUrl: string;
+  redisUrl: string | undefined;
+  secret: string;
+  ca: string;
+  receiver: { url: string; stats(): Promise<ReceiverStats>; reset(paths: string[]): Promise<void>; latency(): Promise<void> };
+  freePort(): Promise<number>;
+  passwordHash(): Promise<string>;
+  startApi(store: 'redis' | 'postgres'): Promise<{ url: string; daemon: Daemon; stop(): Promise<void> }>;
+  startTailer(): Promise<{ daemon: Daemon; stop(): Promise<void> }>;
+  record(result: Result): void;
+}
+
+const started = Date.now();
+const results: Result[] = [];
+const dir = await mkdtemp(path.join(tmpdir(), 'walgate-bench-'));
+const log = (msg: string) => process.stderr.write(`[bench ${Math.round((Date.now() - started) / 1000)}s] ${msg}\n`);
+
+log('starting Postgres');
+const cluster = await startEmbeddedPostgres({
+  dir,
+  settings: { max_wal_size: '8GB', shared_buffers: '512MB', wal_writer_delay: '10ms', max_slot_wal_keep_size: '20GB' },
+});
+const kek = randomBytes(32).toString('base64');
+const secret = `bench-secret-${randomBytes(8).toString('hex')}`;
+const config = loadConfig({ KEY_ENCRYPTION_KEY: kek, DATA_DIR: dir, LOG_LEVEL: 'warn' });
+const ctx = await createContext(config, cluster.url, { log: createLogger('warn') });
+await migrate(ctx.pool);
+await provisionEnvironment(ctx, { projectId: 'bench', name: 'master' });
+const { ca, cert, key } = await testCertificates();
+const caFile = path.join(dir, 'ca.pem');
+await writeFile(caFile, ca);
+
+const receiverChild: ChildProcess = fork(fileURLToPath(new URL('./receiver-process.js', import.meta.url)), {
+  env: { ...process.env, BENCH_SECRET: secret, BENCH_TLS: JSON.stringify({ cert, key }) },
+});
+const receiverPort = await new Promise<number>((resolve) => receiverChild.once('message', (m: { port: number }) => resolve(m.port)));
+const ask = <T>(cmd: string, paths?: string[]) =>
+  new Promise<T>((resolve) => {
+    if (cmd !== 'stats') {
+      receiverChild.send({ cmd, paths });
+      resolve(undefined as T);
+      return;
+    }
+    receiverChild.once('message', (m: T) => resolve(m));
+    receiverChild.send({ cmd });
+  });
+
+let hashed: Promise<string> | undefined;
+const daemonEnv = (extra: Record<string, string>) => ({
+  ...process.env,
+  NODE_ENV: 'production',
+  DATABASE_URL: cluster.url,
+  KEY_ENCRYPTION_KEY: kek,
+  DATA_DIR: dir,
+  LOG_LEVEL: 'warn',
+  WEBHOOK_ALLOW_PRIVATE_NETWORKS: 'true',
+  NODE_EXTRA_CA_CERTS: caFile,
+  REDIS_URL: '',
+  ...extra,
+});
+
+const bench: Bench = {
+  ctx,
+  pool: ctx.pool,
+  clusterUrl: cluster.url,
+  redisUrl: process.env.REDIS_URL,
+  secret,
+  ca,
+  receiver: {
+    url: `https://127.0.0.1:${receiverPort}`,
+    stats: () => ask<ReceiverStats>('stats'),
+    reset: (paths) => ask<void>('reset', paths),
+    latency: () => ask<void>('latency'),
+  },
+  freePort,
+  passwordHash: () => (hashed ??= hashPassword('correct horse battery staple 42')),
+  async startApi(store) {
+    const port = await freePort();
+    const url = `http://127.0.0.1:${port}`;
+    const daemon = await Daemon.start(
+      'api',
+      daemonEnv({ PORT: String(port), HOST: '127.0.0.1', TRUST_PROXY: 'true', REDIS_URL: store === 'redis' ? process.env.REDIS_URL! : '' }),
+      `${url}/metrics`,
+    );
+    return { url, daemon, stop: () => daemon.stop() };
+  },
+  async startTailer() {
+    const port = await freePort();
+    const daemon = await Daemon.start('tailer', daemonEnv({ TAILER_PORT: String(port), HOST: '127.0.0.1' }), `http://127.0.0.1:${port}/metrics`);
+    return { daemon, stop: () => daemon.stop() };
+  },
+  record(result) {
+    results.push(result);
+    const ratio = result.ratio === undefined ? '' : ` (${result.ratio}× baseline)`;
+    log(`${result.path}: ${Math.round(result.value.median)} ${result.unit}${ratio} ${result.met ? 'meets' : 'MISSES'} ${result.target}`);
+  },
+};
+
+try {
+  // BENCH_ONLY=http or BENCH_ONLY=wal runs one half (while working on it); the default runs all.
+  const only = process.env.BENCH_ONLY;
+  if (only !== 'wal') {
+    log('protected read');
+    await protectedRead(bench);
+    log('login');
+    await login(bench);
+    const read = results.find((r) => r.path.includes('postgres revocation list'));
+    log('refresh');
+    await refresh(bench, read?.value.median);
+  }
+  if (only !== 'http') {
+    log('WAL paths');
+    await walPaths(bench);
+  }
+} finally {
+  receiverChild.kill();
+  await ctx.close();
+  await cluster.stop();
+  await rm(dir, { recursive: true, force: true });
+}
+
+const machine = { cpus: cpus().length, cpuModel: cpus()[0]?.model, memoryGb: Math.round(totalmem() / 1024 ** 3), node: process.version };
+const out = fileURLToPath(new URL('../../../bench/', import.meta.url));
+await mkdir(out, { recursive: true });
+await writeFile(path.join(out, 'results.json'), JSON.stringify({ date: new Date().toISOString(), machine, seconds: Math.round((Date.now() - started) / 1000), results }, null, 2) + '\n');
+
+const fmt = (n: number) => (n >= 100 ? Math.round(n).toLocaleString('en') : String(Math.round(n * 10) / 10));
+const lines = [
+  `| path | median (min–max) | baseline median | ratio | target | met |`,
+  `|---|---|---|---|---|---|`,
+  ...results.map((r) => {
+    const value = `${fmt(r.value.median)} ${r.unit} (${fmt(r.value.min)}–${fmt(r.value.max)})`;
+    const extra = r.extra && 'p99Ms' in r.extra && typeof r.extra.p99Ms === 'number' ? `; p99 ${fmt(r.extra.p99Ms)} ms` : '';
+    const base = r.baseline ? `${fmt(r.baseline.value.median)} (${r.baseline.name})` : '—';
+    return `| ${r.path} | ${value}${extra} | ${base} | ${r.ratio ?? '—'} | ${r.target} | ${r.met ? 'yes' : '**no**'} |`;
+  }),
+  '',
+  `| path | daemon | CPU % | peak RSS MB | event-loop p99 ms |`,
+  `|---|---|---|---|---|`,
+  ...results.flatMap((r) => Object.entries(r.daemons ?? {}).map(([name, d]) => `| ${r.path} | ${name} | ${d.cpuPercent} | ${d.peakRssMb} | ${d.eventLoopP99Ms} |`)),
+  '',
+  `${machine.cpus} × ${machine.cpuModel}, ${machine.memoryGb} GB, Node ${machine.node}; ${new Date().toISOString().slice(0, 10)}; ${Math.round((Date.now() - started) / 1000)} s.`,
+];
+await writeFile(path.join(out, 'results.md'), lines.join('\n') + '\n');
+log(`done: bench/results.json, bench/results.md`);
+process.exit(0);

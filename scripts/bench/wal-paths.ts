@@ -1,0 +1,254 @@
+import { createHmac } from 'node:crypto';
+import { setTimeout as sleep } from 'node:timers/promises';
+import pg from 'pg';
+import { Pool as HttpPool } from 'undici';
+import { insertSubscription } from '../../test/support/subscriptions.js';
+import type { Bench, ReceiverStats } from './run.js';
+import { percentile, round, summarize } from './stats.js';
+
+const RUNS = 3;
+const RUN_SECONDS = Number(process.env.BENCH_WAL_SECONDS ?? 20);
+const LATENCY_SECONDS = Number(process.env.BENCH_LATENCY_SECONDS ?? 60);
+const DRAIN_ROWS = Number(process.env.BENCH_DRAIN_ROWS ?? 200_000);
+const PAYLOAD = 'x'.repeat(1000); // 1 KB rows
+const CONCURRENCY = 32; // the worker's in-flight cap per subscription
+
+/** Raw undici POSTs of delivery-sized, signed bodies to the same receiver, at the same concurrency. */
+async function rawPostRate(b: Bench, seconds: number): Promise<number> {
+  const url = new URL(b.receiver.url);
+  const pool = new HttpPool(url.origin, { connections: CONCURRENCY, connect: { ca: b.ca } });
+  const body = JSON.stringify({ id: 'evt_raw', timestamp: new Date().toISOString(), record: { id: 1, payload: PAYLOAD }, data: { id: 1, payload: PAYLOAD } });
+  const signature = createHmac('sha256', b.secret).update(body).digest('hex');
+  let n = 0;
+  const until = Date.now() + seconds * 1000;
+  await Promise.all(
+    Array.from({ length: CONCURRENCY }, async () => {
+      while (Date.now() < until) {
+        const res = await pool.request({ method: 'POST', path: '/raw', headers: { 'content-type': 'application/json', 'x-webhook-signature': signature }, body });
+        await res.body.dump();
+        if (res.statusCode !== 200) throw new Error(`raw POST answered ${res.statusCode}`);
+        n++;
+      }
+    }),
+  );
+  await pool.close();
+  return n / seconds;
+}
+
+/** Inserts 1 KB rows as fast as deliveries keep up (at most `backlog` ahead), until stopped. */
+function writer(client: pg.Client, table: string, fanout: number, received: () => Promise<number>, backlog = 10_000) {
+  let inserted = 0;
+  let stopped = false;
+  const done = (async () => {
+    while (!stopped) {
+      if (inserted * fanout - (await received()) > backlog) {
+        await sleep(20);
+        continue;
+      }
+      await client.query(`INSERT INTO ${table} (payload) SELECT $1 FROM generate_series(1, 200)`, [PAYLOAD]);
+      inserted += 200;
+    }
+  })();
+  return {
+    get inserted() {
+      return inserted;
+    },
+    async stop() {
+      stopped = true;
+      await done;
+      return inserted;
+    },
+  };
+}
+
+async function waitForAll(b: Bench, expected: number, timeoutMs = 300_000): Promise<ReceiverStats> {
+  const until = Date.now() + timeoutMs;
+  for (;;) {
+    const s = await b.receiver.stats();
+    if (s.unique >= expected) return s;
+    if (Date.now() > until) throw new Error(`receiver has ${s.unique} of ${expected} events`);
+    await sleep(200);
+  }
+}
+
+function checkCorrect(s: ReceiverStats, expected: number, what: string): void {
+  if (s.badSignatures > 0) throw new Error(`${what}: ${s.badSignatures} deliveries had a bad signature`);
+  if (s.unique !== expected) throw new Error(`${what}: ${s.unique} distinct events received, ${expected} expected`);
+}
+
+async function throughput(b: Bench, path: string, fanout: number, baseline: number[]): Promise<void> {
+  const table = `bench_master.${fanout === 1 ? 'rows' : 'fan'}`;
+  await b.pool.query(`CREATE TABLE IF NOT EXISTS ${table} (id bigserial PRIMARY KEY, payload text)`);
+  const subs: string[] = [];
+  for (let i = 0; i < fanout; i++) {
+    subs.push(
+      await insertSubscription(b.ctx, {
+        projectId: 'bench',
+        environment: 'master',
+        schema: 'bench_master',
+        table: table.split('.')[1]!,
+        events: ['INSERT'],
+        url: `${b.receiver.url}/sub${i}`,
+        secret: b.secret,
+      }),
+    );
+  }
+  const tailer = await b.startTailer();
+  const client = new pg.Client({ connectionString: b.clusterUrl });
+  await client.connect();
+  try {
+    const rates: number[] = [];
+    let daemon = { cpuPercent: 0, peakRssMb: 0, eventLoopP99Ms: 0 };
+    let duplicates = 0;
+    for (let run = 0; run < RUNS; run++) {
+      await b.receiver.reset(['/sub']);
+      const w = writer(client, table, fanout, async () => (await b.receiver.stats()).received);
+      await sleep(2000); // warm-up
+      const start = (await b.receiver.stats()).received;
+      await tailer.daemon.beginRun();
+      await sleep(RUN_SECONDS * 1000);
+      const end = (await b.receiver.stats()).received;
+      daemon = await tailer.daemon.endRun();
+      rates.push((end - start) / RUN_SECONDS);
+      const inserted = await w.stop();
+      const s = await waitForAll(b, inserted * fanout);
+      checkCorrect(s, inserted * fanout, path);
+      duplicates += s.received - s.unique;
+    }
+    const ratio = summarize(rates).median / summarize(baseline).median;
+    b.record({
+      path,
+      unit: 'deliveries/s',
+      value: summarize(rates),
+      baseline: { name: `raw undici POSTs, ${CONCURRENCY} in flight, same receiver`, value: summarize(baseline) },
+      ratio: round(ratio),
+      target: '≥ 0.5× the baseline',
+      met: ratio >= 0.5,
+      extra: { runSeconds: RUN_SECONDS, rowBytes: 1000, subscriptions: fanout, duplicates, signaturesChecked: true },
+      daemons: { tailer: daemon },
+    });
+  } finally {
+    await client.end();
+    await tailer.stop();
+    for (const id of subs) await b.pool.query('DELETE FROM walgate.webhooks WHERE id = $1', [id]);
+  }
+}
+
+export async function walPaths(b: Bench): Promise<void> {
+  const baseline: number[] = [];
+  await b.receiver.reset(['/raw']);
+  for (let i = 0; i < RUNS; i++) baseline.push(await rawPostRate(b, 5));
+  const raw = await b.receiver.stats();
+  if (raw.badSignatures > 0 || raw.received === 0) throw new Error('the raw baseline did not reach the receiver correctly');
+  await throughput(b, 'WAL → delivered webhook, 1 subscription', 1, baseline);
+  await throughput(b, 'fan-out, 10 subscriptions on one table', 10, baseline);
+  await latency(b);
+  await drain(b);
+}
+
+async function latency(b: Bench): Promise<void> {
+  await b.pool.query('CREATE TABLE IF NOT EXISTS bench_master.steady (id bigserial PRIMARY KEY, payload text)');
+  const sub = await insertSubscription(b.ctx, {
+    projectId: 'bench', environment: 'master', schema: 'bench_master', table: 'steady', events: ['INSERT'], url: `${b.receiver.url}/steady`, secret: b.secret,
+  });
+  const tailer = await b.startTailer();
+  const client = new pg.Client({ connectionString: b.clusterUrl });
+  await client.connect();
+  try {
+    await b.receiver.reset(['/steady']);
+    await b.receiver.latency();
+    await tailer.daemon.beginRun();
+    // A steady 1,000 rows/s: 50 rows every 50 ms, each batch its own transaction.
+    let inserted = 0;
+    const started = Date.now();
+    for (let tick = 1; Date.now() - started < LATENCY_SECONDS * 1000; tick++) {
+      await client.query(`INSERT INTO bench_master.steady (payload) SELECT $1 FROM generate_series(1, 50)`, [PAYLOAD]);
+      inserted += 50;
+      const wait = started + tick * 50 - Date.now();
+      if (wait > 0) await sleep(wait);
+    }
+    const daemon = await tailer.daemon.endRun();
+    const s = await waitForAll(b, inserted);
+    checkCorrect(s, inserted, 'latency');
+    const p50 = percentile(s.latencies, 50);
+    const p99 = percentile(s.latencies, 99);
+    b.record({
+      path: 'latency commit → receipt (steady 1,000 rows/s)',
+      unit: 'ms',
+      value: summarize([p50]),
+      target: 'p50 ≤ 50 ms, p99 ≤ 250 ms',
+      met: p50 <= 50 && p99 <= 250,
+      extra: { p50Ms: p50, p90Ms: percentile(s.latencies, 90), p99Ms: p99, maxMs: Math.max(...s.latencies), rows: inserted, seconds: LATENCY_SECONDS },
+      daemons: { tailer: daemon },
+    });
+  } finally {
+    await client.end();
+    await tailer.stop();
+    await b.pool.query('DELETE FROM walgate.webhooks WHERE id = $1', [sub]);
+  }
+}
+
+async function drain(b: Bench): Promise<void> {
+  await b.pool.query('CREATE TABLE IF NOT EXISTS bench_master.backlog (id bigserial PRIMARY KEY, payload text)');
+  const client = new pg.Client({ connectionString: b.clusterUrl });
+  await client.connect();
+  const raw: number[] = [];
+  const rates: number[] = [];
+  let peakRss = 0;
+  let daemon = { cpuPercent: 0, peakRssMb: 0, eventLoopP99Ms: 0 };
+  try {
+    for (let run = 0; run < RUNS; run++) {
+      const sub = await insertSubscription(b.ctx, {
+        projectId: 'bench', environment: 'master', schema: 'bench_master', table: 'backlog', events: ['INSERT'], url: `${b.receiver.url}/backlog`, secret: b.secret,
+      });
+      // The same changes, read raw through a slot of their own: the baseline.
+      await client.query(`SELECT pg_create_logical_replication_slot('walgate_bench_raw', 'pgoutput')`);
+      for (let i = 0; i < DRAIN_ROWS; i += 1000) {
+        await client.query(`INSERT INTO bench_master.backlog (payload) SELECT $1 FROM generate_series(1, 1000)`, [PAYLOAD]);
+      }
+      // Paused after the backlog (in WAL order): the tailer writes every delivery, the worker sends
+      // none of them, so the drain measures the tailer alone.
+      await client.query('UPDATE walgate.webhooks SET active = false, updated_at = now() WHERE id = $1', [sub]);
+      const end = (await client.query(`SELECT pg_current_wal_insert_lsn()::text AS l`)).rows[0].l as string;
+      const r0 = performance.now();
+      await client.query(
+        `SELECT count(*) FROM pg_logical_slot_get_binary_changes('walgate_bench_raw', NULL, NULL, 'proto_version', '1', 'publication_names', 'walgate')`,
+      );
+      raw.push(DRAIN_ROWS / ((performance.now() - r0) / 1000));
+      await client.query(`SELECT pg_drop_replication_slot('walgate_bench_raw')`);
+      const tailer = await b.startTailer();
+      await tailer.daemon.beginRun();
+      const t0 = performance.now();
+      for (;;) {
+        const { rows } = await client.query(
+          `SELECT coalesce((SELECT processed_lsn >= $1::pg_lsn FROM walgate.tailer_state LIMIT 1), false) AS done`,
+          [end],
+        );
+        if (rows[0].done) break;
+        await sleep(50);
+      }
+      rates.push(DRAIN_ROWS / ((performance.now() - t0) / 1000));
+      daemon = await tailer.daemon.endRun();
+      peakRss = Math.max(peakRss, daemon.peakRssMb);
+      await tailer.stop();
+      const { rows } = await client.query('SELECT count(*)::int AS n FROM walgate.deliveries WHERE webhook_id = $1', [sub]);
+      if (rows[0].n !== DRAIN_ROWS) throw new Error(`drain: ${rows[0].n} deliveries written, ${DRAIN_ROWS} expected`);
+      await client.query('DELETE FROM walgate.webhooks WHERE id = $1', [sub]);
+      await client.query('TRUNCATE bench_master.backlog');
+    }
+  } finally {
+    await client.end();
+  }
+  const ratio = summarize(rates).median / summarize(raw).median;
+  b.record({
+    path: `backlog drain (${DRAIN_ROWS.toLocaleString('en')} rows written with the tailer stopped)`,
+    unit: 'changes/s',
+    value: summarize(rates),
+    baseline: { name: 'raw pgoutput read of the same changes (SQL slot function)', value: summarize(raw) },
+    ratio: round(ratio),
+    target: 'drain ≥ 0.3× the raw read rate; tailer peak RSS ≤ 300 MB',
+    met: ratio >= 0.3 && peakRss <= 300,
+    extra: { tailerPeakRssMb: peakRss },
+    daemons: { tailer: daemon },
+  });
+}
