@@ -1,3 +1,4 @@
+import { TtlCache } from '../cache.js';
 import type { Context } from '../context.js';
 import { PgCode, pgCode, withTransaction } from '../db/pool.js';
 import { AppError, rateLimited, validationError } from '../http/errors.js';
@@ -7,7 +8,7 @@ import { consumeCode, issueCode, type CodePurpose } from './codes.js';
 import type { KeyRing } from './keyring.js';
 import { codeMail } from './mail.js';
 import { hashPassword, needsRehash, passwordViolations, spendVerificationTime, verifyPassword } from './passwords.js';
-import { createSession, findSession, revokeSessionRow, revokeUserSessions, rotateRefreshToken } from './sessions.js';
+import { createSession, revokeSessionRow, revokeUserSessions, rotateRefreshToken } from './sessions.js';
 import { bearerToken, issueAccessToken, verifyAccessToken, type AccessClaims } from './tokens.js';
 import * as users from './users.js';
 
@@ -33,10 +34,27 @@ export interface TokenPair {
 }
 
 export class AuthService {
+  /**
+   * Tokens whose signature (and, for JWE, encryption) has been checked, by token: a client sends
+   * one token with every request for its lifetime, and repeating the check buys nothing. Expiry
+   * and the revocation list are still checked on every request.
+   */
+  readonly #verified: TtlCache<string, AccessClaims>;
+
+  /**
+   * What `/auth/me` shows of a session, briefly remembered: nothing in it can change while the
+   * session lives but the name (no API changes it), and a revoked session is refused by the
+   * revocation list before this is read.
+   */
+  readonly #profiles: TtlCache<string, { user: users.UserView; session: { id: string; expiresAt: string } } | undefined>;
+
   constructor(
     private readonly ctx: Context,
     readonly keys: KeyRing,
-  ) {}
+  ) {
+    this.#profiles = new TtlCache(ctx.cacheTtlMs);
+    this.#verified = new TtlCache(ctx.cacheTtlMs);
+  }
 
   async signup(env: Environment, input: { email: string; password: string; name?: string | null }, meta: RequestMeta) {
     await this.#limit(this.ctx.rateLimits.signup, meta.ip);
@@ -154,7 +172,12 @@ export class AuthService {
 
   /** The claims of a valid, unrevoked access token (every protected request goes through here). */
   async authenticate(env: Environment, authorization: string | undefined): Promise<AccessClaims> {
-    const claims = await verifyAccessToken(this.keys, env, bearerToken(authorization), this.ctx.config.publicUrl, this.ctx.clock());
+    const token = bearerToken(authorization);
+    const now = this.ctx.clock();
+    const claims = await this.#verified.get(`${env.projectId}\0${env.name}\0${token}`, () =>
+      verifyAccessToken(this.keys, env, token, this.ctx.config.publicUrl, now),
+    );
+    if (claims.exp * 1000 <= now.getTime()) throw new AppError('AUTH_TOKEN_EXPIRED');
     // A signature cannot say that the session was logged out: the revocation list can.
     if (await this.ctx.revocations.isRevoked(claims.sid)) throw new AppError('AUTH_TOKEN_INVALID', 'The token has been revoked.');
     return claims;
@@ -171,9 +194,12 @@ export class AuthService {
 
   async me(env: Environment, authorization: string | undefined) {
     const claims = await this.authenticate(env, authorization);
-    const [user, session] = await Promise.all([users.findUserById(this.ctx.pool, claims.sub), findSession(this.ctx.pool, claims.sid)]);
-    if (!user || !session) throw new AppError('AUTH_TOKEN_INVALID');
-    return { user: users.userView(user), session: { id: session.id, expiresAt: session.expiresAt.toISOString() } };
+    const profile = await this.#profiles.get(claims.sid, async () => {
+      const found = await users.findSessionUser(this.ctx.pool, claims.sid);
+      return found && { user: users.userView(found.user), session: { id: claims.sid, expiresAt: found.sessionExpiresAt.toISOString() } };
+    });
+    if (!profile || profile.user.id !== claims.sub) throw new AppError('AUTH_TOKEN_INVALID');
+    return profile;
   }
 
   async jwks(env: Environment) {

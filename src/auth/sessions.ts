@@ -108,7 +108,3 @@ export async function revokeUserSessions(db: Queryable, userId: string, reason: 
   return rows.map((r) => r.id);
 }
 
-export async function findSession(db: Queryable, sessionId: string): Promise<{ id: string; userId: string; expiresAt: Date; revokedAt: Date | null } | undefined> {
-  const { rows } = await db.query('SELECT id, user_id, expires_at, revoked_at FROM walgate.sessions WHERE id = $1', [sessionId]);
-  return rows[0] ? { id: rows[0].id, userId: rows[0].user_id, expiresAt: rows[0].expires_at, revokedAt: rows[0].revoked_at } : undefined;
-}

@@ -65,6 +65,17 @@ export async function insertUser(
   return fromRow(rows[0]);
 }
 
+/** The user a session belongs to, with the session's expiry: what `/auth/me` shows, in one round trip. */
+export async function findSessionUser(db: Queryable, sessionId: string): Promise<{ user: User; sessionExpiresAt: Date } | undefined> {
+  const { rows } = await db.query(
+    `SELECT u.*, s.expires_at AS session_expires_at
+       FROM walgate.sessions s CROSS JOIN LATERAL (SELECT ${COLUMNS} FROM walgate.users WHERE id = s.user_id) u
+      WHERE s.id = $1`,
+    [sessionId],
+  );
+  return rows[0] ? { user: fromRow(rows[0]), sessionExpiresAt: rows[0].session_expires_at } : undefined;
+}
+
 export async function findUserByEmail(db: Queryable, scope: Scope, email: string): Promise<User | undefined> {
   const { rows } = await db.query(`SELECT ${COLUMNS} FROM walgate.users WHERE project_id = $1 AND environment = $2 AND email = $3`, [
     scope.projectId,

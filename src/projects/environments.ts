@@ -1,4 +1,5 @@
 import { randomBytes } from 'node:crypto';
+import { TtlCache } from '../cache.js';
 import type { SecretBox } from '../crypto/secretbox.js';
 import { defaultSchemaName, isPlainIdentifier, quoteIdent } from '../db/identifiers.js';
 import type { PoolClient, Queryable } from '../db/pool.js';
@@ -182,21 +183,16 @@ export async function updateEnvironment(
  * pay a query for settings. Changes made by the CLI in another process show within the TTL.
  */
 export class EnvironmentCache {
-  readonly #entries = new Map<string, { env: Environment | undefined; at: number }>();
+  readonly #cache: TtlCache<string, Environment | undefined>;
 
   constructor(
     private readonly db: Queryable,
-    private readonly ttlMs: number,
-  ) {}
+    ttlMs: number,
+  ) {
+    this.#cache = new TtlCache(ttlMs);
+  }
 
-  async get(projectId: string, name: string): Promise<Environment | undefined> {
-    const key = `${projectId}\0${name}`;
-    const hit = this.#entries.get(key);
-    const now = Date.now();
-    if (hit && now - hit.at < this.ttlMs) return hit.env;
-    const env = await findEnvironment(this.db, projectId, name);
-    if (this.#entries.size > 10_000) this.#entries.clear(); // unknown-project probes must not grow memory
-    this.#entries.set(key, { env, at: now });
-    return env;
+  get(projectId: string, name: string): Promise<Environment | undefined> {
+    return this.#cache.get(`${projectId}\0${name}`, () => findEnvironment(this.db, projectId, name));
   }
 }

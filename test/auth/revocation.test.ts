@@ -5,8 +5,9 @@ import { createTestDatabase, type TestDatabase } from '../support/database.js';
 import { HttpClient } from '../support/http.js';
 import { bearer, GENEROUS_LIMITS, signUpAndConfirm, startAuthApi } from './support.js';
 
-// Two api processes over one database (and one Redis): a logout on one is seen by the other at
-// once, because every protected request asks the shared revocation list.
+// Two api processes over one database (and one Redis), with the production caches on (verified
+// tokens, settings, profiles): a logout on one is seen by the other at once, because every
+// protected request asks the shared revocation list, and no cache outlives a token's expiry.
 for (const store of ['postgres', 'redis'] as const) {
   describe(`auth: logout holds across two api instances (${store} revocation list)`, function () {
     let db: TestDatabase;
@@ -20,7 +21,7 @@ for (const store of ['postgres', 'redis'] as const) {
         database: db,
         redis: store === 'redis',
         env: { KEY_ENCRYPTION_KEY: randomBytes(32).toString('base64') },
-        overrides: { rateLimits: GENEROUS_LIMITS, redisPrefix: `walgate-test:${randomBytes(4).toString('hex')}:` },
+        overrides: { cacheTtlMs: 60_000, rateLimits: GENEROUS_LIMITS, redisPrefix: `walgate-test:${randomBytes(4).toString('hex')}:` },
       };
       a = await startAuthApi(shared);
       b = await startAuthApi(shared);
@@ -47,6 +48,16 @@ for (const store of ['postgres', 'redis'] as const) {
         const { rowCount } = await a.ctx.pool.query('SELECT 1 FROM walgate.revoked_sessions');
         expect(rowCount).to.be.at.least(1);
       }
+    });
+
+    it('refuses an expired token whose signature was checked (and remembered) while it was valid', async () => {
+      const http = new HttpClient(a.url, { 'x-project-id': 'shop' });
+      const account = await signUpAndConfirm(a, http);
+      expect((await http.get('/auth/me', bearer(account.accessToken))).status).to.equal(200);
+      a.clock.advanceSeconds(901);
+      const res = await http.get('/auth/me', bearer(account.accessToken));
+      expect(res.status).to.equal(401);
+      expect(res.body.error).to.equal('AUTH_TOKEN_EXPIRED');
     });
   });
 }
