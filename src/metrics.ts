@@ -52,8 +52,9 @@ export class Metrics {
   });
 
   constructor(options: { defaultMetrics?: boolean } = {}) {
-    // Process metrics, including event-loop delay (nodejs_eventloop_lag_p99_seconds and friends).
-    if (options.defaultMetrics !== false) collectDefaultMetrics({ register: this.registry, eventLoopMonitoringPrecision: 10 });
+    // Process metrics, including event-loop delay (nodejs_eventloop_lag_p99_seconds and friends),
+    // sampled every millisecond: a sample counts the whole interval, so a coarser one hides short stalls.
+    if (options.defaultMetrics !== false) collectDefaultMetrics({ register: this.registry, eventLoopMonitoringPrecision: 1 });
   }
 
   async text(): Promise<string> {

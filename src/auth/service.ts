@@ -163,10 +163,9 @@ export class AuthService {
       this.ctx.log.warn({ sessionId: outcome.sessionId }, 'a used refresh token was presented again: session revoked');
     }
     if (outcome.kind !== 'rotated') throw new AppError('AUTH_TOKEN_INVALID', 'The refresh token is invalid, expired or already used.');
-    const user = await users.findUserById(this.ctx.pool, outcome.userId);
-    if (!user) throw new AppError('AUTH_TOKEN_INVALID');
     this.#count('refresh_ok');
-    const access = await issueAccessToken(this.keys, env, { userId: user.id, email: user.email, sessionId: outcome.sessionId, issuer: this.ctx.config.publicUrl, now });
+    this.#profiles.delete(outcome.sessionId); // its expiry moved
+    const access = await issueAccessToken(this.keys, env, { userId: outcome.userId, email: outcome.email, sessionId: outcome.sessionId, issuer: this.ctx.config.publicUrl, now });
     return { accessToken: access.token, refreshToken: outcome.refreshToken, tokenType: 'Bearer', expiresIn: access.expiresIn };
   }
 

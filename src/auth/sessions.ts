@@ -42,14 +42,15 @@ async function insertRefreshToken(db: Queryable, sessionId: string, expiresAt: D
 }
 
 export type RefreshOutcome =
-  | { kind: 'rotated'; sessionId: string; userId: string; refreshToken: string; expiresAt: Date }
+  | { kind: 'rotated'; sessionId: string; userId: string; email: string; refreshToken: string; expiresAt: Date }
   | { kind: 'reused'; sessionId: string }
   | { kind: 'invalid' };
 
 /**
- * Exchanges a refresh token. The UPDATE that marks it used is the single point of decision:
- * of concurrent exchanges exactly one finds it unused. The others — like any later replay — find
- * it used, and revoke the session.
+ * Exchanges a refresh token in one statement: marking it used, extending the session and issuing
+ * the next token commit together. Marking it used is the single point of decision: of concurrent
+ * exchanges exactly one finds it unused. The others — like any later replay — find it used, and
+ * revoke the session.
  */
 export async function rotateRefreshToken(
   pool: Pool,
@@ -59,21 +60,25 @@ export async function rotateRefreshToken(
   now: Date,
 ): Promise<RefreshOutcome> {
   const hash = hashToken(token);
-  return withTransaction(pool, async (c) => {
-    const { rows } = await c.query(
-      `UPDATE walgate.refresh_tokens rt SET used_at = $2
+  const next = randomToken();
+  const expiresAt = new Date(now.getTime() + ttlSeconds * 1000);
+  const { rows } = await pool.query(
+    `WITH used AS (
+       UPDATE walgate.refresh_tokens rt SET used_at = $2
          FROM walgate.sessions s
         WHERE rt.token_hash = $1 AND rt.used_at IS NULL AND rt.expires_at > $2
           AND s.id = rt.session_id AND s.revoked_at IS NULL AND s.project_id = $3 AND s.environment = $4
-        RETURNING s.id AS session_id, s.user_id`,
-      [hash, now, scope.projectId, scope.name],
-    );
-    if (rows[0]) {
-      const expiresAt = new Date(now.getTime() + ttlSeconds * 1000);
-      await c.query('UPDATE walgate.sessions SET expires_at = $2 WHERE id = $1', [rows[0].session_id, expiresAt]);
-      const refreshToken = await insertRefreshToken(c, rows[0].session_id, expiresAt, now);
-      return { kind: 'rotated', sessionId: rows[0].session_id, userId: rows[0].user_id, refreshToken, expiresAt };
-    }
+        RETURNING s.id AS session_id, s.user_id
+     ), extended AS (
+       UPDATE walgate.sessions s SET expires_at = $5 FROM used WHERE s.id = used.session_id
+     ), issued AS (
+       INSERT INTO walgate.refresh_tokens (token_hash, session_id, issued_at, expires_at) SELECT $6, session_id, $2, $5 FROM used
+     )
+     SELECT used.session_id, used.user_id, u.email FROM used JOIN walgate.users u ON u.id = used.user_id`,
+    [hash, now, scope.projectId, scope.name, expiresAt, hashToken(next)],
+  );
+  if (rows[0]) return { kind: 'rotated', sessionId: rows[0].session_id, userId: rows[0].user_id, email: rows[0].email, refreshToken: next, expiresAt };
+  return withTransaction(pool, async (c) => {
     const { rows: seen } = await c.query(
       `SELECT s.id, rt.used_at FROM walgate.refresh_tokens rt JOIN walgate.sessions s ON s.id = rt.session_id
         WHERE rt.token_hash = $1 AND s.project_id = $2 AND s.environment = $3`,

@@ -85,11 +85,6 @@ export async function findUserByEmail(db: Queryable, scope: Scope, email: string
   return rows[0] ? fromRow(rows[0]) : undefined;
 }
 
-export async function findUserById(db: Queryable, id: string): Promise<User | undefined> {
-  const { rows } = await db.query(`SELECT ${COLUMNS} FROM walgate.users WHERE id = $1`, [id]);
-  return rows[0] ? fromRow(rows[0]) : undefined;
-}
-
 export async function markVerified(db: Queryable, userId: string, now: Date): Promise<User> {
   const { rows } = await db.query(
     `UPDATE walgate.users SET email_verified_at = coalesce(email_verified_at, $2), updated_at = $2 WHERE id = $1 RETURNING ${COLUMNS}`,
