@@ -109,7 +109,7 @@ export class DeliveryWorker {
 
   async #run(): Promise<void> {
     const log = this.#ctx.log.child({ component: 'delivery' });
-    // Claims run ahead of sending (up to twice the concurrency), so a slot that frees up starts
+    // Claims run ahead of sending (up to CLAIM_AHEAD times the concurrency), so a slot that frees up starts
     // the next delivery at once instead of waiting for a round trip to Postgres.
     const capacity = this.#o.concurrency * CLAIM_AHEAD;
     while (!this.#stopping) {
@@ -235,7 +235,12 @@ export class DeliveryWorker {
       nextAttemptAt,
       deliveredAt: result.ok ? now : null,
     });
-    await this.#flush();
+    // The slot frees as soon as the receiver has answered; results are written behind, many per
+    // statement. Until its result is written a delivery stays leased, so a crash means another
+    // attempt (at least once), never a lost one. A database slower than the receivers makes
+    // attempts wait for the write once MAX_UNWRITTEN results are pending.
+    if (this.#results.length >= MAX_UNWRITTEN) await this.#flush();
+    else void this.#flush();
   }
 
   /** Writes the results gathered so far; concurrent callers share one write (group commit). */
@@ -323,6 +328,9 @@ function decrement(counts: Map<string, number>, key: string): void {
 
 /** Deliveries claimed in one round trip at most. */
 const MAX_CLAIM = 256;
+
+/** Attempt results waiting to be written before attempts wait for the write. */
+const MAX_UNWRITTEN = 1000;
 
 /** How far claims run ahead of sending, in multiples of the in-flight caps. */
 const CLAIM_AHEAD = 4;
