@@ -4,8 +4,10 @@ import { buildPayload, type EventRecord, type Operation } from '../tailer/events
 // with. Any reader of deliveries selects PAYLOAD_COLUMNS from
 //   walgate.deliveries d JOIN walgate.events e ON e.id = d.event_id JOIN walgate.webhooks w ON w.id = d.webhook_id
 
-export const PAYLOAD_COLUMNS = `e.id AS event_id, e.schema_name, e.table_name, e.operation, e.committed_at, e.columns, e.record,
-  e.old_record, e.changed_fields, w.project_id, w.environment, d.select_fields`;
+// The arrays travel as JSON: JSON.parse reads them several times faster than the text[] parser.
+export const PAYLOAD_COLUMNS = `e.id AS event_id, e.schema_name, e.table_name, e.operation, e.committed_at, to_json(e.columns) AS columns,
+  to_json(e.record) AS record, to_json(e.old_record) AS old_record, to_json(e.changed_fields) AS changed_fields,
+  w.project_id, w.environment, d.select_fields`;
 
 export interface PayloadRow {
   event_id: string;

@@ -44,6 +44,7 @@ export class DeliveryWorker {
   readonly #queue = new Map<string, ClaimedDelivery[]>();
   #heldTotal = 0;
   readonly #results: AttemptResult[] = [];
+  readonly #secrets = new Map<string, string>();
   #writing: Promise<void> | null = null;
   #wake: (() => void) | null = null;
   /** A wake-up that came while the loop was busy: the next idle returns at once. */
@@ -73,6 +74,11 @@ export class DeliveryWorker {
       ctx.clock,
       ctx.log.child({ component: 'delivery' }),
     );
+  }
+
+  /** Held deliveries of one subscription at which it is topped up again. */
+  get #refillAt(): number {
+    return this.#o.perWebhook * (CLAIM_AHEAD - 1);
   }
 
   start(): void {
@@ -126,9 +132,9 @@ export class DeliveryWorker {
           leaseUntil: new Date(now.getTime() + this.#leaseMs),
           limit: room,
           perWebhook: this.#o.perWebhook * CLAIM_AHEAD,
-          // A subscription is topped up once it holds no more than perWebhook (hysteresis: no
+          // A subscription is topped up once there is room for perWebhook more (hysteresis: no
           // round trip per finished delivery); until then it counts as full.
-          inflight: new Map([...this.#held].map(([id, n]) => [id, n > this.#o.perWebhook ? this.#o.perWebhook * CLAIM_AHEAD : n])),
+          inflight: new Map([...this.#held].map(([id, n]) => [id, n > this.#refillAt ? this.#o.perWebhook * CLAIM_AHEAD : n])),
         });
         if (claimed.length) await this.#breakers.refresh([...new Set(claimed.map((d) => originOf(d.url)))]);
       } catch (err) {
@@ -169,7 +175,7 @@ export class DeliveryWorker {
         decrement(this.#held, d.webhook_id);
         this.#heldTotal--;
         this.#pump();
-        if ((this.#held.get(d.webhook_id) ?? 0) <= this.#o.perWebhook) this.#nudge();
+        if ((this.#held.get(d.webhook_id) ?? 0) <= this.#refillAt) this.#nudge();
       });
     this.#inflight.set(d.id, task);
   }
@@ -182,7 +188,7 @@ export class DeliveryWorker {
       await postpone(this.#ctx.pool, [d.id], admission.until);
       return;
     }
-    const secret = openWebhookSecret(this.#ctx.secrets, d.secret);
+    const secret = this.#secret(d.secret);
     const body = renderPayload(d);
     const startedAt = this.#ctx.clock();
     const headers = {
@@ -241,6 +247,18 @@ export class DeliveryWorker {
     // attempts wait for the write once MAX_UNWRITTEN results are pending.
     if (this.#results.length >= MAX_UNWRITTEN) await this.#flush();
     else void this.#flush();
+  }
+
+  /** A subscription's signing secret, decrypted once per sealed value (a rotation seals a new one). */
+  #secret(sealed: Buffer): string {
+    const key = sealed.toString('base64');
+    let secret = this.#secrets.get(key);
+    if (secret === undefined) {
+      if (this.#secrets.size >= 10_000) this.#secrets.clear();
+      secret = openWebhookSecret(this.#ctx.secrets, sealed);
+      this.#secrets.set(key, secret);
+    }
+    return secret;
   }
 
   /** Writes the results gathered so far; concurrent callers share one write (group commit). */
