@@ -40,8 +40,7 @@ server.listen(0, '127.0.0.1', () => {
   process.send!({ port: (server.address() as AddressInfo).port });
 });
 
-process.on('message', (m: { cmd: string; paths?: string[] }) => {
-  if (m.cmd === 'stats') process.send!({ received, unique: ids.size, badSignatures, latencies: recordLatency ? latencies : [] });
+process.on('message', (m: { cmd: string; paths?: string[]; seq: number }) => {
   if (m.cmd === 'reset') {
     received = 0;
     badSignatures = 0;
@@ -51,4 +50,5 @@ process.on('message', (m: { cmd: string; paths?: string[] }) => {
     counted = m.paths ?? [];
   }
   if (m.cmd === 'latency') recordLatency = true;
+  process.send!({ seq: m.seq, received, unique: ids.size, badSignatures, latencies: recordLatency ? latencies : [] });
 });

@@ -84,15 +84,19 @@ const receiverChild: ChildProcess = fork(fileURLToPath(new URL('./receiver-proce
   env: { ...process.env, BENCH_SECRET: secret, BENCH_TLS: JSON.stringify({ cert, key }) },
 });
 const receiverPort = await new Promise<number>((resolve) => receiverChild.once('message', (m: { port: number }) => resolve(m.port)));
+// Questions to the receiver carry a number and its answers name it: several may be in flight (the
+// writer's back-pressure and the measuring loop ask at once), and an answer must not go astray.
+let asked = 0;
 const ask = <T>(cmd: string, paths?: string[]) =>
   new Promise<T>((resolve) => {
-    if (cmd !== 'stats') {
-      receiverChild.send({ cmd, paths });
-      resolve(undefined as T);
-      return;
-    }
-    receiverChild.once('message', (m: T) => resolve(m));
-    receiverChild.send({ cmd });
+    const seq = ++asked;
+    const onAnswer = (m: T & { seq: number }) => {
+      if (m.seq !== seq) return;
+      receiverChild.off('message', onAnswer);
+      resolve(m);
+    };
+    receiverChild.on('message', onAnswer);
+    receiverChild.send({ cmd, paths, seq });
   });
 
 let hashed: Promise<string> | undefined;
