@@ -12,6 +12,7 @@ const RUNS = 3;
 const WINDOW_SECONDS = Number(process.env.BENCH_WAL_SECONDS ?? 20);
 const FANOUT_WINDOW_SECONDS = Math.ceil(WINDOW_SECONDS / 2);
 const LATENCY_SECONDS = Number(process.env.BENCH_LATENCY_SECONDS ?? 60);
+const WARM_UP_SECONDS = 3;
 const DRAIN_ROWS = Number(process.env.BENCH_DRAIN_ROWS ?? 200_000);
 const PAYLOAD = 'x'.repeat(1000); // 1 KB rows
 const CONCURRENCY = 32; // the worker's in-flight cap per subscription
@@ -165,12 +166,17 @@ async function latency(b: Bench): Promise<void> {
   await client.connect();
   try {
     await b.receiver.reset(['/steady']);
-    await b.receiver.latency();
-    await tailer.daemon.beginRun();
-    // A steady 1,000 rows/s: 50 rows every 50 ms, each batch its own transaction.
+    // A steady 1,000 rows/s: 50 rows every 50 ms, each batch its own transaction. The first
+    // WARM_UP_SECONDS are not measured (connections, TLS sessions, JIT).
     let inserted = 0;
+    let measuring = false;
     const started = Date.now();
-    for (let tick = 1; Date.now() - started < LATENCY_SECONDS * 1000; tick++) {
+    for (let tick = 1; Date.now() - started < (WARM_UP_SECONDS + LATENCY_SECONDS) * 1000; tick++) {
+      if (!measuring && Date.now() - started >= WARM_UP_SECONDS * 1000) {
+        measuring = true;
+        await b.receiver.latency();
+        await tailer.daemon.beginRun();
+      }
       await client.query(`INSERT INTO bench_master.steady (payload) SELECT $1 FROM generate_series(1, 50)`, [PAYLOAD]);
       inserted += 50;
       const wait = started + tick * 50 - Date.now();
