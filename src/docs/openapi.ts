@@ -34,11 +34,13 @@ function parameters(location: 'header' | 'path' | 'query', schema: z.ZodObject |
   const json = jsonSchemaOf(schema, 'input');
   const properties = (json.properties ?? {}) as Record<string, JsonSchema>;
   const required = new Set((json.required ?? []) as string[]);
-  return Object.entries(properties).map(([name, { description, ...propertySchema }]) => ({
+  // Description and example belong to the parameter (Swagger UI shows them there, not in the schema).
+  return Object.entries(properties).map(([name, { description, examples, ...propertySchema }]) => ({
     name,
     in: location,
     required: location === 'path' || required.has(name),
     ...(description ? { description } : {}),
+    ...(Array.isArray(examples) && examples.length ? { example: examples[0] } : {}),
     schema: propertySchema,
   }));
 }

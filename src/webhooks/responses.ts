@@ -26,8 +26,8 @@ const delivery = z.object({
   eventId: z.string().meta({ description: 'The `id` of the payload and the X-Service-Delivery header: deduplicate by it.', examples: ['evt_0000000001A2B3C4_000003'] }),
   event: z.enum(EVENTS),
   status: z.enum(['pending', 'retrying', 'delivered', 'dead']).meta({ description: '`dead`: every attempt failed; kept until replayed.' }),
-  httpStatus: z.int().nullable().meta({ description: "The subscriber's status at the last attempt." }),
-  attempts: z.int(),
+  httpStatus: z.int().min(100).max(599).nullable().meta({ description: "The subscriber's status at the last attempt." }),
+  attempts: z.int().nonnegative(),
   lastError: z.string().nullable(),
   nextAttemptAt: timestamp.nullable(),
   deliveredAt: timestamp.nullable(),
@@ -46,4 +46,4 @@ export const webhookDetailResponse = z.object({
   deliveries: z.array(delivery).meta({ description: 'The newest 50.' }),
 });
 
-export const replayResponse = z.object({ replayed: z.int().meta({ description: 'Dead deliveries made pending again.' }) });
+export const replayResponse = z.object({ replayed: z.int().nonnegative().meta({ description: 'Dead deliveries made pending again.' }) });
