@@ -25,6 +25,8 @@ const NOT_DOCUMENTED = new Set([
   'get /docs',
   'get /docs/assets/start.js',
   'get /docs/assets/:file',
+  'post /graphql', // GraphQL (DESIGN.md) is described by its own schema, not by OpenAPI
+  'get /graphql',
 ]);
 
 const toDocumentPath = (expressPath: string) => expressPath.replace(/:(\w+)/g, '{$1}');
@@ -86,7 +88,7 @@ describe('OpenAPI document: /openapi.json', function () {
         return `${r.method} ${path}`;
       })
       .filter((key) => !NOT_DOCUMENTED.has(key) && !documented.has(toDocumentPath(key)));
-    expect(undocumented, 'routes missing from /openapi.json').to.deep.equal([]);
+    expect(undocumented, 'routes missing from /openapi.json: declare them in an operations registry, or add them to NOT_DOCUMENTED with the reason').to.deep.equal([]);
   });
 
   it('every documented operation is a route, under its mount and under each alias', () => {

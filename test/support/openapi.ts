@@ -42,7 +42,6 @@ export class ContractClient {
     readonly http: HttpClient,
   ) {
     addFormats.default(this.#ajv);
-    this.#ajv.addKeyword('example'); // an OpenAPI annotation, not JSON Schema
     this.#operations = new Map(documentedOperations(doc).map((o) => [o.id, o]));
   }
 
