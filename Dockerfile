@@ -5,13 +5,12 @@ WORKDIR /app
 COPY package.json package-lock.json ./
 RUN npm ci --ignore-scripts
 COPY tsconfig.json ./
+# Only src/ is compiled here: the tests and scripts are not part of the image.
 COPY src ./src
-COPY test ./test
-COPY scripts ./scripts
 RUN npx tsc -p tsconfig.json
 
 FROM node:22-bookworm-slim AS runtime
-ENV NODE_ENV=production HOST=0.0.0.0 PORT=3000
+ENV NODE_ENV=production HOST=0.0.0.0 PORT=3000 TAILER_PORT=3001
 WORKDIR /app
 COPY package.json package-lock.json ./
 # Native modules (argon2, bcrypt) come prebuilt in their platform packages: no build step.
@@ -21,5 +20,8 @@ COPY sql ./sql
 COPY bin ./bin
 USER node
 EXPOSE 3000 3001
-# The image runs either daemon: `node dist/src/main/api.js` (default) or `node dist/src/main/tailer.js`.
+# The image runs either daemon: `node dist/src/main/api.js` (default) or `node dist/src/main/tailer.js`
+# (whose health check is `node dist/src/main/healthcheck.js tailer`). node:*-slim has no curl:
+# the check is a node script that reads the daemon's own configuration for its port.
+HEALTHCHECK --interval=10s --timeout=5s --start-period=30s --retries=3 CMD ["node", "dist/src/main/healthcheck.js", "api"]
 CMD ["node", "--enable-source-maps", "dist/src/main/api.js"]

@@ -63,6 +63,9 @@ const schema = z.object({
 
 export type Env = z.infer<typeof schema>;
 
+/** The name of every variable walgate reads (the container files are checked against it). */
+export const ENV_VARIABLES: readonly string[] = Object.keys(schema.shape);
+
 export interface Config {
   env: Env['NODE_ENV'];
   port: number;

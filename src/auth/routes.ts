@@ -1,66 +1,62 @@
 import { Router, type Request } from 'express';
-import { z } from 'zod';
 import { clientIp } from '../http/client-ip.js';
-import { AppError } from '../http/errors.js';
+import { handle, refuseOtherMethods, reply } from '../http/operation.js';
 import { authEnvironment } from '../http/scope.js';
 import { parse } from '../http/validate.js';
 import type { EnvironmentCache } from '../projects/environments.js';
-import * as body from './schemas.js';
+import { authApi } from './operations.js';
 import type { AuthService } from './service.js';
 
 /** The authentication API under /auth: parse, call the service, shape the response. */
 export function authRouter(service: AuthService, environments: EnvironmentCache): Router {
   const r = Router();
+  const op = authApi.operations;
   const env = (req: Request) => authEnvironment(req, environments);
   const meta = (req: Request) => ({ ip: clientIp(req) });
 
-  r.post('/signup', async (req, res) => {
+  handle(r, op.signup, async (req, res) => {
     const e = await env(req);
-    res.status(201).json(await service.signup(e, parse(body.signupBody, req.body), meta(req)));
+    reply(res, op.signup, await service.signup(e, parse(op.signup.body, req.body), meta(req)));
   });
-  r.post('/confirm-signup', async (req, res) => {
+  handle(r, op.confirmSignup, async (req, res) => {
     const e = await env(req);
-    res.json(await service.confirmSignup(e, parse(body.confirmSignupBody, req.body)));
+    reply(res, op.confirmSignup, await service.confirmSignup(e, parse(op.confirmSignup.body, req.body)));
   });
-  r.post('/login', async (req, res) => {
+  handle(r, op.login, async (req, res) => {
     const e = await env(req);
-    res.json(await service.login(e, parse(body.loginBody, req.body), meta(req)));
+    reply(res, op.login, await service.login(e, parse(op.login.body, req.body), meta(req)));
   });
-  r.post('/recover-password', async (req, res) => {
+  handle(r, op.recoverPassword, async (req, res) => {
     const e = await env(req);
-    res.json(await service.recoverPassword(e, parse(body.recoverPasswordBody, req.body)));
+    reply(res, op.recoverPassword, await service.recoverPassword(e, parse(op.recoverPassword.body, req.body)));
   });
-  r.post('/reset-password', async (req, res) => {
+  handle(r, op.resetPassword, async (req, res) => {
     const e = await env(req);
-    res.json(await service.resetPassword(e, parse(body.resetPasswordBody, req.body)));
+    reply(res, op.resetPassword, await service.resetPassword(e, parse(op.resetPassword.body, req.body)));
   });
-  r.post('/refresh-token', async (req, res) => {
+  handle(r, op.refreshToken, async (req, res) => {
     const e = await env(req);
-    res.json(await service.refresh(e, parse(body.refreshTokenBody, req.body)));
+    reply(res, op.refreshToken, await service.refresh(e, parse(op.refreshToken.body, req.body)));
   });
-  r.post('/logout', async (req, res) => {
+  handle(r, op.logout, async (req, res) => {
     const e = await env(req);
-    res.json(await service.logout(e, req.get('authorization')));
+    reply(res, op.logout, await service.logout(e, req.get('authorization')));
   });
-  r.get('/me', async (req, res) => {
+  handle(r, op.me, async (req, res) => {
     const e = await env(req);
-    res.json(await service.me(e, req.get('authorization')));
+    reply(res, op.me, await service.me(e, req.get('authorization')));
   });
-
-  // Clients that cannot send headers (a JWKS URL in a verifier's config) name the project in the query.
-  const jwksQuery = z.object({ projectId: z.string().optional(), environment: z.string().optional() });
-  r.get('/.well-known/jwks.json', async (req, res) => {
-    const q = parse(jwksQuery, req.query);
+  handle(r, op.jwks, async (req, res) => {
+    const q = parse(op.jwks.query, req.query);
     if (q.projectId) {
       req.headers['x-project-id'] = q.projectId;
       if (q.environment) req.headers.environment = q.environment;
     }
     const e = await env(req);
-    res.set('Cache-Control', 'public, max-age=300').json(await service.jwks(e));
+    res.set('Cache-Control', 'public, max-age=300');
+    reply(res, op.jwks, await service.jwks(e));
   });
 
-  r.all(['/signup', '/confirm-signup', '/login', '/recover-password', '/reset-password', '/refresh-token', '/logout', '/me', '/.well-known/jwks.json'], () => {
-    throw new AppError('METHOD_NOT_ALLOWED');
-  });
+  refuseOtherMethods(r, authApi);
   return r;
 }

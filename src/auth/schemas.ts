@@ -6,11 +6,19 @@ export const email = z
   .string()
   .trim()
   .toLowerCase()
-  .pipe(z.email({ message: 'must be an e-mail address' }).max(254, 'must be at most 254 characters'));
+  .pipe(z.email({ message: 'must be an e-mail address' }).max(254, 'must be at most 254 characters'))
+  .meta({ description: 'An e-mail address (at most 254 characters; trimmed and lower-cased).', examples: ['ada@example.com'] });
 
 // Length rules are the password policy's (with its violations); this only bounds the input.
-const password = z.string().min(1, 'is required').max(4096, 'is far too long');
-const code = z.string().min(1, 'is required').max(64, 'is too long');
+const password = z
+  .string()
+  .min(1, 'is required')
+  .max(4096, 'is far too long')
+  .meta({
+    description: 'Policy: 8-256 characters, a zxcvbn-ts score of at least 3 of 4, not containing the e-mail local part.',
+    examples: ['correct horse battery staple'],
+  });
+const code = z.string().min(1, 'is required').max(64, 'is too long').meta({ description: 'The 6-digit code from the e-mail.', examples: ['123456'] });
 
 export const signupBody = z.object({
   email,
@@ -22,3 +30,9 @@ export const loginBody = z.object({ email, password });
 export const recoverPasswordBody = z.object({ email });
 export const resetPasswordBody = z.object({ email, code, newPassword: password });
 export const refreshTokenBody = z.object({ refreshToken: z.string().min(1, 'is required').max(512, 'is too long') });
+
+// Clients that cannot send headers (a JWKS URL in a verifier's config) name the project in the query.
+export const jwksQuery = z.object({
+  projectId: z.string().optional().meta({ description: 'Instead of the X-Project-Id header.' }),
+  environment: z.string().optional().meta({ description: 'Instead of the environment header.' }),
+});

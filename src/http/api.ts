@@ -4,6 +4,7 @@ import { KeyRing } from '../auth/keyring.js';
 import { authRouter } from '../auth/routes.js';
 import { AuthService } from '../auth/service.js';
 import type { Context } from '../context.js';
+import { docsRouter } from '../docs/router.js';
 import { apiOpsRouter } from '../ops/api-ops.js';
 import { EnvironmentCache } from '../projects/environments.js';
 import { webhooksRouter } from '../webhooks/routes.js';
@@ -19,6 +20,7 @@ export function createApiApp(ctx: Context): express.Express {
   return createApp(ctx, {
     routes: [
       ['/', apiOpsRouter(ctx)],
+      ['/', docsRouter()],
       ['/auth', authRouter(auth, environments)],
       [['/api/rest/_webhooks', '/gw/api/rest/_webhooks'], webhooks],
     ],

@@ -9,9 +9,9 @@ import { parse } from './validate.js';
 
 const name = z.string().regex(/^[A-Za-z0-9][A-Za-z0-9_-]{0,62}$/, 'must be 1-63 letters, digits, `_` or `-`');
 
-const headers = z.object({
-  'x-project-id': name,
-  environment: name.optional(),
+export const projectHeaders = z.object({
+  'x-project-id': name.meta({ description: 'The project.', examples: ['demo'] }),
+  environment: name.meta({ description: 'The environment of the project (default `master`).', examples: ['master'] }).optional(),
 });
 
 export interface Scope {
@@ -21,7 +21,7 @@ export interface Scope {
 
 export function readScope(req: Request, options: { environmentRequired?: boolean } = {}): Scope {
   const raw = { 'x-project-id': req.get('x-project-id'), environment: req.get('environment') };
-  const h = parse(options.environmentRequired ? headers.required({ environment: true }) : headers, raw, 'Missing or invalid project headers.');
+  const h = parse(options.environmentRequired ? projectHeaders.required({ environment: true }) : projectHeaders, raw, 'Missing or invalid project headers.');
   return { projectId: h['x-project-id'], environment: h.environment ?? DEFAULT_ENVIRONMENT };
 }
 

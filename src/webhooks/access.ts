@@ -1,8 +1,8 @@
 import type { Request } from 'express';
-import { z } from 'zod';
 import type { Context } from '../context.js';
 import { bearerToken } from '../auth/tokens.js';
 import { AppError, rateLimited, validationError } from '../http/errors.js';
+import { projectHeaders } from '../http/scope.js';
 import { parse } from '../http/validate.js';
 import type { Environment, EnvironmentCache } from '../projects/environments.js';
 import { authenticateManagementToken } from './management-tokens.js';
@@ -12,8 +12,8 @@ export interface ManagementScope {
   env: Environment;
 }
 
-const name = z.string().regex(/^[A-Za-z0-9][A-Za-z0-9_-]{0,62}$/, 'must be 1-63 letters, digits, `_` or `-`');
-const headers = z.object({ 'x-project-id': name, environment: name });
+/** The management API wants the environment named on every call, GET and DELETE included. */
+export const managementHeaders = projectHeaders.extend({ environment: projectHeaders.shape.environment.unwrap() });
 
 /**
  * Who may call the management API, checked in this order: a live management token (401), the
@@ -22,7 +22,7 @@ const headers = z.object({ 'x-project-id': name, environment: name });
 export async function managementScope(ctx: Context, environments: EnvironmentCache, req: Request): Promise<ManagementScope> {
   const token = await authenticateManagementToken(ctx.pool, bearerToken(req.get('authorization')), ctx.clock());
   if (!token) throw new AppError('AUTH_TOKEN_INVALID', 'The management token is missing, invalid or revoked.');
-  const h = parse(headers, { 'x-project-id': req.get('x-project-id'), environment: req.get('environment') }, 'Missing or invalid project headers.');
+  const h = parse(managementHeaders, { 'x-project-id': req.get('x-project-id'), environment: req.get('environment') }, 'Missing or invalid project headers.');
   if (h['x-project-id'] !== token.projectId) throw new AppError('FORBIDDEN');
   const env = await environments.get(h['x-project-id'], h.environment);
   if (!env) throw validationError([{ path: 'environment', message: `project ${h['x-project-id']} has no environment ${h.environment}` }]);

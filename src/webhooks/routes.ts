@@ -1,51 +1,57 @@
 import { Router } from 'express';
 import type { Context } from '../context.js';
-import { AppError } from '../http/errors.js';
+import { handle, refuseOtherMethods, reply } from '../http/operation.js';
 import { parse } from '../http/validate.js';
 import type { EnvironmentCache } from '../projects/environments.js';
 import { managementScope } from './access.js';
-import { createBody, listQuery, replayBody, updateBody } from './schemas.js';
+import { webhooksApi } from './operations.js';
 import type { WebhookService } from './service.js';
 
 /** The management API for webhook subscriptions: /api/rest/_webhooks (and /gw/…). */
 export function webhooksRouter(ctx: Context, service: WebhookService, environments: EnvironmentCache): Router {
   const r = Router();
+  const op = webhooksApi.operations;
   const scope = (req: Parameters<typeof managementScope>[2]) => managementScope(ctx, environments, req);
 
-  r.post('/', async (req, res) => {
+  handle(r, op.createWebhook, async (req, res) => {
     const { env } = await scope(req);
-    res.status(201).json({ webhook: await service.create(env, parse(createBody, req.body)) });
+    reply(res, op.createWebhook, { webhook: await service.create(env, parse(op.createWebhook.body, req.body)) });
   });
-  r.get('/', async (req, res) => {
+  handle(r, op.listWebhooks, async (req, res) => {
     const { env } = await scope(req);
-    const q = parse(listQuery, req.query);
-    res.json(await service.list(env, q.limit, q.cursor));
+    const q = parse(op.listWebhooks.query, req.query);
+    reply(res, op.listWebhooks, await service.list(env, q.limit, q.cursor));
   });
-  r.get('/:id', async (req, res) => {
+  handle(r, op.getWebhook, async (req, res) => {
     const { env } = await scope(req);
-    res.json(await service.get(env, req.params.id));
+    const { id } = parse(op.getWebhook.params, req.params);
+    reply(res, op.getWebhook, await service.get(env, id));
   });
-  r.patch('/:id', async (req, res) => {
+  handle(r, op.updateWebhook, async (req, res) => {
     const { env } = await scope(req);
-    res.json({ webhook: await service.update(env, req.params.id, parse(updateBody, req.body)) });
+    const { id } = parse(op.updateWebhook.params, req.params);
+    reply(res, op.updateWebhook, { webhook: await service.update(env, id, parse(op.updateWebhook.body, req.body)) });
   });
-  r.delete('/:id', async (req, res) => {
+  handle(r, op.deleteWebhook, async (req, res) => {
     const { env } = await scope(req);
-    await service.delete(env, req.params.id);
-    res.status(204).end();
+    const { id } = parse(op.deleteWebhook.params, req.params);
+    await service.delete(env, id);
+    reply(res, op.deleteWebhook);
   });
-  r.post('/:id/replay', async (req, res) => {
+  handle(r, op.replayWebhook, async (req, res) => {
     const { env } = await scope(req);
-    const range = parse(replayBody, req.body ?? {});
-    res.status(202).json(
-      await service.replay(env, req.params.id, {
+    const { id } = parse(op.replayWebhook.params, req.params);
+    const range = parse(op.replayWebhook.body, req.body ?? {});
+    reply(
+      res,
+      op.replayWebhook,
+      await service.replay(env, id, {
         since: range.since ? new Date(range.since) : undefined,
         until: range.until ? new Date(range.until) : undefined,
       }),
     );
   });
-  r.all(['/', '/:id', '/:id/replay'], () => {
-    throw new AppError('METHOD_NOT_ALLOWED');
-  });
+
+  refuseOtherMethods(r, webhooksApi);
   return r;
 }

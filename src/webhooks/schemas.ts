@@ -11,25 +11,35 @@ const columnName = z.string().min(1, 'must not be empty').max(63, 'must be at mo
 const events = z
   .array(z.enum(EVENTS, { message: 'must be INSERT, UPDATE or DELETE' }))
   .min(1, 'must name at least one of INSERT, UPDATE, DELETE')
-  .refine((e) => new Set(e).size === e.length, 'must not repeat an event');
+  .refine((e) => new Set(e).size === e.length, 'must not repeat an event')
+  .meta({ description: 'The kinds of change to deliver, without repeats.' });
 
 const filter = z
   .record(columnName, z.union([z.string(), z.number(), z.boolean(), z.null()], { message: 'must be a string, number, boolean or null (equality)' }))
-  .refine((f) => Object.keys(f).length <= 32, 'must have at most 32 fields');
+  .refine((f) => Object.keys(f).length <= 32, 'must have at most 32 fields')
+  .meta({ description: 'Column → value, equality (numbers by value); the new row must match (the deleted row for DELETE). `null` clears it on update.', examples: [{ status: 'paid' }] });
 
 const select = z
   .array(columnName)
   .min(1, 'must name at least one column')
   .max(256, 'must have at most 256 columns')
-  .refine((s) => new Set(s).size === s.length, 'must not repeat a column');
+  .refine((s) => new Set(s).size === s.length, 'must not repeat a column')
+  .meta({ description: 'The columns that record, data, old_record and changed_fields are restricted to. `null` clears it on update.' });
 
-const secret = z.string().min(16, 'must be at least 16 characters').max(1024, 'must be at most 1024 characters');
-const url = z.string().max(2048, 'must be at most 2048 characters');
+const secret = z
+  .string()
+  .min(16, 'must be at least 16 characters')
+  .max(1024, 'must be at most 1024 characters')
+  .meta({ description: 'The HMAC signing key (`whsec_<base64>` for Standard Webhooks). Encrypted at rest, never returned.' });
+const url = z
+  .string()
+  .max(2048, 'must be at most 2048 characters')
+  .meta({ description: 'An `https:` URL without credentials whose host resolves to public addresses only.', examples: ['https://example.com/hooks'] });
 
 export const createBody = z.strictObject({
-  projectId: name,
-  environment: name,
-  table: name,
+  projectId: name.meta({ description: 'Must equal the X-Project-Id header.' }),
+  environment: name.meta({ description: 'Must equal the environment header.' }),
+  table: name.meta({ description: "A table (not a view) in the environment's schema, named exactly." }),
   events,
   url,
   secret,
@@ -60,6 +70,10 @@ export const listQuery = z.strictObject({
 export const replayBody = z.strictObject({
   since: z.iso.datetime({ offset: true, message: 'must be an ISO 8601 timestamp' }).optional(),
   until: z.iso.datetime({ offset: true, message: 'must be an ISO 8601 timestamp' }).optional(),
+});
+
+export const webhookParams = z.object({
+  id: z.string().meta({ description: 'The subscription id.', examples: ['wh_3f6c2a1e9b8d4c7e0a5b1d2c3e4f5a6b'] }),
 });
 
 export type CreateBody = z.output<typeof createBody>;

@@ -1,0 +1,126 @@
+import { z } from 'zod';
+import type { ErrorCode } from '../http/errors.js';
+import { ANY_REQUEST_ERRORS, JSON_BODY_ERRORS, type Operation, type OperationGroup } from '../http/operation.js';
+import { projectHeaders } from '../http/scope.js';
+import * as res from './responses.js';
+import * as body from './schemas.js';
+
+// The authentication API under /auth, declared once for the router (routes.ts) and the reference.
+
+/** authEnvironment (src/http/scope.ts): bad project headers (400); unknown project, environment, or auth off (404). */
+const AUTH_SCOPE = ['VALIDATION_ERROR', 'AUTH_NOT_CONFIGURED'] as const satisfies readonly ErrorCode[];
+
+/** AuthService.authenticate: a revoked, tampered or missing token, or an expired one. */
+const ACCESS_TOKEN = ['AUTH_TOKEN_INVALID', 'AUTH_TOKEN_EXPIRED'] as const satisfies readonly ErrorCode[];
+
+const common = [...AUTH_SCOPE, ...ANY_REQUEST_ERRORS] as const;
+const withBody = [...common, ...JSON_BODY_ERRORS] as const;
+
+const operations = {
+  signup: {
+    method: 'post',
+    path: '/signup',
+    summary: 'Sign up',
+    description: 'Creates an unconfirmed account and e-mails a 6-digit code (valid 10 minutes, 5 attempts). Limited to 10 a minute per client IP.',
+    headers: projectHeaders,
+    body: body.signupBody,
+    success: { status: 201, description: 'The account exists; the code is on its way.', schema: res.signupResponse },
+    errors: [...withBody, 'AUTH_EMAIL_EXISTS', 'RATE_LIMIT_EXCEEDED'],
+  },
+  confirmSignup: {
+    method: 'post',
+    path: '/confirm-signup',
+    summary: 'Confirm the e-mail address',
+    description: 'With the code from the sign-up e-mail: the address is verified and the user is logged in.',
+    headers: projectHeaders,
+    body: body.confirmSignupBody,
+    success: { status: 200, description: 'Verified; a token pair and the user.', schema: res.confirmSignupResponse },
+    errors: [...withBody, 'AUTH_INVALID_CODE'],
+  },
+  login: {
+    method: 'post',
+    path: '/login',
+    summary: 'Log in',
+    description:
+      'Five consecutive failures lock the account for 15 minutes (423 with `lockedUntil`). An unknown address and a wrong password get the same answer in the same time. Limited to 20 a minute per client IP.',
+    headers: projectHeaders,
+    body: body.loginBody,
+    success: { status: 200, description: 'A token pair.', schema: res.tokenPair },
+    errors: [...withBody, 'AUTH_INVALID_CREDENTIALS', 'AUTH_EMAIL_NOT_VERIFIED', 'AUTH_ACCOUNT_LOCKED', 'RATE_LIMIT_EXCEEDED'],
+  },
+  recoverPassword: {
+    method: 'post',
+    path: '/recover-password',
+    summary: 'Ask for a password reset code',
+    description: 'The same answer whether or not the address is registered; a code is e-mailed if it is. Limited to 5 a minute per address.',
+    headers: projectHeaders,
+    body: body.recoverPasswordBody,
+    success: { status: 200, description: 'Always.', schema: res.messageResponse },
+    errors: [...withBody, 'RATE_LIMIT_EXCEEDED'],
+  },
+  resetPassword: {
+    method: 'post',
+    path: '/reset-password',
+    summary: 'Reset the password',
+    description: 'With the code from the recovery e-mail. Ends the lockout and every session of the user. A weak new password is a 400 `VALIDATION_ERROR` with the reasons.',
+    headers: projectHeaders,
+    body: body.resetPasswordBody,
+    success: { status: 200, description: 'The password is changed.', schema: res.messageResponse },
+    errors: [...withBody, 'AUTH_INVALID_CODE'],
+  },
+  refreshToken: {
+    method: 'post',
+    path: '/refresh-token',
+    summary: 'Exchange a refresh token',
+    description: 'Single use: presenting a used refresh token again revokes its whole session, access tokens included.',
+    headers: projectHeaders,
+    body: body.refreshTokenBody,
+    success: { status: 200, description: 'A new token pair.', schema: res.tokenPair },
+    errors: [...withBody, 'AUTH_TOKEN_INVALID'],
+  },
+  logout: {
+    method: 'post',
+    path: '/logout',
+    summary: 'Log out',
+    description: 'Revokes the session of the access token: it and its refresh token are refused from the next request on. No body.',
+    security: 'accessToken',
+    headers: projectHeaders,
+    success: { status: 200, description: 'Logged out.', schema: res.messageResponse },
+    errors: [...common, ...ACCESS_TOKEN],
+  },
+  me: {
+    method: 'get',
+    path: '/me',
+    summary: 'The current user and session',
+    description: 'Checks the revocation list, which a signature check alone cannot: resource servers ask here when a logout must take effect at once.',
+    security: 'accessToken',
+    headers: projectHeaders,
+    success: { status: 200, description: 'The user and the session.', schema: res.meResponse },
+    errors: [...common, ...ACCESS_TOKEN],
+  },
+  jwks: {
+    method: 'get',
+    path: '/.well-known/jwks.json',
+    summary: 'Public signing keys (JWKS)',
+    description:
+      'The keys that verify access tokens. Name the project with the headers or, for clients that cannot send headers, with `?projectId=&environment=`. Cache it (`Cache-Control: public, max-age=300`) and fetch again only for an unknown `kid`: the next key is published before it signs.',
+    headers: projectHeaders.partial(),
+    query: body.jwksQuery,
+    success: {
+      status: 200,
+      description: 'The key set.',
+      schema: res.jwksResponse,
+      headers: { 'Cache-Control': { description: '`public, max-age=300`', schema: z.string() } },
+    },
+    errors: common,
+  },
+} satisfies Record<string, Operation>;
+
+export const authApi = {
+  tag: 'Authentication',
+  description:
+    'Sign-up with an e-mailed code, login, password recovery, single-use refresh tokens, logout checked on every request, and the public key set. Every request names the project (`X-Project-Id`) and the environment (`environment`, default `master`).',
+  mount: '/auth',
+  aliases: [],
+  operations,
+} satisfies OperationGroup;

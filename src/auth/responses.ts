@@ -1,0 +1,45 @@
+import { z } from 'zod';
+
+// What the auth endpoints answer, as schemas for the API reference. test/docs/contract.test.ts
+// checks real answers against the generated document, so a field added or renamed in a service
+// without its schema here fails the tests.
+
+const timestamp = z.iso.datetime();
+
+export const user = z.object({
+  id: z.uuid(),
+  email: z.string(),
+  name: z.string().nullable(),
+  emailVerified: z.boolean(),
+  createdAt: timestamp,
+});
+
+export const tokenPair = z.object({
+  accessToken: z
+    .string()
+    .meta({ description: 'A JWT (JWS, or a 5-part JWE for environments set to `--token-format jwe`), valid 15 minutes.', examples: ['eyJhbGciOiJFUzI1NiIsImtpZCI6…'] }),
+  refreshToken: z.string().meta({ description: 'Opaque, single use, valid 30 days: exchanging it issues a new pair.', examples: ['Zk3xQ0u1…'] }),
+  tokenType: z.literal('Bearer'),
+  expiresIn: z.int().positive().meta({ description: 'Seconds until the access token expires.', examples: [900] }),
+});
+
+export const signupResponse = z.object({ userId: z.uuid(), message: z.string() });
+
+export const confirmSignupResponse = tokenPair.extend({ user });
+
+export const messageResponse = z.object({ message: z.string() });
+
+export const meResponse = z.object({
+  user,
+  session: z.object({ id: z.uuid(), expiresAt: timestamp.meta({ description: 'When the refresh token of the session expires.' }) }),
+});
+
+// Public JWKs carry algorithm-specific members (crv, x, y, n, e): the key set is open to them.
+const publicKey = z.looseObject({
+  kty: z.string(),
+  kid: z.string().meta({ description: "The key's RFC 7638 thumbprint; tokens name it in their header." }),
+  alg: z.string(),
+  use: z.literal('sig'),
+});
+
+export const jwksResponse = z.object({ keys: z.array(publicKey) });

@@ -1,0 +1,89 @@
+import type { ErrorCode } from '../http/errors.js';
+import { ANY_REQUEST_ERRORS, JSON_BODY_ERRORS, type Operation, type OperationGroup } from '../http/operation.js';
+import { managementHeaders } from './access.js';
+import * as res from './responses.js';
+import * as body from './schemas.js';
+
+// The webhook management API, declared once for the router (routes.ts) and the reference.
+
+/** managementScope (access.ts): no live token (401), bad headers or environment (400), another project's token (403), 600/min per token (429). */
+const MANAGEMENT_SCOPE = ['AUTH_TOKEN_INVALID', 'VALIDATION_ERROR', 'FORBIDDEN', 'RATE_LIMIT_EXCEEDED'] as const satisfies readonly ErrorCode[];
+
+const common = [...MANAGEMENT_SCOPE, ...ANY_REQUEST_ERRORS] as const;
+const withBody = [...common, ...JSON_BODY_ERRORS] as const;
+
+const shared = { security: 'managementToken', headers: managementHeaders } as const;
+
+const operations = {
+  createWebhook: {
+    ...shared,
+    method: 'post',
+    path: '/',
+    summary: 'Create a subscription',
+    description:
+      'Unknown fields are refused. The table joins the publication (with `REPLICA IDENTITY FULL`) in the same transaction, so changes are captured from the commit on. A table walgate may not alter is a 503 with the reason.',
+    body: body.createBody,
+    success: { status: 201, description: 'Created.', schema: res.webhookResponse },
+    errors: withBody,
+  },
+  listWebhooks: {
+    ...shared,
+    method: 'get',
+    path: '/',
+    summary: 'List subscriptions',
+    query: body.listQuery,
+    success: { status: 200, description: 'A page of subscriptions, newest first.', schema: res.webhookListResponse },
+    errors: common,
+  },
+  getWebhook: {
+    ...shared,
+    method: 'get',
+    path: '/:id',
+    summary: 'A subscription and its newest deliveries',
+    params: body.webhookParams,
+    success: { status: 200, description: 'The subscription and its newest 50 deliveries.', schema: res.webhookDetailResponse },
+    errors: [...common, 'WEBHOOK_NOT_FOUND'],
+  },
+  updateWebhook: {
+    ...shared,
+    method: 'patch',
+    path: '/:id',
+    summary: 'Update a subscription',
+    description: 'Any of the fields; `null` clears `filter` or `select`. Rotate the secret here (receivers may accept the old and the new one during the switch); `active: false` pauses.',
+    params: body.webhookParams,
+    body: body.updateBody,
+    success: { status: 200, description: 'Updated.', schema: res.webhookResponse },
+    errors: [...withBody, 'WEBHOOK_NOT_FOUND'],
+  },
+  deleteWebhook: {
+    ...shared,
+    method: 'delete',
+    path: '/:id',
+    summary: 'Delete a subscription',
+    description: 'Its pending deliveries go with it; the last subscription of a table takes the table out of the publication.',
+    params: body.webhookParams,
+    success: { status: 204, description: 'Deleted.' },
+    errors: [...common, 'WEBHOOK_NOT_FOUND'],
+  },
+  replayWebhook: {
+    ...shared,
+    method: 'post',
+    path: '/:id/replay',
+    summary: 'Replay dead deliveries',
+    description: 'Dead deliveries of the subscription (created within the range, when given) are pending again, due now, with a fresh set of attempts.',
+    params: body.webhookParams,
+    body: body.replayBody,
+    bodyRequired: false,
+    success: { status: 202, description: 'Replayed.', schema: res.replayResponse },
+    errors: [...withBody, 'WEBHOOK_NOT_FOUND'],
+  },
+} satisfies Record<string, Operation>;
+
+export const webhooksApi = {
+  tag: 'Webhooks',
+  description:
+    'Subscriptions to INSERT, UPDATE and DELETE on a table, delivered as signed HTTPS POSTs with retries, dead letters and circuit breakers. Every call needs a management token (`walgate token create`) and both `X-Project-ID` and `environment`.',
+  mount: '/api/rest/_webhooks',
+  aliases: ['/gw/api/rest/_webhooks'],
+  operations,
+} satisfies OperationGroup;

@@ -1,0 +1,49 @@
+import { z } from 'zod';
+import { EVENTS } from './schemas.js';
+
+// What the management API answers, as schemas for the API reference. test/docs/contract.test.ts
+// checks real answers against the generated document, so a field added or renamed in view.ts or
+// delivery/history.ts without its schema here fails the tests.
+
+const timestamp = z.iso.datetime();
+
+const webhook = z
+  .object({
+    id: z.string().meta({ examples: ['wh_3f6c2a1e9b8d4c7e0a5b1d2c3e4f5a6b'] }),
+    table: z.string(),
+    events: z.array(z.enum(EVENTS)),
+    url: z.string(),
+    active: z.boolean().meta({ description: '`false`: paused, no deliveries for changes made meanwhile.' }),
+    filter: z.record(z.string(), z.union([z.string(), z.number(), z.boolean(), z.null()])).nullable(),
+    select: z.array(z.string()).nullable(),
+    createdAt: timestamp,
+    updatedAt: timestamp,
+  })
+  .meta({ description: 'A subscription. The secret is never returned.' });
+
+const delivery = z.object({
+  id: z.string().meta({ examples: ['del_…'] }),
+  eventId: z.string().meta({ description: 'The `id` of the payload and the X-Service-Delivery header: deduplicate by it.', examples: ['evt_0000000001A2B3C4_000003'] }),
+  event: z.enum(EVENTS),
+  status: z.enum(['pending', 'retrying', 'delivered', 'dead']).meta({ description: '`dead`: every attempt failed; kept until replayed.' }),
+  httpStatus: z.int().min(100).max(599).nullable().meta({ description: "The subscriber's status at the last attempt." }),
+  attempts: z.int().nonnegative(),
+  lastError: z.string().nullable(),
+  nextAttemptAt: timestamp.nullable(),
+  deliveredAt: timestamp.nullable(),
+  createdAt: timestamp,
+});
+
+export const webhookResponse = z.object({ webhook });
+
+export const webhookListResponse = z.object({
+  webhooks: z.array(webhook).meta({ description: 'Newest first.' }),
+  nextCursor: z.string().nullable().meta({ description: 'Pass as `cursor` for the next page; `null` on the last.' }),
+});
+
+export const webhookDetailResponse = z.object({
+  webhook,
+  deliveries: z.array(delivery).meta({ description: 'The newest 50.' }),
+});
+
+export const replayResponse = z.object({ replayed: z.int().nonnegative().meta({ description: 'Dead deliveries made pending again.' }) });

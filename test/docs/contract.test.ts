@@ -1,0 +1,191 @@
+// No delivery worker or tailer runs in this file: the public address below is only validated,
+// never contacted (this machine has no network beyond the package registries).
+import { expect } from 'chai';
+import { GENEROUS_LIMITS, PASSWORD, startAuthApi, uniqueEmail } from '../auth/support.js';
+import type { TestApi } from '../support/api.js';
+import { HttpClient } from '../support/http.js';
+import { ContractClient, documentedOperations } from '../support/openapi.js';
+import { codeIn } from '../support/smtp.js';
+
+// The api as a client generated from /openapi.json sees it: every answer below — successes, and
+// the failures a client can provoke — is checked against the document (status documented for the
+// operation, body matching its schema without undocumented fields, documented headers present).
+
+const HOOK_URL = 'https://93.184.216.34/hooks/orders';
+const SECRET = 'whsec-contract-secret-0001';
+
+describe('OpenAPI document: the api answers as documented', function () {
+  this.timeout(60_000);
+  let t: TestApi;
+  let doc: Record<string, any>;
+  let user: ContractClient; // project headers
+  let manager: ContractClient; // management token and headers
+  let otherToken: string;
+
+  before(async () => {
+    t = await startAuthApi({
+      // One recovery request per address and minute, so that the 429 is reachable.
+      overrides: { rateLimits: { ...GENEROUS_LIMITS, recoverPassword: { name: 'recover-password', points: 1, durationSeconds: 60 } } },
+    });
+    await t.provision({ projectId: 'shop', name: 'master' });
+    await t.provision({ projectId: 'other', name: 'master' });
+    await t.ctx.pool.query('CREATE TABLE shop_master.orders (id int PRIMARY KEY, status text)');
+    doc = (await t.http.get('/openapi.json')).body;
+    user = new ContractClient(doc, new HttpClient(t.url, { 'x-project-id': 'shop' }));
+    const token = await t.managementToken('shop');
+    otherToken = await t.managementToken('other');
+    manager = new ContractClient(doc, new HttpClient(t.url, { authorization: `Bearer ${token}`, 'x-project-id': 'shop', environment: 'master' }));
+  });
+  after(() => t.close());
+
+  const bearer = (token: string) => ({ headers: { authorization: `Bearer ${token}` } });
+
+  async function mailedCode(email: string, after: number): Promise<string> {
+    return codeIn(await t.smtp.waitFor(email, { after }));
+  }
+
+  it('sign-up, confirmation, login, me, refresh, logout', async () => {
+    const email = uniqueEmail('contract');
+    expect((await user.call('signup', { body: { email, password: PASSWORD, name: 'Ada' } })).status).to.equal(201);
+    expect((await user.call('signup', { body: { email, password: PASSWORD } })).body.error).to.equal('AUTH_EMAIL_EXISTS');
+    expect((await user.call('signup', { body: { email: uniqueEmail(), password: 'password' } })).body.error).to.equal('VALIDATION_ERROR');
+    expect((await user.call('login', { body: { email, password: PASSWORD } })).body.error).to.equal('AUTH_EMAIL_NOT_VERIFIED');
+    expect((await user.call('confirmSignup', { body: { email, code: '000000' } })).body.error).to.equal('AUTH_INVALID_CODE');
+    const confirmed = await user.call('confirmSignup', { body: { email, code: await mailedCode(email, 0) } });
+    expect(confirmed.status).to.equal(200);
+
+    expect((await user.call('login', { body: { email, password: 'not the password at all' } })).body.error).to.equal('AUTH_INVALID_CREDENTIALS');
+    const login = await user.call('login', { body: { email, password: PASSWORD } });
+    expect(login.status).to.equal(200);
+    expect((await user.call('me', bearer(login.body.accessToken))).status).to.equal(200);
+    expect((await user.call('me')).body.error).to.equal('AUTH_TOKEN_INVALID');
+
+    const refreshed = await user.call('refreshToken', { body: { refreshToken: login.body.refreshToken } });
+    expect(refreshed.status).to.equal(200);
+    expect((await user.call('refreshToken', { body: { refreshToken: login.body.refreshToken } })).body.error).to.equal('AUTH_TOKEN_INVALID');
+
+    const again = await user.call('login', { body: { email, password: PASSWORD } });
+    expect((await user.call('logout', bearer(again.body.accessToken))).status).to.equal(200);
+    expect((await user.call('logout', bearer(again.body.accessToken))).body.error).to.equal('AUTH_TOKEN_INVALID');
+
+    t.clock.advanceSeconds(16 * 60);
+    expect((await user.call('me', bearer(confirmed.body.accessToken))).body.error).to.equal('AUTH_TOKEN_EXPIRED');
+  });
+
+  it('recovery, reset, rate limit, lockout', async () => {
+    const email = uniqueEmail('recover');
+    await user.call('signup', { body: { email, password: PASSWORD } });
+    await user.call('confirmSignup', { body: { email, code: await mailedCode(email, 0) } });
+    expect((await user.call('recoverPassword', { body: { email } })).status).to.equal(200);
+    const limited = await user.call('recoverPassword', { body: { email } });
+    expect(limited.body.error).to.equal('RATE_LIMIT_EXCEEDED');
+    expect(Number(limited.headers.get('retry-after'))).to.be.greaterThan(0);
+    const code = await mailedCode(email, 1);
+    expect((await user.call('resetPassword', { body: { email, code: code === '000000' ? '111111' : '000000', newPassword: `${PASSWORD} new` } })).body.error).to.equal(
+      'AUTH_INVALID_CODE',
+    );
+    expect((await user.call('resetPassword', { body: { email, code, newPassword: `${PASSWORD} new` } })).status).to.equal(200);
+
+    const statuses: number[] = [];
+    for (let i = 0; i < 5; i++) statuses.push((await user.call('login', { body: { email, password: 'wrong wrong wrong' } })).status);
+    expect(statuses).to.deep.equal([401, 401, 401, 401, 423]);
+  });
+
+  it('the key set, by headers or by query', async () => {
+    expect((await user.call('jwks')).status).to.equal(200);
+    const anonymous = new ContractClient(doc, new HttpClient(t.url));
+    expect((await anonymous.call('jwks', { query: { projectId: 'shop', environment: 'master' } })).body.keys).to.have.length.greaterThan(0);
+    expect((await anonymous.call('jwks', { query: { projectId: 'nobody' } })).body.error).to.equal('AUTH_NOT_CONFIGURED');
+    mergeSeen(anonymous);
+  });
+
+  it('webhook subscriptions: create, list, get, update, replay, delete', async () => {
+    const body = { projectId: 'shop', environment: 'master', table: 'orders', events: ['INSERT'], url: HOOK_URL, secret: SECRET, filter: { status: 'paid' } };
+    const created = await manager.call('createWebhook', { body });
+    expect(created.status).to.equal(201);
+    const id = created.body.webhook.id as string;
+    expect((await manager.call('createWebhook', { body: { ...body, url: 'http://93.184.216.34/' } })).body.error).to.equal('VALIDATION_ERROR');
+    expect((await manager.call('listWebhooks', { query: { limit: '1' } })).body.webhooks).to.have.length(1);
+    await t.ctx.pool.query(
+      `INSERT INTO walgate.deliveries (id, webhook_id, event_id, event_type, status, attempts, http_status, last_error, next_attempt_at, created_at)
+       VALUES ('del_contract', $1, 'evt_contract', 'INSERT', 'dead', 5, 500, 'HTTP 500', now(), now())`,
+      [id],
+    );
+    expect((await manager.call('getWebhook', { params: { id } })).body.deliveries).to.have.length(1);
+    expect((await manager.call('updateWebhook', { params: { id }, body: { active: false, select: ['id'] } })).body.webhook.active).to.equal(false);
+    expect((await manager.call('replayWebhook', { params: { id }, body: {} })).body).to.deep.equal({ replayed: 1 });
+    expect((await manager.call('replayWebhook', { params: { id } })).status, 'the body is optional').to.equal(202);
+    expect((await manager.call('deleteWebhook', { params: { id } })).status).to.equal(204);
+    for (const op of ['getWebhook', 'updateWebhook', 'deleteWebhook', 'replayWebhook']) {
+      const res = await manager.call(op, { params: { id }, ...(op === 'updateWebhook' ? { body: { active: true } } : {}) });
+      expect(res.body.error, op).to.equal('WEBHOOK_NOT_FOUND');
+    }
+  });
+
+  describe('the failures every operation of a kind shares', () => {
+    const params = { id: 'wh_nonexistent' };
+    const bodyless = (id: string) => !documentedOperations(doc).find((o) => o.id === id)!.operation.requestBody;
+    const all = () => documentedOperations(doc).map((o) => o.id);
+    const auth = () => documentedOperations(doc).filter((o) => o.path.startsWith('/auth/')).map((o) => o.id);
+    const management = () => documentedOperations(doc).filter((o) => o.path.startsWith('/api/rest/_webhooks')).map((o) => o.id);
+
+    it('auth: no project header → 400, an unknown project → 404', async () => {
+      for (const id of auth()) {
+        const anonymous = new ContractClient(doc, new HttpClient(t.url));
+        expect((await anonymous.call(id, { body: bodyless(id) ? undefined : {} })).body.error, id).to.equal('VALIDATION_ERROR');
+        const unknown = new ContractClient(doc, new HttpClient(t.url, { 'x-project-id': 'nobody' }));
+        expect((await unknown.call(id, { body: bodyless(id) ? undefined : {} })).body.error, id).to.equal('AUTH_NOT_CONFIGURED');
+        mergeSeen(anonymous, unknown);
+      }
+    });
+
+    it('management: no token → 401, another project’s token → 403, no environment → 400', async () => {
+      for (const id of management()) {
+        const call = (headers: Record<string, string>) => new ContractClient(doc, new HttpClient(t.url, headers)).call(id, { params, body: bodyless(id) ? undefined : {} });
+        expect((await call({ 'x-project-id': 'shop', environment: 'master' })).body.error, id).to.equal('AUTH_TOKEN_INVALID');
+        expect((await call({ authorization: `Bearer ${otherToken}`, 'x-project-id': 'shop', environment: 'master' })).body.error, id).to.equal('FORBIDDEN');
+      }
+      const token = await t.managementToken('shop');
+      for (const id of management()) {
+        const noEnvironment = new ContractClient(doc, new HttpClient(t.url, { authorization: `Bearer ${token}`, 'x-project-id': 'shop' }));
+        expect((await noEnvironment.call(id, { params, body: bodyless(id) ? undefined : {} })).body.error, id).to.equal('VALIDATION_ERROR');
+      }
+    });
+
+    it('JSON bodies: not JSON → 415, malformed → 400, over 100 KB → 413', async () => {
+      for (const id of all().filter((i) => !bodyless(i))) {
+        const client = id.endsWith('Webhook') ? manager : user;
+        const text = await client.call(id, { params, raw: 'hello', headers: { 'content-type': 'text/plain' } });
+        expect(text.body.error, id).to.equal('UNSUPPORTED_MEDIA_TYPE');
+        const malformed = await client.call(id, { params, raw: '{"email":', headers: { 'content-type': 'application/json' } });
+        expect(malformed.body.error, id).to.equal('VALIDATION_ERROR');
+        const large = await client.call(id, { params, raw: JSON.stringify({ pad: 'x'.repeat(101 * 1024) }), headers: { 'content-type': 'application/json' } });
+        expect(large.body.error, id).to.equal('PAYLOAD_TOO_LARGE');
+      }
+    });
+
+    it('a body without its required fields names each of them, as the documented schema requires them', async () => {
+      for (const o of documentedOperations(doc).filter((op) => op.operation.requestBody)) {
+        const required: string[] = o.operation.requestBody.content['application/json'].schema.required ?? [];
+        if (!required.length) continue;
+        const client = o.id.endsWith('Webhook') ? manager : user;
+        const res = await client.call(o.id, { params, body: {} });
+        expect(res.body.error, o.id).to.equal('VALIDATION_ERROR');
+        expect(res.body.violations.map((v: { path: string }) => v.path), o.id).to.have.members(required);
+      }
+    });
+  });
+
+  it('every documented operation was seen succeeding', () => {
+    mergeSeen(user, manager);
+    for (const o of documentedOperations(doc)) {
+      const success = Object.keys(o.operation.responses).find((s) => Number(s) < 300)!;
+      expect([...(seenAll.get(o.id) ?? [])], `${o.id} never answered ${success}`).to.include(Number(success));
+    }
+  });
+
+  const seenAll = new Map<string, Set<number>>();
+  function mergeSeen(...clients: ContractClient[]): void {
+    for (const c of clients) for (const [id, statuses] of c.seen) seenAll.set(id, new Set([...(seenAll.get(id) ?? []), ...statuses]));
+  }
+});
