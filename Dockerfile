@@ -20,8 +20,8 @@ COPY sql ./sql
 COPY bin ./bin
 USER node
 EXPOSE 3000 3001
-# The image runs either daemon: `node dist/src/main/api.js` (default) or `node dist/src/main/tailer.js`
+# The image runs either daemon: `node dist/src/main/api.cjs` (default) or `node dist/src/main/tailer.js`
 # (whose health check is `node dist/src/main/healthcheck.js tailer`). node:*-slim has no curl:
 # the check is a node script that reads the daemon's own configuration for its port.
 HEALTHCHECK --interval=10s --timeout=5s --start-period=30s --retries=3 CMD ["node", "dist/src/main/healthcheck.js", "api"]
-CMD ["node", "--enable-source-maps", "dist/src/main/api.js"]
+CMD ["node", "--enable-source-maps", "dist/src/main/api.cjs"]

@@ -5,7 +5,8 @@ import { fileURLToPath } from 'node:url';
 // Daemons run as child processes, as in production, so that their CPU, peak RSS and event-loop
 // delay can be read per run.
 
-const MAIN = (name: string) => fileURLToPath(new URL(`../../src/main/${name}.js`, import.meta.url));
+// The entries production runs (the api's is CommonJS: it sizes libuv's pool first).
+const MAIN = (name: 'api' | 'tailer') => fileURLToPath(new URL(`../../src/main/${name === 'api' ? 'api.cjs' : 'tailer.js'}`, import.meta.url));
 
 export class Daemon {
   #cpuAt = 0;

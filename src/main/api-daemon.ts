@@ -1,4 +1,4 @@
-// `npm run api`: the api daemon alone, for production (needs DATABASE_URL).
+// The api daemon alone, for production (needs DATABASE_URL); started by api.ts.
 import { loadConfig } from '../config.js';
 import { createContext } from '../context.js';
 import { migrate } from '../db/migrate.js';
