@@ -34,6 +34,11 @@ export interface BreakerSettings {
 export class EndpointBreakers {
   readonly #local = new Map<string, CircuitBreaker<[() => Promise<unknown>], unknown>>();
   readonly #known = new Map<string, SharedState>();
+  // When each origin's state was last learnt here (a counter): a refresh whose read began before
+  // an outcome recorded here must not bring the older state back (it would let a request through
+  // a breaker that just opened).
+  readonly #learnt = new Map<string, number>();
+  #clock = 0;
 
   constructor(
     private readonly pool: Pool,
@@ -45,6 +50,7 @@ export class EndpointBreakers {
   /** Reads the shared state of these origins (once per claimed batch). */
   async refresh(origins: string[]): Promise<void> {
     if (origins.length === 0) return;
+    const began = ++this.#clock;
     const { rows } = await this.pool.query(
       'SELECT origin, consecutive_failures, opened_until, probe_until FROM walgate.endpoint_breakers WHERE origin = ANY($1)',
       [origins],
@@ -52,9 +58,10 @@ export class EndpointBreakers {
     const found = new Set<string>();
     for (const r of rows) {
       found.add(r.origin);
+      if (this.#newer(r.origin, began)) continue;
       this.#known.set(r.origin, { consecutiveFailures: r.consecutive_failures, openedUntil: r.opened_until, probeUntil: r.probe_until });
     }
-    for (const o of origins) if (!found.has(o)) this.#known.delete(o);
+    for (const o of origins) if (!found.has(o) && !this.#newer(o, began)) this.#known.delete(o);
   }
 
   /** May a request go to this origin now? */
@@ -76,7 +83,7 @@ export class EndpointBreakers {
       [origin, new Date(now.getTime() + this.settings.probeLeaseMs), now],
     );
     if (rowCount) {
-      this.#known.set(origin, { ...state, probeUntil: new Date(now.getTime() + this.settings.probeLeaseMs) });
+      this.#learn(origin, { ...state, probeUntil: new Date(now.getTime() + this.settings.probeLeaseMs) });
       this.#mirror(origin, false); // the probe must pass the local gate
       return { kind: 'send', probe: true };
     }
@@ -103,7 +110,7 @@ export class EndpointBreakers {
         );
         if (known.openedUntil) this.log.info({ origin }, 'circuit breaker closed: the endpoint answers again');
       }
-      this.#known.delete(origin);
+      this.#learn(origin, undefined);
       this.#mirror(origin, false);
       return null;
     }
@@ -120,7 +127,7 @@ export class EndpointBreakers {
       [origin, this.settings.failures, opensAt, probe, now],
     );
     const r = rows[0];
-    this.#known.set(origin, { consecutiveFailures: r.consecutive_failures, openedUntil: r.opened_until, probeUntil: r.probe_until });
+    this.#learn(origin, { consecutiveFailures: r.consecutive_failures, openedUntil: r.opened_until, probeUntil: r.probe_until });
     const opened = r.opened_until && r.opened_until > now ? (r.opened_until as Date) : null;
     if (opened) {
       if (probe || r.consecutive_failures === this.settings.failures) {
@@ -129,6 +136,16 @@ export class EndpointBreakers {
       this.#mirror(origin, true);
     }
     return opened;
+  }
+
+  #learn(origin: string, state: SharedState | undefined): void {
+    if (state) this.#known.set(origin, state);
+    else this.#known.delete(origin);
+    this.#learnt.set(origin, ++this.#clock);
+  }
+
+  #newer(origin: string, than: number): boolean {
+    return (this.#learnt.get(origin) ?? 0) > than;
   }
 
   #breaker(origin: string): CircuitBreaker<[() => Promise<unknown>], unknown> {

@@ -1,0 +1,45 @@
+import { expect } from 'chai';
+import { systemClock } from '../../src/clock.js';
+import { createPool, type Pool } from '../../src/db/pool.js';
+import { EndpointBreakers } from '../../src/delivery/breaker.js';
+import { createLogger } from '../../src/log.js';
+import { createTestDatabase, type TestDatabase } from '../support/database.js';
+
+// A worker reads the shared breaker state after every claim while its attempts record outcomes.
+// A read that began before a failure opened the breaker, and ends after it, must not bring the
+// closed state back: the next request would go through a breaker that just opened.
+describe('delivery: a stale breaker read cannot reopen the gate', () => {
+  let db: TestDatabase;
+  let pool: Pool;
+  before(async () => {
+    db = await createTestDatabase();
+    pool = createPool(db.url, { max: 4 });
+  });
+  after(async () => {
+    await pool?.end();
+    await db?.drop();
+  });
+
+  it('a refresh that read before the opening failure leaves the breaker open', async () => {
+    const origin = 'https://hooks.example.com';
+    let releaseRead!: () => void;
+    const readHeld = new Promise<void>((r) => (releaseRead = r));
+    // The refresh's SELECT gets its rows now (closed: no row yet) but hands them back only later.
+    const slowReads = {
+      query: async (text: string, values?: unknown[]) => {
+        const result = await pool.query(text, values);
+        if (text.trimStart().startsWith('SELECT origin')) await readHeld;
+        return result;
+      },
+    } as unknown as Pool;
+    const breakers = new EndpointBreakers(slowReads, { failures: 1, cooldownMs: 60_000, probeLeaseMs: 10_000 }, systemClock, createLogger('silent'));
+    const refreshing = breakers.refresh([origin]);
+    await new Promise((r) => setTimeout(r, 50)); // the read has happened
+    expect(await breakers.record(origin, false, false)).to.be.an.instanceOf(Date); // this failure opens it
+    releaseRead();
+    await refreshing;
+    const admission = await breakers.admit(origin);
+    expect(admission.kind).to.equal('wait');
+    breakers.shutdown();
+  });
+});
