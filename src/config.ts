@@ -59,6 +59,10 @@ const schema = z.object({
   TAILER_PORT: port.default(3001),
   SLOT_WAL_WARN_BYTES: z.coerce.number().int().min(1).default(1024 ** 3),
   LOG_LEVEL: z.enum(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent']).default('info'),
+  GRAPHQL_INTROSPECTION: bool.optional(),
+  GRAPHQL_MAX_DEPTH: z.coerce.number().int().min(1).default(8),
+  GRAPHQL_MAX_COST: z.coerce.number().int().min(1).default(100),
+  GRAPHQL_MAX_DOCUMENT_BYTES: z.coerce.number().int().min(64).default(8192),
 });
 
 export type Env = z.infer<typeof schema>;
@@ -89,6 +93,14 @@ export interface Config {
   /** Retained WAL that makes the slot watchdog warn when max_slot_wal_keep_size is unlimited. */
   slotWalWarnBytes: number;
   logLevel: Env['LOG_LEVEL'];
+  graphql: {
+    /** Schema introspection: on unless NODE_ENV=production, or as GRAPHQL_INTROSPECTION says. */
+    introspection: boolean;
+    maxDepth: number;
+    /** Fields a document may select, fragments expanded (aliases count each time). */
+    maxCost: number;
+    maxDocumentBytes: number;
+  };
 }
 
 export class ConfigError extends Error {
@@ -136,5 +148,11 @@ export function loadConfig(source: Record<string, string | undefined> = process.
     tailerPort: e.TAILER_PORT,
     slotWalWarnBytes: e.SLOT_WAL_WARN_BYTES,
     logLevel: e.LOG_LEVEL,
+    graphql: {
+      introspection: e.GRAPHQL_INTROSPECTION ?? e.NODE_ENV !== 'production',
+      maxDepth: e.GRAPHQL_MAX_DEPTH,
+      maxCost: e.GRAPHQL_MAX_COST,
+      maxDocumentBytes: e.GRAPHQL_MAX_DOCUMENT_BYTES,
+    },
   };
 }

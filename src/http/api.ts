@@ -6,6 +6,7 @@ import { AuthService } from '../auth/service.js';
 import type { Context } from '../context.js';
 import { docsRouter } from '../docs/router.js';
 import { apiOpsRouter } from '../ops/api-ops.js';
+import { graphqlRouter } from '../graphql/router.js';
 import { EnvironmentCache } from '../projects/environments.js';
 import { webhooksRouter } from '../webhooks/routes.js';
 import { WebhookService } from '../webhooks/service.js';
@@ -22,6 +23,7 @@ export function createApiApp(ctx: Context): express.Express {
       ['/', apiOpsRouter(ctx)],
       ['/', docsRouter()],
       ['/auth', authRouter(auth, environments)],
+      ['/', graphqlRouter(ctx, auth, environments)],
       [['/api/rest/_webhooks', '/gw/api/rest/_webhooks'], webhooks],
     ],
   });
