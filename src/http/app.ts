@@ -45,6 +45,12 @@ export function createApp(ctx: Context, mounts: Mounts): express.Express {
     });
     next();
   });
+  app.use((_req, res, next) => {
+    // Tokens, user data and errors must not be kept by browsers or proxies; a route whose answer
+    // may be cached (the key set) says so itself.
+    res.setHeader('Cache-Control', 'no-store');
+    next();
+  });
   app.use(requireJsonBody);
   app.use(express.json({ limit: MAX_BODY, strict: false, type: ['application/json', 'application/*+json'] }));
   for (const [path, router] of mounts.routes) {

@@ -33,8 +33,15 @@ export function errorHandler(log: Logger): ErrorRequestHandler {
       res.destroy();
       return;
     }
-    res.status(appError.status).set(appError.headers).json(appError.toBody());
+    res.status(appError.status).set(challenge(appError)).set(appError.headers).json(appError.toBody());
   };
+}
+
+/** RFC 6750: a 401 names the scheme, and says when the token itself was the problem. */
+function challenge(err: AppError): Record<string, string> {
+  if (err.status !== 401) return {};
+  const token = err.code === 'AUTH_TOKEN_INVALID' || err.code === 'AUTH_TOKEN_EXPIRED';
+  return { 'WWW-Authenticate': token ? `Bearer realm="walgate", error="invalid_token"` : 'Bearer realm="walgate"' };
 }
 
 export const notFound: RequestHandler = (_req, _res, next) => next(new AppError('NOT_FOUND'));

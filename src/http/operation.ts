@@ -69,10 +69,15 @@ export function reply(res: Response, op: Operation, body?: unknown): void {
   else res.end();
 }
 
-/** Other methods on the group's paths are 405 rather than 404: the path exists. */
+/** Other methods on the group's paths are 405 rather than 404 (the path exists), with `Allow`. */
 export function refuseOtherMethods(router: Router, group: OperationGroup): void {
-  const paths = [...new Set(Object.values(group.operations).map((op) => op.path))];
-  router.all(paths, () => {
-    throw new AppError('METHOD_NOT_ALLOWED');
-  });
+  const methods = new Map<string, string[]>();
+  for (const op of Object.values(group.operations)) methods.set(op.path, [...(methods.get(op.path) ?? []), op.method.toUpperCase()]);
+  for (const [path, allowed] of methods) {
+    // Express answers HEAD with the GET handler.
+    const allow = (allowed.includes('GET') ? [...allowed, 'HEAD'] : allowed).join(', ');
+    router.all(path, () => {
+      throw new AppError('METHOD_NOT_ALLOWED', undefined, {}, { Allow: allow });
+    });
+  }
 }

@@ -3,19 +3,26 @@ import { qualified } from '../db/identifiers.js';
 
 export const PUBLICATION = 'walgate';
 
+/** How long watching a table waits for the transactions that use it. */
+const WATCH_LOCK_TIMEOUT = '2s';
+const LOCK_NOT_AVAILABLE = '55P03';
+
 export class WatchError extends Error {
   override name = 'WatchError';
   constructor(
     message: string,
-    /** 'not_a_table' | 'forbidden' */
-    readonly reason: 'not_a_table' | 'forbidden',
+    readonly reason: 'not_a_table' | 'forbidden' | 'busy',
   ) {
     super(message);
   }
 }
 
-/** Serialises publication changes until the caller's transaction ends (two subscriptions created at once). */
-async function lockPublication(db: Queryable): Promise<void> {
+/**
+ * Serialises publication changes until the caller's transaction ends. Whoever decides from the
+ * subscriptions whether a table stays watched takes it before reading them: a subscription being
+ * created on that table commits first and is seen, instead of having its table dropped under it.
+ */
+export async function lockPublication(db: Queryable): Promise<void> {
   await db.query(`SELECT pg_advisory_xact_lock(hashtext('walgate-publication'))`);
 }
 
@@ -49,11 +56,17 @@ export async function watchTable(db: Queryable, schema: string, table: string): 
     throw new WatchError(`${schema}.${table} is not a table`, 'not_a_table');
   }
   try {
+    // Altering a table waits for every transaction using it; a long one must not hold the
+    // request (and the subscription lock) hostage: give up, and let the client retry.
+    await db.query(`SET LOCAL lock_timeout = '${WATCH_LOCK_TIMEOUT}'`);
     if (rel.relreplident !== 'f') await db.query(`ALTER TABLE ${qualified(schema, table)} REPLICA IDENTITY FULL`);
     if (!rel.published) await db.query(`ALTER PUBLICATION ${PUBLICATION} ADD TABLE ${qualified(schema, table)}`);
   } catch (err) {
     if (pgCode(err) === PgCode.insufficientPrivilege) {
       throw new WatchError(`walgate's database role may not alter ${schema}.${table} (it must own the table)`, 'forbidden');
+    }
+    if (pgCode(err) === LOCK_NOT_AVAILABLE) {
+      throw new WatchError(`${schema}.${table} is locked by a long transaction; retry in a moment`, 'busy');
     }
     throw err;
   }

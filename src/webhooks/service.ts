@@ -5,7 +5,7 @@ import { recentDeliveries, replayDeadDeliveries, type DeliveryView } from '../de
 import { AppError, validationError, type Violation } from '../http/errors.js';
 import type { Environment } from '../projects/environments.js';
 import { DELIVERIES_CHANNEL } from '../tailer/outbox.js';
-import { unwatchTable, watchTable, WatchError } from '../tailer/publication.js';
+import { lockPublication, unwatchTable, watchTable, WatchError } from '../tailer/publication.js';
 import { ensureSlot } from '../tailer/slot.js';
 import type { CreateBody, UpdateBody } from './schemas.js';
 import { sealWebhookSecret } from './secret.js';
@@ -101,6 +101,7 @@ export class WebhookService {
         updatedAt: now,
       });
       if (table !== locked.table) {
+        await lockPublication(c);
         await watchTable(c, env.schemaName, table);
         if (!(await store.tableIsWatched(c, locked.schemaName, locked.table))) await unwatchTable(c, locked.schemaName, locked.table);
       }
@@ -114,6 +115,7 @@ export class WebhookService {
       const row = await store.findWebhook(c, env.projectId, env.name, id, true);
       if (!row) throw new AppError('WEBHOOK_NOT_FOUND');
       await store.deleteWebhook(c, id); // its deliveries go with it (ON DELETE CASCADE)
+      await lockPublication(c);
       if (!(await store.tableIsWatched(c, row.schemaName, row.table))) await unwatchTable(c, row.schemaName, row.table);
     });
   }
@@ -170,6 +172,9 @@ export class WebhookService {
     } catch (err) {
       if (err instanceof WatchError && err.reason === 'not_a_table') {
         throw validationError([{ path: 'table', message: err.message }]);
+      }
+      if (err instanceof WatchError && err.reason === 'busy') {
+        throw new AppError('SERVICE_UNAVAILABLE', `The table cannot be watched now: ${err.message}.`, {}, { 'Retry-After': '5' });
       }
       if (err instanceof WatchError) {
         // Nothing was saved; the operator must give walgate's role ownership of the table.

@@ -1,0 +1,53 @@
+import { expect } from 'chai';
+import type { TestApi } from '../support/api.js';
+import type { HttpClient } from '../support/http.js';
+import { bearer, signUpAndConfirm, startAuthApi } from '../auth/support.js';
+
+// What HTTP says around the bodies: nothing with a token or user data is cached, a 401 names its
+// scheme (RFC 6750), and a 405 says which methods the path has (RFC 9110).
+describe('reliability: HTTP hygiene of answers', () => {
+  let t: TestApi;
+  let http: HttpClient;
+  before(async () => {
+    t = await startAuthApi();
+    ({ http } = await t.provision({ projectId: 'shop', name: 'master' }));
+  });
+  after(() => t?.close());
+
+  it('tokens, user data and errors carry Cache-Control: no-store; the key set may be cached', async () => {
+    const a = await signUpAndConfirm(t, http);
+    const login = await http.post('/auth/login', { email: a.email, password: a.password });
+    expect(login.headers.get('cache-control')).to.equal('no-store');
+    expect((await http.get('/auth/me', bearer(login.body.accessToken))).headers.get('cache-control')).to.equal('no-store');
+    expect((await http.post('/auth/login', { email: a.email, password: 'wrong wrong wrong' })).headers.get('cache-control')).to.equal('no-store');
+    expect((await http.post('/graphql', { query: '{ jwks { keys { kid } } }' })).headers.get('cache-control')).to.equal('no-store');
+    expect((await http.get('/auth/.well-known/jwks.json')).headers.get('cache-control')).to.equal('public, max-age=300');
+  });
+
+  it('a 401 names the Bearer scheme, and says invalid_token when the token was the problem', async () => {
+    const me = await http.get('/auth/me', bearer('not.a.token'));
+    expect(me.status).to.equal(401);
+    expect(me.headers.get('www-authenticate')).to.equal('Bearer realm="walgate", error="invalid_token"');
+    const login = await http.post('/auth/login', { email: 'nobody@example.com', password: 'whatever it is 42' });
+    expect(login.status).to.equal(401);
+    expect(login.headers.get('www-authenticate')).to.equal('Bearer realm="walgate"');
+    const management = await http.get('/api/rest/_webhooks?projectId=shop&environment=master');
+    expect(management.status).to.equal(401);
+    expect(management.headers.get('www-authenticate')).to.match(/^Bearer realm="walgate"/);
+  });
+
+  it('a 405 lists the methods the path has in Allow', async () => {
+    const cases: Array<[string, string, string]> = [
+      ['GET', '/auth/login', 'POST'],
+      ['DELETE', '/auth/me', 'GET, HEAD'],
+      ['PUT', '/api/rest/_webhooks', 'POST, GET, HEAD'],
+      ['POST', '/api/rest/_webhooks/wh_x', 'GET, PATCH, DELETE, HEAD'],
+    ];
+    for (const [method, path, allow] of cases) {
+      const res = await http.request(method, path);
+      expect(res.status, `${method} ${path}`).to.equal(405);
+      expect(res.body.error).to.equal('METHOD_NOT_ALLOWED');
+      expect(res.headers.get('allow')?.split(', ').sort(), `${method} ${path}`).to.deep.equal(allow.split(', ').sort());
+    }
+  });
+});
