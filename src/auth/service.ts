@@ -186,6 +186,7 @@ export class AuthService {
     const claims = await this.authenticate(env, authorization);
     const now = this.ctx.clock();
     await revokeSessionRow(this.ctx.pool, claims.sid, 'logout', now);
+    this.#profiles.delete(claims.sid);
     await this.#revokeAccess(env, [claims.sid], now);
     this.#count('logout');
     return { message: MESSAGES.logout };

@@ -65,12 +65,16 @@ export async function insertUser(
   return fromRow(rows[0]);
 }
 
-/** The user a session belongs to, with the session's expiry: what `/auth/me` shows, in one round trip. */
+/**
+ * The user of a live session, with the session's expiry: what `/auth/me` shows, in one round trip.
+ * A revoked session has none — so /auth/me refuses it even when the revocation list has lost it
+ * (a Redis restarted without persistence).
+ */
 export async function findSessionUser(db: Queryable, sessionId: string): Promise<{ user: User; sessionExpiresAt: Date } | undefined> {
   const { rows } = await db.query(
     `SELECT u.*, s.expires_at AS session_expires_at
        FROM walgate.sessions s CROSS JOIN LATERAL (SELECT ${COLUMNS} FROM walgate.users WHERE id = s.user_id) u
-      WHERE s.id = $1`,
+      WHERE s.id = $1 AND s.revoked_at IS NULL`,
     [sessionId],
   );
   return rows[0] ? { user: fromRow(rows[0]), sessionExpiresAt: rows[0].session_expires_at } : undefined;
