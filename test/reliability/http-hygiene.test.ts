@@ -1,6 +1,7 @@
 import { expect } from 'chai';
 import type { TestApi } from '../support/api.js';
 import type { HttpClient } from '../support/http.js';
+import { codeIn } from '../support/smtp.js';
 import { bearer, signUpAndConfirm, startAuthApi } from '../auth/support.js';
 
 // What HTTP says around the bodies: nothing with a token or user data is cached, a 401 names its
@@ -34,6 +35,32 @@ describe('reliability: HTTP hygiene of answers', () => {
     const management = await http.get('/api/rest/_webhooks?projectId=shop&environment=master');
     expect(management.status).to.equal(401);
     expect(management.headers.get('www-authenticate')).to.match(/^Bearer realm="walgate"/);
+  });
+
+  it('no password, code or token reaches a log line, through every auth flow on both transports', async () => {
+    const a = await signUpAndConfirm(t, http);
+    const signupCode = codeIn(t.smtp.to(a.email)[0]!);
+    const login = await http.post('/auth/login', { email: a.email, password: a.password });
+    const refreshed = await http.post('/auth/refresh-token', { refreshToken: login.body.refreshToken });
+    await http.get('/auth/me', bearer(refreshed.body.accessToken));
+    await http.get(`/auth/me?token=${refreshed.body.accessToken}`); // a token in a query string too
+    const viaGraphql = await http.post('/graphql', {
+      query: 'mutation($i: LoginInput!) { login(input: $i) { accessToken refreshToken } }',
+      variables: { i: { email: a.email, password: a.password } },
+    });
+    await http.post('/auth/logout', undefined, bearer(refreshed.body.accessToken));
+    await http.post('/auth/recover-password', { email: a.email });
+    const resetCode = codeIn(await t.smtp.waitFor(a.email, { after: 1 }));
+    const newPassword = 'a different long passphrase 99';
+    await http.post('/auth/reset-password', { email: a.email, code: resetCode, newPassword });
+    await http.post('/auth/login', { email: a.email, password: 'a wrong password, logged?' });
+    const secrets = [
+      a.password, newPassword, 'a wrong password, logged?', signupCode, resetCode,
+      a.accessToken, a.refreshToken, login.body.accessToken, login.body.refreshToken,
+      refreshed.body.accessToken, refreshed.body.refreshToken, viaGraphql.body.data.login.accessToken, viaGraphql.body.data.login.refreshToken,
+    ];
+    expect(t.logs.lines.length).to.be.above(10);
+    for (const secret of secrets) expect(t.logs.text, 'a secret in the logs').to.not.contain(secret);
   });
 
   it('a 405 lists the methods the path has in Allow', async () => {

@@ -1,0 +1,195 @@
+import { fork, type ChildProcess } from 'node:child_process';
+import { randomBytes } from 'node:crypto';
+import { mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import path from 'node:path';
+import { setTimeout as sleep } from 'node:timers/promises';
+import { fileURLToPath } from 'node:url';
+import { expect } from 'chai';
+import pg from 'pg';
+import { Daemon } from '../../scripts/bench/processes.js';
+import { hashPassword } from '../../src/auth/passwords.js';
+import { loadConfig } from '../../src/config.js';
+import { createContext, type Context } from '../../src/context.js';
+import { freePort } from '../../src/db/embedded.js';
+import { createLogger } from '../../src/log.js';
+import { provisionEnvironment } from '../../src/projects/provision.js';
+import { createTestDatabase, type TestDatabase } from '../support/database.js';
+import { insertSubscription } from '../support/subscriptions.js';
+import { testCertificates } from '../support/tls.js';
+
+// `npm run test:chaos`: both daemons as child processes under mixed auth traffic and 500 changed
+// rows a second for SOAK_SECONDS (600 by hand; CI runs a shorter one). Their memory must stay
+// flat (after a warm-up, the fitted trend over the run grows less than 10 %) and every change
+// must reach the subscriber, signature checked, each event once.
+
+const SECONDS = Number(process.env.SOAK_SECONDS ?? 600);
+const PASSWORD = 'correct horse battery staple 42';
+
+interface ReceiverStats {
+  received: number;
+  unique: number;
+  badSignatures: number;
+}
+
+/** Growth of a series over its span, from a least-squares line: (fitted end − fitted start) / fitted start. */
+export function trendGrowth(samples: Array<[t: number, v: number]>): number {
+  const n = samples.length;
+  const mt = samples.reduce((s, [t]) => s + t, 0) / n;
+  const mv = samples.reduce((s, [, v]) => s + v, 0) / n;
+  const slope = samples.reduce((s, [t, v]) => s + (t - mt) * (v - mv), 0) / samples.reduce((s, [t]) => s + (t - mt) ** 2, 0);
+  const t0 = samples[0]![0];
+  const t1 = samples[n - 1]![0];
+  const start = mv + slope * (t0 - mt);
+  return (slope * (t1 - t0)) / start;
+}
+
+async function rssMb(pid: number): Promise<number> {
+  const status = await readFile(`/proc/${pid}/status`, 'utf8');
+  return Number(/VmRSS:\s+(\d+) kB/.exec(status)?.[1] ?? 0) / 1024;
+}
+
+describe(`chaos: soak, ${SECONDS} s of mixed traffic`, function () {
+  this.timeout((SECONDS + 240) * 1000);
+  let dir: string;
+  let db: TestDatabase;
+  let ctx: Context;
+  let receiver: ChildProcess;
+  let api: Daemon;
+  let tailer: Daemon;
+  let ask: <T>(cmd: string, paths?: string[]) => Promise<T>;
+
+  before(async () => {
+    dir = await mkdtemp(path.join(tmpdir(), 'walgate-soak-'));
+    db = await createTestDatabase();
+    const kek = randomBytes(32).toString('base64');
+    const secret = `soak-secret-${randomBytes(8).toString('hex')}`;
+    ctx = await createContext(loadConfig({ KEY_ENCRYPTION_KEY: kek, DATA_DIR: dir, LOG_LEVEL: 'warn' }), db.url, { log: createLogger('warn') });
+    await provisionEnvironment(ctx, { projectId: 'soak', name: 'master' });
+    await ctx.pool.query('CREATE TABLE soak_master.events (id bigserial PRIMARY KEY, kind text, payload text)');
+    const { ca, cert, key } = await testCertificates();
+    await writeFile(path.join(dir, 'ca.pem'), ca);
+    // The benchmark's subscriber: checks every signature and counts event ids, in a process of its own.
+    receiver = fork(fileURLToPath(new URL('../../scripts/bench/receiver-process.js', import.meta.url)), {
+      env: { ...process.env, BENCH_SECRET: secret, BENCH_TLS: JSON.stringify({ cert, key }) },
+    });
+    const port = await new Promise<number>((resolve) => receiver.once('message', (m: { port: number }) => resolve(m.port)));
+    let asked = 0;
+    ask = <T>(cmd: string, paths?: string[]) =>
+      new Promise<T>((resolve) => {
+        const seq = ++asked;
+        const onAnswer = (m: T & { seq: number }) => {
+          if (m.seq !== seq) return;
+          receiver.off('message', onAnswer);
+          resolve(m);
+        };
+        receiver.on('message', onAnswer);
+        receiver.send({ cmd, paths, seq });
+      });
+    await ask('reset', ['/soak']);
+    await insertSubscription(ctx, { projectId: 'soak', environment: 'master', schema: 'soak_master', table: 'events', events: ['INSERT'], url: `https://127.0.0.1:${port}/soak`, secret });
+    const env = {
+      ...process.env,
+      NODE_ENV: 'production',
+      DATABASE_URL: db.url,
+      KEY_ENCRYPTION_KEY: kek,
+      DATA_DIR: dir,
+      LOG_LEVEL: 'warn',
+      HOST: '127.0.0.1',
+      TRUST_PROXY: 'true',
+      WEBHOOK_ALLOW_PRIVATE_NETWORKS: 'true',
+      NODE_EXTRA_CA_CERTS: path.join(dir, 'ca.pem'),
+    };
+    const apiPort = await freePort();
+    api = await Daemon.start('api', { ...env, PORT: String(apiPort) }, `http://127.0.0.1:${apiPort}/metrics`);
+    const tailerPort = await freePort();
+    tailer = await Daemon.start('tailer', { ...env, TAILER_PORT: String(tailerPort) }, `http://127.0.0.1:${tailerPort}/metrics`);
+  });
+  after(async () => {
+    await api?.stop();
+    await tailer?.stop();
+    receiver?.kill();
+    await ctx?.close();
+    await db?.drop();
+    await rm(dir, { recursive: true, force: true });
+  });
+
+  it('keeps both daemons flat in memory and delivers every change once', async () => {
+    const apiUrl = api.metricsUrl.replace('/metrics', '');
+    const hash = await hashPassword(PASSWORD);
+    const emails = Array.from({ length: 20 }, (_, i) => `soak-${i}@example.com`);
+    for (const email of emails) {
+      await ctx.pool.query(
+        `INSERT INTO walgate.users (project_id, environment, email, password_hash, email_verified_at, created_at, updated_at)
+         VALUES ('soak', 'master', $1, $2, now(), now(), now())`,
+        [email, hash],
+      );
+    }
+    const until = Date.now() + SECONDS * 1000;
+    let inserted = 0;
+    let authFailures = 0;
+    let authCalls = 0;
+    const writer = new pg.Client({ connectionString: db.url });
+    await writer.connect();
+    // 500 rows a second: 50 every 100 ms, each batch its own transaction.
+    const writing = (async () => {
+      for (let tick = 1; Date.now() < until; tick++) {
+        await writer.query(`INSERT INTO soak_master.events (kind, payload) SELECT 'tick', md5(g::text) FROM generate_series(1, 50) g`);
+        inserted += 50;
+        const wait = until - SECONDS * 1000 + tick * 100 - Date.now();
+        if (wait > 0) await sleep(wait);
+      }
+    })();
+    // Mixed auth traffic: each worker logs in, reads /auth/me a few times, refreshes, logs out.
+    const call = async (pathname: string, init: RequestInit, ip: string) => {
+      authCalls++;
+      const res = await fetch(`${apiUrl}${pathname}`, {
+        ...init,
+        headers: { 'content-type': 'application/json', 'x-project-id': 'soak', 'x-forwarded-for': ip, ...(init.headers as Record<string, string>) },
+      });
+      if (res.status >= 500) authFailures++;
+      return res;
+    };
+    const authing = Promise.all(
+      emails.slice(0, 4).map(async (email, w) => {
+        for (let round = 0; Date.now() < until; round++) {
+          const ip = `10.9.${w}.${round % 250}`;
+          const login = await call('/auth/login', { method: 'POST', body: JSON.stringify({ email, password: PASSWORD }) }, ip);
+          const pair = (await login.json()) as { accessToken: string; refreshToken: string };
+          const auth = { authorization: `Bearer ${pair.accessToken}` };
+          for (let i = 0; i < 5; i++) await (await call('/auth/me', { headers: auth }, ip)).arrayBuffer();
+          const refreshed = (await (await call('/auth/refresh-token', { method: 'POST', body: JSON.stringify({ refreshToken: pair.refreshToken }) }, ip)).json()) as { accessToken: string };
+          await (await call('/auth/logout', { method: 'POST', headers: { authorization: `Bearer ${refreshed.accessToken}` } }, ip)).arrayBuffer();
+        }
+      }),
+    );
+    const samples: Record<'api' | 'tailer', Array<[number, number]>> = { api: [], tailer: [] };
+    const started = Date.now();
+    while (Date.now() < until) {
+      await sleep(Math.min(5000, Math.max(0, until - Date.now())));
+      const at = (Date.now() - started) / 1000;
+      samples.api.push([at, await rssMb(api.child.pid!)]);
+      samples.tailer.push([at, await rssMb(tailer.child.pid!)]);
+    }
+    await Promise.all([writing, authing]);
+    await writer.end();
+
+    const deadline = Date.now() + 180_000;
+    let stats = await ask<ReceiverStats>('stats');
+    while (stats.unique < inserted && Date.now() < deadline) {
+      await sleep(500);
+      stats = await ask<ReceiverStats>('stats');
+    }
+    const report = Object.fromEntries(
+      (['api', 'tailer'] as const).map((name) => {
+        const kept = samples[name].slice(Math.floor(samples[name].length / 4)); // after the warm-up
+        return [name, { firstMb: Math.round(kept[0]![1]), lastMb: Math.round(kept[kept.length - 1]![1]), trendGrowth: Math.round(trendGrowth(kept) * 1000) / 10 }];
+      }),
+    );
+    console.log(`      soak: ${SECONDS} s, ${inserted} rows, ${stats.unique} delivered (${stats.received - stats.unique} repeats), ${authCalls} auth calls; RSS ${JSON.stringify(report)}`);
+    expect(authFailures, 'auth calls answered 5xx').to.equal(0);
+    expect(stats.badSignatures).to.equal(0);
+    expect(stats.unique, 'every change delivered').to.equal(inserted);
+    for (const [name, r] of Object.entries(report)) expect(r.trendGrowth, `${name} RSS trend over the run (%)`).to.be.below(10);
+  });
+});
