@@ -1,6 +1,8 @@
 import { createHmac } from 'node:crypto';
 import { expect } from 'chai';
 import { CompactEncrypt, SignJWT, UnsecuredJWT, base64url, generateKeyPair } from 'jose';
+import { KeyRing } from '../../src/auth/keyring.js';
+import { findEnvironment } from '../../src/projects/environments.js';
 import type { TestApi } from '../support/api.js';
 import type { HttpClient } from '../support/http.js';
 import { codeIn } from '../support/smtp.js';
@@ -57,6 +59,18 @@ describe('auth: hostile input, races and secrets at rest', function () {
       await expectRejected(await sign({ kid: header().kid, jwk: await exportJWK(publicKey) }));
       await expectRejected(await sign({ kid: header().kid, jku: 'https://attacker.example/jwks.json' }));
       await expectRejected(await sign({ kid: header().kid, x5u: 'https://attacker.example/cert.pem' }));
+    });
+
+    it('signed with the genuine key, but for another audience or issuer, or without a session', async () => {
+      const env = (await findEnvironment(t.ctx.pool, 'shop', 'master'))!;
+      const { kid, alg, key } = await new KeyRing(t.ctx).signingKey(env);
+      const sign = (claims: Record<string, unknown>) =>
+        new SignJWT({ ...payload(), ...claims }).setProtectedHeader({ alg, kid, typ: 'JWT' }).sign(key);
+      expect((await http.get('/auth/me', bearer(await sign({})))).status, 'the same claims pass').to.equal(200);
+      await expectRejected(await sign({ aud: 'other' }));
+      await expectRejected(await sign({ iss: 'https://attacker.example' }));
+      await expectRejected(await sign({ env: 'staging' }));
+      await expectRejected(await sign({ sid: undefined }));
     });
 
     it("another project's token", async () => {
