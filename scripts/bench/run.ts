@@ -1,6 +1,5 @@
 // `npm run bench`: every hot path next to a baseline measured in the same run, on loopback.
 // Writes bench/results.json and bench/results.md (the table the README shows).
-import { fork, type ChildProcess } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
 import { mkdir, mkdtemp, rm, writeFile } from 'node:fs/promises';
 import { cpus, tmpdir, totalmem } from 'node:os';
@@ -17,6 +16,7 @@ import { provisionEnvironment } from '../../src/projects/provision.js';
 import { testCertificates } from '../../test/support/tls.js';
 import { login, protectedRead, refresh } from './http-paths.js';
 import { Daemon } from './processes.js';
+import { startCountingReceiver, type CountingReceiver } from './receiver.js';
 import type { Summary } from './stats.js';
 import { walPaths } from './wal-paths.js';
 
@@ -38,13 +38,6 @@ export interface Result {
   daemons?: Record<string, DaemonFigures>;
 }
 
-export interface ReceiverStats {
-  received: number;
-  unique: number;
-  badSignatures: number;
-  latencies: number[];
-}
-
 export interface Bench {
   ctx: Context;
   pool: Pool;
@@ -52,7 +45,7 @@ export interface Bench {
   redisUrl: string | undefined;
   secret: string;
   ca: string;
-  receiver: { url: string; stats(): Promise<ReceiverStats>; reset(paths: string[]): Promise<void>; latency(): Promise<void> };
+  receiver: CountingReceiver;
   freePort(): Promise<number>;
   passwordHash(): Promise<string>;
   startApi(store: 'redis' | 'postgres'): Promise<{ url: string; daemon: Daemon; stop(): Promise<void> }>;
@@ -80,24 +73,7 @@ const { ca, cert, key } = await testCertificates();
 const caFile = path.join(dir, 'ca.pem');
 await writeFile(caFile, ca);
 
-const receiverChild: ChildProcess = fork(fileURLToPath(new URL('./receiver-process.js', import.meta.url)), {
-  env: { ...process.env, BENCH_SECRET: secret, BENCH_TLS: JSON.stringify({ cert, key }) },
-});
-const receiverPort = await new Promise<number>((resolve) => receiverChild.once('message', (m: { port: number }) => resolve(m.port)));
-// Questions to the receiver carry a number and its answers name it: several may be in flight (the
-// writer's back-pressure and the measuring loop ask at once), and an answer must not go astray.
-let asked = 0;
-const ask = <T>(cmd: string, paths?: string[]) =>
-  new Promise<T>((resolve) => {
-    const seq = ++asked;
-    const onAnswer = (m: T & { seq: number }) => {
-      if (m.seq !== seq) return;
-      receiverChild.off('message', onAnswer);
-      resolve(m);
-    };
-    receiverChild.on('message', onAnswer);
-    receiverChild.send({ cmd, paths, seq });
-  });
+const receiver = await startCountingReceiver(secret, { cert, key });
 
 let hashed: Promise<string> | undefined;
 const daemonEnv = (extra: Record<string, string>) => ({
@@ -120,12 +96,7 @@ const bench: Bench = {
   redisUrl: process.env.REDIS_URL,
   secret,
   ca,
-  receiver: {
-    url: `https://127.0.0.1:${receiverPort}`,
-    stats: () => ask<ReceiverStats>('stats'),
-    reset: (paths) => ask<void>('reset', paths),
-    latency: () => ask<void>('latency'),
-  },
+  receiver,
   freePort,
   passwordHash: () => (hashed ??= hashPassword('correct horse battery staple 42')),
   async startApi(store) {
@@ -165,7 +136,7 @@ try {
     await run();
   }
 } finally {
-  receiverChild.kill();
+  receiver.close();
   await ctx.close();
   await cluster.stop();
   await rm(dir, { recursive: true, force: true });

@@ -5,7 +5,8 @@ import { LogicalReplicationService, PgoutputPlugin } from 'pg-logical-replicatio
 import { PUBLICATION } from '../../src/tailer/publication.js';
 import { Pool as HttpPool } from 'undici';
 import { insertSubscription } from '../../test/support/subscriptions.js';
-import type { Bench, ReceiverStats } from './run.js';
+import type { ReceiverStats } from './receiver.js';
+import type { Bench } from './run.js';
 import { percentile, round, summarize } from './stats.js';
 
 const RUNS = 3;

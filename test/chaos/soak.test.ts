@@ -1,13 +1,12 @@
-import { fork, type ChildProcess } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
 import { mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
-import { fileURLToPath } from 'node:url';
 import { expect } from 'chai';
 import pg from 'pg';
 import { Daemon } from '../../scripts/bench/processes.js';
+import { startCountingReceiver, type CountingReceiver } from '../../scripts/bench/receiver.js';
 import { hashPassword } from '../../src/auth/passwords.js';
 import { loadConfig } from '../../src/config.js';
 import { createContext, type Context } from '../../src/context.js';
@@ -25,12 +24,6 @@ import { testCertificates } from '../support/tls.js';
 
 const SECONDS = Number(process.env.SOAK_SECONDS ?? 600);
 const PASSWORD = 'correct horse battery staple 42';
-
-interface ReceiverStats {
-  received: number;
-  unique: number;
-  badSignatures: number;
-}
 
 /** Growth of a series over its span, from a least-squares line: (fitted end − fitted start) / fitted start. */
 export function trendGrowth(samples: Array<[t: number, v: number]>): number {
@@ -54,10 +47,9 @@ describe(`chaos: soak, ${SECONDS} s of mixed traffic`, function () {
   let dir: string;
   let db: TestDatabase;
   let ctx: Context;
-  let receiver: ChildProcess;
+  let receiver: CountingReceiver;
   let api: Daemon;
   let tailer: Daemon;
-  let ask: <T>(cmd: string, paths?: string[]) => Promise<T>;
 
   before(async () => {
     dir = await mkdtemp(path.join(tmpdir(), 'walgate-soak-'));
@@ -70,24 +62,9 @@ describe(`chaos: soak, ${SECONDS} s of mixed traffic`, function () {
     const { ca, cert, key } = await testCertificates();
     await writeFile(path.join(dir, 'ca.pem'), ca);
     // The benchmark's subscriber: checks every signature and counts event ids, in a process of its own.
-    receiver = fork(fileURLToPath(new URL('../../scripts/bench/receiver-process.js', import.meta.url)), {
-      env: { ...process.env, BENCH_SECRET: secret, BENCH_TLS: JSON.stringify({ cert, key }) },
-    });
-    const port = await new Promise<number>((resolve) => receiver.once('message', (m: { port: number }) => resolve(m.port)));
-    let asked = 0;
-    ask = <T>(cmd: string, paths?: string[]) =>
-      new Promise<T>((resolve) => {
-        const seq = ++asked;
-        const onAnswer = (m: T & { seq: number }) => {
-          if (m.seq !== seq) return;
-          receiver.off('message', onAnswer);
-          resolve(m);
-        };
-        receiver.on('message', onAnswer);
-        receiver.send({ cmd, paths, seq });
-      });
-    await ask('reset', ['/soak']);
-    await insertSubscription(ctx, { projectId: 'soak', environment: 'master', schema: 'soak_master', table: 'events', events: ['INSERT'], url: `https://127.0.0.1:${port}/soak`, secret });
+    receiver = await startCountingReceiver(secret, { cert, key });
+    await receiver.reset(['/soak']);
+    await insertSubscription(ctx, { projectId: 'soak', environment: 'master', schema: 'soak_master', table: 'events', events: ['INSERT'], url: `${receiver.url}/soak`, secret });
     const env = {
       ...process.env,
       NODE_ENV: 'production',
@@ -108,7 +85,7 @@ describe(`chaos: soak, ${SECONDS} s of mixed traffic`, function () {
   after(async () => {
     await api?.stop();
     await tailer?.stop();
-    receiver?.kill();
+    receiver?.close();
     await ctx?.close();
     await db?.drop();
     await rm(dir, { recursive: true, force: true });
@@ -175,10 +152,10 @@ describe(`chaos: soak, ${SECONDS} s of mixed traffic`, function () {
     await writer.end();
 
     const deadline = Date.now() + 180_000;
-    let stats = await ask<ReceiverStats>('stats');
+    let stats = await receiver.stats();
     while (stats.unique < inserted && Date.now() < deadline) {
       await sleep(500);
-      stats = await ask<ReceiverStats>('stats');
+      stats = await receiver.stats();
     }
     const report = Object.fromEntries(
       (['api', 'tailer'] as const).map((name) => {

@@ -1,0 +1,50 @@
+import { fork } from 'node:child_process';
+import { fileURLToPath } from 'node:url';
+
+// The subscriber of the benchmark and the soak (receiver-process.ts) seen from the parent: an
+// HTTPS URL, and questions over IPC. Questions carry a number and answers name it: several may
+// be in flight (a writer's back-pressure and a measuring loop ask at once), and an answer must
+// not go astray.
+
+export interface ReceiverStats {
+  received: number;
+  unique: number;
+  badSignatures: number;
+  latencies: number[];
+}
+
+export interface CountingReceiver {
+  url: string;
+  stats(): Promise<ReceiverStats>;
+  /** Counts from zero, and only requests under these paths (earlier deliveries may still arrive). */
+  reset(paths: string[]): Promise<ReceiverStats>;
+  /** Records commit → receipt latencies from now on. */
+  latency(): Promise<ReceiverStats>;
+  close(): void;
+}
+
+export async function startCountingReceiver(secret: string, tls: { cert: string; key: string }): Promise<CountingReceiver> {
+  const child = fork(fileURLToPath(new URL('./receiver-process.js', import.meta.url)), {
+    env: { ...process.env, BENCH_SECRET: secret, BENCH_TLS: JSON.stringify(tls) },
+  });
+  const port = await new Promise<number>((resolve) => child.once('message', (m: { port: number }) => resolve(m.port)));
+  let asked = 0;
+  const ask = (cmd: string, paths?: string[]) =>
+    new Promise<ReceiverStats>((resolve) => {
+      const seq = ++asked;
+      const onAnswer = (m: ReceiverStats & { seq: number }) => {
+        if (m.seq !== seq) return;
+        child.off('message', onAnswer);
+        resolve(m);
+      };
+      child.on('message', onAnswer);
+      child.send({ cmd, paths, seq });
+    });
+  return {
+    url: `https://127.0.0.1:${port}`,
+    stats: () => ask('stats'),
+    reset: (paths) => ask('reset', paths),
+    latency: () => ask('latency'),
+    close: () => child.kill(),
+  };
+}
