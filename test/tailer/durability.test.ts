@@ -1,4 +1,5 @@
 import { spawn, type ChildProcess } from 'node:child_process';
+import { freePort } from '../../src/db/embedded.js';
 import { fileURLToPath } from 'node:url';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { expect } from 'chai';
@@ -76,6 +77,8 @@ describe('tailer durability', function () {
       KEY_ENCRYPTION_KEY: t.config.keyEncryptionKey!.toString('base64'),
       DATA_DIR: t.config.dataDir,
       LOG_LEVEL: 'warn',
+      // Its own health listener port: the default (3001) may be taken on a shared machine.
+      TAILER_PORT: String(await freePort()),
       // Deliveries would go to https://127.0.0.1:1 and fail: keep the sender's retries far away.
       WEBHOOK_RETRY_DELAYS_MS: '0,600000',
     };
@@ -160,6 +163,8 @@ describe('tailer durability', function () {
       KEY_ENCRYPTION_KEY: t.config.keyEncryptionKey!.toString('base64'),
       DATA_DIR: t.config.dataDir,
       LOG_LEVEL: 'warn',
+      // Its own health listener port: the default (3001) may be taken on a shared machine.
+      TAILER_PORT: String(await freePort()),
       WEBHOOK_ALLOW_PRIVATE_NETWORKS: 'true',
       NODE_EXTRA_CA_CERTS: caFile, // how an operator trusts a private CA
     };
