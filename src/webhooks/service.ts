@@ -29,7 +29,8 @@ function decodeCursor(s: string): Cursor {
   try {
     const [at, id] = JSON.parse(Buffer.from(s, 'base64url').toString('utf8')) as [string, string];
     const createdAt = new Date(at);
-    if (typeof id !== 'string' || Number.isNaN(createdAt.getTime())) throw new Error('bad cursor');
+    // Only ids this API hands out: anything else (a NUL, SQL, 10 KB) never reaches a query.
+    if (typeof id !== 'string' || !/^wh_\w{1,125}$/.test(id) || Number.isNaN(createdAt.getTime())) throw new Error('bad cursor');
     return { createdAt, id };
   } catch {
     throw validationError([{ path: 'cursor', message: 'is not a cursor returned by this API' }]);
