@@ -150,7 +150,7 @@ export class WebhookService {
     const columns = await tableColumns(this.ctx.pool, env.schemaName, body.table);
     if (!columns) violations.push({ path: 'table', message: `no table ${JSON.stringify(body.table)} in schema ${env.schemaName}` });
     else violations.push(...columnViolations(columns, body.filter, body.select));
-    if (urls.url !== undefined) violations.push(...(await urlViolations(urls.url, this.ctx.config.webhooks.allowPrivateNetworks)));
+    if (urls.url !== undefined) violations.push(...(await urlViolations(urls.url, this.ctx.config.webhooks.allowPrivateNetworks, this.ctx.lookup)));
     if (violations.length) throw validationError(violations);
   }
 
