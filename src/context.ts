@@ -5,6 +5,7 @@ import { loadKeyEncryptionKey } from './crypto/key-file.js';
 import { SecretBox } from './crypto/secretbox.js';
 import { createPool, type Pool } from './db/pool.js';
 import { createLogger, type Logger } from './log.js';
+import { systemLookup, type HostLookup } from './net/address-policy.js';
 import { Metrics } from './metrics.js';
 import { devMailbox, smtpMailer, type Mailer } from './mail/mailer.js';
 import { DEFAULT_RATE_LIMITS, SharedRateLimiter, type RateLimiter, type RateLimitSettings } from './store/rate-limits.js';
@@ -26,6 +27,8 @@ export interface Context {
   rateLimits: RateLimitSettings;
   mailer: Mailer;
   metrics: Metrics;
+  /** How subscriber host names are resolved, when a subscription is checked and when a delivery connects. */
+  lookup: HostLookup;
   /** How long per-environment settings and keys may be served from memory. */
   cacheTtlMs: number;
   close(): Promise<void>;
@@ -42,6 +45,8 @@ export interface ContextOverrides {
   /** Prefix of every Redis key; lets tests (or deployments) share a Redis without colliding. */
   redisPrefix?: string;
   applicationName?: string;
+  /** A resolver for subscriber host names (tests rebind names through it). */
+  lookup?: HostLookup;
 }
 
 /**
@@ -87,6 +92,7 @@ export async function createContext(config: Config, databaseUrl: string, overrid
     rateLimits: { ...DEFAULT_RATE_LIMITS, ...overrides.rateLimits },
     mailer,
     metrics: overrides.metrics ?? new Metrics(),
+    lookup: overrides.lookup ?? systemLookup,
     cacheTtlMs: overrides.cacheTtlMs ?? 5000,
     async close() {
       mailer.close();

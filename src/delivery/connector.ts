@@ -1,7 +1,6 @@
-import { lookup } from 'node:dns/promises';
 import type { ConnectionOptions } from 'node:tls';
 import { buildConnector } from 'undici';
-import { forbiddenAddressReason, isHostnameLiteral } from '../net/address-policy.js';
+import { forbiddenAddressReason, isHostnameLiteral, systemLookup, type HostLookup } from '../net/address-policy.js';
 
 export class ForbiddenAddressError extends Error {
   override name = 'ForbiddenAddressError';
@@ -15,11 +14,18 @@ export class ForbiddenAddressError extends Error {
  * resolves to a public address at subscription time and to 127.0.0.1 at delivery time (DNS
  * rebinding) is caught here.
  */
-export function guardedConnector(options: { allowPrivate: boolean; tls?: ConnectionOptions; timeoutMs: number }): buildConnector.connector {
+export function guardedConnector(options: {
+  allowPrivate: boolean;
+  tls?: ConnectionOptions;
+  timeoutMs: number;
+  /** How the host is resolved (the system resolver; tests inject one to rebind a name). */
+  lookup?: HostLookup;
+}): buildConnector.connector {
+  const lookup = options.lookup ?? systemLookup;
   const connect = buildConnector({ ...(options.tls ?? {}), timeout: options.timeoutMs } as buildConnector.BuildOptions);
   return (opts, callback) => {
     const host = opts.hostname.startsWith('[') ? opts.hostname.slice(1, -1) : opts.hostname;
-    const resolve = isHostnameLiteral(host) ? Promise.resolve([{ address: host, family: host.includes(':') ? 6 : 4 }]) : lookup(host, { all: true });
+    const resolve = isHostnameLiteral(host) ? Promise.resolve([{ address: host, family: host.includes(':') ? 6 : 4 }]) : lookup(host);
     resolve.then(
       (addresses) => {
         if (addresses.length === 0) return callback(new Error(`${host} has no address`), null);

@@ -1,6 +1,7 @@
 import type { ConnectionOptions } from 'node:tls';
 import { Agent } from 'undici';
 import { VERSION } from '../version.js';
+import type { HostLookup } from '../net/address-policy.js';
 import { guardedConnector } from './connector.js';
 
 export interface SendResult {
@@ -19,6 +20,8 @@ export interface SenderOptions {
   connectionsPerOrigin?: number;
   /** Extra TLS settings (tests trust their own CA here; production uses NODE_EXTRA_CA_CERTS). */
   tls?: ConnectionOptions;
+  /** How subscriber host names are resolved (the SSRF guard judges what this returns). */
+  lookup?: HostLookup;
 }
 
 const MAX_ERROR = 200;
@@ -36,7 +39,7 @@ export class Sender {
   constructor(options: SenderOptions) {
     this.#timeoutMs = options.timeoutMs;
     this.#agent = new Agent({
-      connect: guardedConnector({ allowPrivate: options.allowPrivateNetworks, tls: options.tls, timeoutMs: options.timeoutMs }),
+      connect: guardedConnector({ allowPrivate: options.allowPrivateNetworks, tls: options.tls, timeoutMs: options.timeoutMs, lookup: options.lookup }),
       connections: options.connectionsPerOrigin ?? 8,
       keepAliveTimeout: 30_000,
       headersTimeout: options.timeoutMs,

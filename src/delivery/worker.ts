@@ -67,6 +67,7 @@ export class DeliveryWorker {
       allowPrivateNetworks: webhooks.allowPrivateNetworks,
       connectionsPerOrigin: this.#o.perWebhook,
       tls: options.tls,
+      lookup: ctx.lookup,
     });
     this.#breakers = new EndpointBreakers(
       ctx.pool,

@@ -1,6 +1,6 @@
 import type { ErrorRequestHandler, RequestHandler } from 'express';
 import { ZodError } from 'zod';
-import { isConnectionError } from '../db/pool.js';
+import { isConnectionError, pgCode } from '../db/pool.js';
 import type { Logger } from '../log.js';
 import { StoreUnavailableError } from '../store/unavailable.js';
 import { AppError, validationError, violationsOf } from './errors.js';
@@ -20,6 +20,24 @@ export function toAppError(err: unknown): AppError {
     return validationError([{ path: '(body)', message: 'incomplete request body' }]);
   }
   if (err instanceof StoreUnavailableError || isConnectionError(err)) return new AppError('SERVICE_UNAVAILABLE');
+  // The router could not percent-decode a path parameter (`/api/rest/_webhooks/%E0%A4%A`).
+  if (err instanceof URIError) {
+    return validationError([{ path: '(path)', message: 'is not valid percent-encoding' }], 'The request URL is not valid.');
+  }
+  // Other client errors of the HTTP layer: body-parser's http-errors without a `type` (a gzip,
+  // deflate or br body that does not decompress).
+  const status = (err as { status?: unknown } | null)?.status;
+  if (typeof status === 'number' && status >= 400 && status < 500 && (err as { expose?: unknown }).expose === true) {
+    if (status === 413) return new AppError('PAYLOAD_TOO_LARGE');
+    if (status === 415) return new AppError('UNSUPPORTED_MEDIA_TYPE');
+    return validationError([{ path: '(body)', message: 'could not be read (is its Content-Encoding right?)' }]);
+  }
+  // Text Postgres cannot store (U+0000; 22021 character_not_in_repertoire, 22P05 in jsonb) that
+  // reached a query by a path `parse` does not see — a GraphQL string literal, for one.
+  const code = pgCode(err);
+  if (code === '22021' || code === '22P05') {
+    return validationError([{ path: '(input)', message: 'must not contain a NUL character' }]);
+  }
   return new AppError('INTERNAL_ERROR');
 }
 

@@ -79,5 +79,17 @@ export async function unwatchTable(db: Queryable, schema: string, table: string)
     'SELECT 1 FROM pg_publication_tables WHERE pubname = $1 AND schemaname = $2 AND tablename = $3',
     [PUBLICATION, schema, table],
   );
-  if (rowCount) await db.query(`ALTER PUBLICATION ${PUBLICATION} DROP TABLE ${qualified(schema, table)}`);
+  if (!rowCount) return;
+  try {
+    // Dropping a table from the publication waits for whoever holds it in SHARE UPDATE EXCLUSIVE
+    // mode or stronger (CREATE INDEX, VACUUM, ANALYZE, LOCK TABLE): as when watching, give up
+    // rather than hold the request and the subscription's row lock.
+    await db.query(`SET LOCAL lock_timeout = '${WATCH_LOCK_TIMEOUT}'`);
+    await db.query(`ALTER PUBLICATION ${PUBLICATION} DROP TABLE ${qualified(schema, table)}`);
+  } catch (err) {
+    if (pgCode(err) === LOCK_NOT_AVAILABLE) {
+      throw new WatchError(`${schema}.${table} is locked by another session; retry in a moment`, 'busy');
+    }
+    throw err;
+  }
 }

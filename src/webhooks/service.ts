@@ -16,6 +16,15 @@ import { webhookView, type WebhookView } from './view.js';
 // The rules of webhook subscriptions. Writes go through one transaction with the publication
 // change, so a subscription exists exactly when the tailer can see its table.
 
+/** What validation needs to know of a create or update body (the update's merged with the row). */
+interface BodyFacts {
+  projectId?: string;
+  environment?: string;
+  table: string;
+  filter?: Record<string, unknown> | null;
+  select?: string[] | null;
+}
+
 interface Cursor {
   createdAt: Date;
   id: string;
@@ -29,7 +38,8 @@ function decodeCursor(s: string): Cursor {
   try {
     const [at, id] = JSON.parse(Buffer.from(s, 'base64url').toString('utf8')) as [string, string];
     const createdAt = new Date(at);
-    if (typeof id !== 'string' || Number.isNaN(createdAt.getTime())) throw new Error('bad cursor');
+    // Only ids this API hands out: anything else (a NUL, SQL, 10 KB) never reaches a query.
+    if (typeof id !== 'string' || !/^wh_\w{1,125}$/.test(id) || Number.isNaN(createdAt.getTime())) throw new Error('bad cursor');
     return { createdAt, id };
   } catch {
     throw validationError([{ path: 'cursor', message: 'is not a cursor returned by this API' }]);
@@ -79,16 +89,22 @@ export class WebhookService {
   }
 
   async update(env: Environment, id: string, body: UpdateBody): Promise<WebhookView> {
-    const current = await this.#find(env, id);
-    const table = body.table ?? current.table;
-    // filter/select: absent keeps, null clears; re-checked against the table either way.
-    const filter = body.filter === undefined ? current.filter : body.filter;
-    const select = body.select === undefined ? current.select : body.select;
-    await this.#validate(env, { ...body, table, filter, select }, { url: body.url });
+    // The URL check resolves the host: done before the transaction, as it depends on the body alone.
+    const urlProblems = body.url === undefined ? [] : await urlViolations(body.url, this.ctx.config.webhooks.allowPrivateNetworks, this.ctx.lookup);
     const now = this.ctx.clock();
     const row = await this.#write(async (c) => {
-      const locked = await store.findWebhook(c, env.projectId, env.name, id, true);
+      // The publication, then the row: what the body does not name is taken from the row as it is
+      // now, under its lock — not as it was read before a concurrent PATCH committed, which would
+      // write that PATCH's changes back (a PATCH of `active` undoing one of `table`).
+      await lockPublication(c);
+      const locked = id.length <= 128 ? await store.findWebhook(c, env.projectId, env.name, id, true) : undefined;
       if (!locked) throw new AppError('WEBHOOK_NOT_FOUND');
+      const table = body.table ?? locked.table;
+      // filter/select: absent keeps, null clears; re-checked against the table either way.
+      const filter = body.filter === undefined ? locked.filter : body.filter;
+      const select = body.select === undefined ? locked.select : body.select;
+      const violations = [...(await this.#bodyViolations(c, env, { ...body, table, filter, select })), ...urlProblems];
+      if (violations.length) throw validationError(violations);
       const updated = await store.updateWebhook(c, {
         ...locked,
         table,
@@ -101,7 +117,6 @@ export class WebhookService {
         updatedAt: now,
       });
       if (table !== locked.table) {
-        await lockPublication(c);
         await watchTable(c, env.schemaName, table);
         if (!(await store.tableIsWatched(c, locked.schemaName, locked.table))) await unwatchTable(c, locked.schemaName, locked.table);
       }
@@ -134,11 +149,14 @@ export class WebhookService {
   }
 
   /** Everything about a body that needs the database or the network, as violations. */
-  async #validate(
-    env: Environment,
-    body: { projectId?: string; environment?: string; table: string; filter?: Record<string, unknown> | null; select?: string[] | null },
-    urls: { url?: string },
-  ): Promise<void> {
+  async #validate(env: Environment, body: BodyFacts, urls: { url?: string }): Promise<void> {
+    const violations = await this.#bodyViolations(this.ctx.pool, env, body);
+    if (urls.url !== undefined) violations.push(...(await urlViolations(urls.url, this.ctx.config.webhooks.allowPrivateNetworks, this.ctx.lookup)));
+    if (violations.length) throw validationError(violations);
+  }
+
+  /** The header echoes, the table and its columns — read on `db` (in a transaction: under its locks). */
+  async #bodyViolations(db: Queryable, env: Environment, body: BodyFacts): Promise<Violation[]> {
     const violations: Violation[] = [];
     if (body.projectId !== undefined && body.projectId !== env.projectId) {
       violations.push({ path: 'projectId', message: `must equal the X-Project-ID header (${env.projectId})` });
@@ -146,11 +164,10 @@ export class WebhookService {
     if (body.environment !== undefined && body.environment !== env.name) {
       violations.push({ path: 'environment', message: `must equal the environment header (${env.name})` });
     }
-    const columns = await tableColumns(this.ctx.pool, env.schemaName, body.table);
+    const columns = await tableColumns(db, env.schemaName, body.table);
     if (!columns) violations.push({ path: 'table', message: `no table ${JSON.stringify(body.table)} in schema ${env.schemaName}` });
     else violations.push(...columnViolations(columns, body.filter, body.select));
-    if (urls.url !== undefined) violations.push(...(await urlViolations(urls.url, this.ctx.config.webhooks.allowPrivateNetworks)));
-    if (violations.length) throw validationError(violations);
+    return violations;
   }
 
   /** The slot exists before the first subscription does, so no change after it is ever missed. */

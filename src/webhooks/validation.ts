@@ -1,6 +1,6 @@
 import type { Queryable } from '../db/pool.js';
 import type { Violation } from '../http/errors.js';
-import { checkHost } from '../net/address-policy.js';
+import { checkHost, systemLookup, type HostLookup } from '../net/address-policy.js';
 
 /** The columns of a table in the schema, or undefined when there is no such table. */
 export async function tableColumns(db: Queryable, schema: string, table: string): Promise<string[] | undefined> {
@@ -22,7 +22,7 @@ export async function tableColumns(db: Queryable, schema: string, table: string)
  * allowed) a host whose every address is public. The delivery connector checks again, on the
  * address it really connects to; this check only gives an early, clear answer.
  */
-export async function urlViolations(raw: string, allowPrivate: boolean): Promise<Violation[]> {
+export async function urlViolations(raw: string, allowPrivate: boolean, lookup: HostLookup = systemLookup): Promise<Violation[]> {
   let url: URL;
   try {
     url = new URL(raw);
@@ -32,7 +32,7 @@ export async function urlViolations(raw: string, allowPrivate: boolean): Promise
   if (url.protocol !== 'https:') return [{ path: 'url', message: 'must be an https: URL' }];
   if (url.username || url.password) return [{ path: 'url', message: 'must not contain credentials' }];
   try {
-    const check = await checkHost(url.hostname, allowPrivate);
+    const check = await checkHost(url.hostname, allowPrivate, lookup);
     const refused = check.addresses.find((a) => a.reason);
     if (refused) {
       return [{ path: 'url', message: `must not point to a ${refused.reason} address (${refused.address}); set WEBHOOK_ALLOW_PRIVATE_NETWORKS=true to allow it` }];

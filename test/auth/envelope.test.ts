@@ -47,6 +47,12 @@ describe('auth: bad requests get the error envelope', () => {
         const res = await http.post(path, undefined, { raw: 'email=a@b.co', headers: { 'content-type': 'application/x-www-form-urlencoded' } });
         expectEnvelope(res, 415, 'UNSUPPORTED_MEDIA_TYPE');
       });
+      it('a body that does not decompress (gzip, deflate, br) → 400 VALIDATION_ERROR', async () => {
+        for (const encoding of ['gzip', 'deflate', 'br']) {
+          const res = await http.post(path, undefined, { raw: 'not compressed', headers: { 'content-type': 'application/json', 'content-encoding': encoding } });
+          expectEnvelope(res, 400, 'VALIDATION_ERROR');
+        }
+      });
       it('no X-Project-Id → 400 naming the header', async () => {
         const res = await new HttpClient(t.url).post(path, { email: 'a@b.co' });
         expectEnvelope(res, 400, 'VALIDATION_ERROR');
@@ -54,6 +60,21 @@ describe('auth: bad requests get the error envelope', () => {
       });
     });
   }
+
+  it('a NUL character in any string is a violation where it is, not a database error', async () => {
+    const email = uniqueEmail('nul');
+    const signup = await http.post('/auth/signup', { email, password: PASSWORD, name: 'Ada\u0000Lovelace' });
+    expectEnvelope(signup, 400, 'VALIDATION_ERROR');
+    expect(signup.body.violations.map((v: { path: string }) => v.path)).to.deep.equal(['name']);
+    expect((await t.ctx.pool.query('SELECT 1 FROM walgate.users WHERE email = $1', [email])).rowCount).to.equal(0);
+    for (const [path, body] of [
+      ['/auth/login', { email, password: 'pass\u0000word' }],
+      ['/auth/refresh-token', { refreshToken: 'a\u0000b' }],
+      ['/auth/confirm-signup', { email, code: '12345\u0000' }],
+    ] as const) {
+      expectEnvelope(await http.post(path, body), 400, 'VALIDATION_ERROR');
+    }
+  });
 
   it('an invalid e-mail is a violation on `email`', async () => {
     const res = await http.post('/auth/signup', { email: 'not-an-email', password: PASSWORD });

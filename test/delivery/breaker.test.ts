@@ -1,4 +1,6 @@
 import { expect } from 'chai';
+import { systemLookup, type HostLookup } from '../../src/net/address-policy.js';
+import { HttpClient } from '../support/http.js';
 import { eventually, startPipeline, type Pipeline } from './support.js';
 
 describe('delivery: circuit breaker per endpoint', function () {
@@ -78,8 +80,15 @@ describe('delivery: a slow and a failing subscriber do not hold up a healthy one
 describe('delivery: the SSRF guard checks the address actually connected', function () {
   this.timeout(30_000);
   let p: Pipeline;
+  // A resolver the test controls: a name that is public when the subscription is checked and
+  // private when the delivery connects (DNS rebinding). Other names resolve as usual.
+  const names = new Map<string, string[]>();
+  const lookup: HostLookup = async (host) => {
+    const addresses = names.get(host);
+    return addresses ? addresses.map((address) => ({ address, family: address.includes(':') ? 6 : 4 })) : systemLookup(host);
+  };
   before(async () => {
-    p = await startPipeline({ WEBHOOK_ALLOW_PRIVATE_NETWORKS: 'false', WEBHOOK_RETRY_DELAYS_MS: '0,100' });
+    p = await startPipeline({ WEBHOOK_ALLOW_PRIVATE_NETWORKS: 'false', WEBHOOK_RETRY_DELAYS_MS: '0,100' }, {}, { lookup });
   });
   after(() => p?.close());
 
@@ -95,5 +104,37 @@ describe('delivery: the SSRF guard checks the address actually connected', funct
       expect(d!.last_error).to.match(/refused to connect: .* resolves to loopback address/);
     }
     expect(p.receiver.requests).to.have.length(0);
+  });
+
+  it('DNS rebinding: a name public when the API checked it and private when the worker connects is refused', async () => {
+    await p.t.ctx.pool.query('DELETE FROM walgate.webhooks');
+    const port = new URL(p.receiver.url).port;
+    // 93.184.216.34 is only ever resolved to here, never connected to: the name is rebound before any change is written.
+    names.set('hooks.rebind.test', ['93.184.216.34']);
+    names.set('split.rebind.test', ['93.184.216.34']);
+    const api = new HttpClient(p.t.url, { authorization: `Bearer ${await p.t.managementToken('shop')}`, 'x-project-id': 'shop', environment: 'master' });
+    const ids: Record<string, string> = {};
+    for (const host of ['hooks.rebind.test', 'split.rebind.test']) {
+      const res = await api.post('/api/rest/_webhooks', {
+        projectId: 'shop', environment: 'master', table: 'orders', events: ['INSERT'], url: `https://${host}:${port}/hook`, secret: 'rebind-secret-0123456789',
+      });
+      expect(res.status, JSON.stringify(res.body)).to.equal(201);
+      ids[host] = res.body.webhook.id;
+    }
+    // Now the names point inside: one wholly, one with a public address beside the private one.
+    names.set('hooks.rebind.test', ['127.0.0.1']);
+    names.set('split.rebind.test', ['93.184.216.34', '10.0.0.7']);
+    await p.writer.query(`INSERT INTO shop_master.orders VALUES (2, 'new', 1)`);
+    const [one] = await eventually(() => p.delivery(ids['hooks.rebind.test']!), (r) => r[0]?.status === 'dead');
+    expect(one!.last_error).to.match(/refused to connect: hooks\.rebind\.test resolves to loopback address 127\.0\.0\.1/);
+    const [two] = await eventually(() => p.delivery(ids['split.rebind.test']!), (r) => r[0]?.status === 'dead');
+    expect(two!.last_error).to.match(/refused to connect: split\.rebind\.test resolves to private address 10\.0\.0\.7/);
+    expect(p.receiver.requests).to.have.length(0);
+    // And the API refuses the name as it resolves now.
+    const again = await api.post('/api/rest/_webhooks', {
+      projectId: 'shop', environment: 'master', table: 'orders', events: ['INSERT'], url: `https://hooks.rebind.test:${port}/hook`, secret: 'rebind-secret-0123456789',
+    });
+    expect(again.status).to.equal(400);
+    expect(again.body.violations[0].path).to.equal('url');
   });
 });

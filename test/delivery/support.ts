@@ -1,5 +1,6 @@
 import pg from 'pg';
 import { systemClock } from '../../src/clock.js';
+import type { ContextOverrides } from '../../src/context.js';
 import { DeliveryWorker, type DeliveryWorkerOptions } from '../../src/delivery/worker.js';
 import type { WalTailer } from '../../src/tailer/tailer.js';
 import { startTestApi, type TestApi } from '../support/api.js';
@@ -25,10 +26,14 @@ export interface Pipeline {
  * The whole path on real components: a plain pg client writes, the tailer reads the WAL, the
  * worker POSTs over HTTPS to a receiver with a certificate from the test CA.
  */
-export async function startPipeline(env: Record<string, string> = {}, workerOptions: DeliveryWorkerOptions = {}): Promise<Pipeline> {
+export async function startPipeline(
+  env: Record<string, string> = {},
+  workerOptions: DeliveryWorkerOptions = {},
+  overrides: ContextOverrides = {},
+): Promise<Pipeline> {
   const t = await startTestApi({
     env: { WEBHOOK_ALLOW_PRIVATE_NETWORKS: 'true', WEBHOOK_RETRY_DELAYS_MS: '0,40,80,120,160', WEBHOOK_TIMEOUT_MS: '1000', ...env },
-    overrides: { clock: systemClock },
+    overrides: { clock: systemClock, ...overrides },
   });
   await t.provision({ projectId: 'shop', name: 'master' });
   const writer = new pg.Client({ connectionString: t.database.url });

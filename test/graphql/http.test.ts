@@ -83,6 +83,22 @@ describe('graphql: limits, introspection, transport details', function () {
     }
   });
 
+  it('a NUL character in a string argument is VALIDATION_ERROR, not a database error', async () => {
+    // In the document (an escape the GraphQL parser turns into U+0000) and in the variables.
+    const literal = await http.post('/graphql', {
+      query: `mutation { signup(input: { email: "${uniqueEmail('nul')}", password: "${PASSWORD}", name: "Ada\\u0000Lovelace" }) { userId } }`,
+    });
+    const variable = await http.post('/graphql', {
+      query: 'mutation($input: SignupInput!) { signup(input: $input) { userId } }',
+      variables: { input: { email: uniqueEmail('nul'), password: PASSWORD, name: 'Ada\u0000Lovelace' } },
+    });
+    for (const res of [literal, variable]) {
+      expect(res.body.errors?.[0]?.extensions?.code, JSON.stringify(res.body)).to.equal('VALIDATION_ERROR');
+      expect(res.status).to.be.below(500);
+    }
+    expect((await t.ctx.pool.query(`SELECT 1 FROM walgate.users WHERE email LIKE 'nul.%'`)).rowCount).to.equal(0);
+  });
+
   it('introspection is on outside production', async () => {
     const res = await http.post('/graphql', { query: '{ __schema { queryType { name } } }' });
     expect(res.status).to.equal(200);

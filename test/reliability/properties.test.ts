@@ -18,26 +18,39 @@ const headerValue = fc.oneof(
   fc.string({ maxLength: 40 }).map((s) => s.replace(/[^\x20-\x7e]/g, '')),
 );
 const headers = fc.record(
-  { 'x-project-id': headerValue, environment: headerValue, authorization: headerValue },
+  {
+    'x-project-id': headerValue,
+    environment: headerValue,
+    authorization: headerValue,
+    // The body is sent as plain JSON whatever this says: it must not decompress into a 500.
+    'content-encoding': fc.constantFrom('gzip', 'deflate', 'br', 'identity', 'x-unknown'),
+  },
   { requiredKeys: [] },
 );
-const query = fc.dictionary(fc.constantFrom('projectId', 'environment', 'limit', 'cursor', 'since', 'until', 'x'), headerValue, { maxKeys: 3 });
+// Any code point, NUL included: Postgres text cannot hold U+0000, which must be a 400, not a 500.
+const text = (maxLength = 40) => fc.oneof(fc.string({ maxLength }), fc.string({ unit: 'binary', maxLength }), fc.constantFrom('\u0000', 'a\u0000b'));
+// A path segment as sent: well-formed encodings of any text, and malformed or NUL-bearing ones.
+const pathSegment = fc.oneof(
+  text(20).map(encodeURIComponent),
+  fc.constantFrom('%', '%E0%A4%A', '%ZZ', '%00', 'wh_%00', '..%2F..%2F', '%C0%AF'),
+);
+const query = fc.dictionary(fc.constantFrom('projectId', 'environment', 'limit', 'cursor', 'since', 'until', 'x'), fc.oneof(headerValue, text(20)), { maxKeys: 3 });
 const body = fc.oneof(
   fc.jsonValue({ maxDepth: 3 }),
   fc.record(
     {
-      email: fc.oneof(fc.emailAddress(), fc.string(), fc.integer()),
-      password: fc.oneof(fc.string({ maxLength: 300 }), fc.constant(null)),
-      newPassword: fc.string({ maxLength: 30 }),
-      code: fc.oneof(fc.stringMatching(/^\d{6}$/), fc.string()),
-      refreshToken: fc.string(),
-      name: fc.oneof(fc.string(), fc.integer()),
-      table: fc.oneof(fc.constantFrom('orders', "o'; DROP TABLE x --", 'a.b', '"q"'), fc.string()),
-      events: fc.array(fc.oneof(fc.constantFrom('INSERT', 'UPDATE', 'DELETE'), fc.string()), { maxLength: 4 }),
-      url: fc.oneof(fc.webUrl(), fc.constantFrom('https://127.0.0.1/h', 'https://[::1]/h', 'https://2130706433/', 'javascript:alert(1)'), fc.string()),
-      secret: fc.string({ maxLength: 80 }),
-      filter: fc.jsonValue({ maxDepth: 2 }),
-      select: fc.array(fc.string(), { maxLength: 3 }),
+      email: fc.oneof(fc.emailAddress(), text(), fc.integer()),
+      password: fc.oneof(text(300), fc.constant(null)),
+      newPassword: text(30),
+      code: fc.oneof(fc.stringMatching(/^\d{6}$/), text()),
+      refreshToken: text(),
+      name: fc.oneof(text(), fc.integer()),
+      table: fc.oneof(fc.constantFrom('orders', "o'; DROP TABLE x --", 'a.b', '"q"', 'ord\u0000ers'), text()),
+      events: fc.array(fc.oneof(fc.constantFrom('INSERT', 'UPDATE', 'DELETE'), text()), { maxLength: 4 }),
+      url: fc.oneof(fc.webUrl(), fc.constantFrom('https://127.0.0.1/h', 'https://[::1]/h', 'https://2130706433/', 'javascript:alert(1)'), text()),
+      secret: text(80),
+      filter: fc.oneof(fc.jsonValue({ maxDepth: 2 }), fc.dictionary(text(10), fc.oneof(text(10), fc.integer(), fc.boolean()), { maxKeys: 3 })),
+      select: fc.array(text(), { maxLength: 3 }),
       active: fc.jsonValue({ maxDepth: 0 }),
     },
     { requiredKeys: [] },
@@ -73,8 +86,8 @@ describe('reliability: generated hostile requests always get the envelope', func
     for (const [name, op] of Object.entries(group.operations)) {
       it(`${group.tag}: ${name} (${op.method.toUpperCase()} ${group.mount}${op.path})`, async () => {
         await fc.assert(
-          fc.asyncProperty(headers, query, body, fc.boolean(), fc.string({ maxLength: 20 }), async (h, q, b, realToken, id) => {
-            const path = `${group.mount}${op.path}`.replace(':id', encodeURIComponent(id || 'wh_x')).replace(/\/$/, '');
+          fc.asyncProperty(headers, query, body, fc.boolean(), pathSegment, async (h, q, b, realToken, id) => {
+            const path = `${group.mount}${op.path}`.replace(':id', id || 'wh_x').replace(/\/$/, '');
             const url = `${t.url}${path}?${new URLSearchParams(q)}`;
             const sent: Record<string, string> = { ...h, 'content-type': 'application/json' };
             if (realToken && group === webhooksApi) sent.authorization = `Bearer ${token}`;
@@ -95,10 +108,24 @@ describe('reliability: generated hostile requests always get the envelope', func
   it('graphql: any document and variables', async () => {
     const document = fc.oneof(
       fc.string({ maxLength: 200 }),
-      fc.constantFrom('{ me { user { id } } }', 'mutation($i: LoginInput!) { login(input: $i) { accessToken } }', '{ jwks { keys { kid } } }', '{ __schema { types { name } } }'),
+      fc.constantFrom(
+        '{ me { user { id } } }',
+        'mutation($i: LoginInput!) { login(input: $i) { accessToken } }',
+        'mutation($i: SignupInput!) { signup(input: $i) { userId } }',
+        '{ jwks { keys { kid } } }',
+        '{ __schema { types { name } } }',
+      ),
+      // String literals with escapes the parser decodes, U+0000 among them.
+      fc.constantFrom('\\u0000', 'a\\u0000b', '\\uD800', 'x').map(
+        (s) => `mutation { signup(input: { email: "nul.${s.length}@example.com", password: "correct horse battery staple 42", name: "${s}" }) { userId } }`,
+      ),
+    );
+    const variables = fc.oneof(
+      fc.jsonValue({ maxDepth: 3 }),
+      fc.record({ email: fc.oneof(fc.emailAddress(), text()), password: text(60), name: text() }, { requiredKeys: [] }),
     );
     await fc.assert(
-      fc.asyncProperty(headers, document, fc.jsonValue({ maxDepth: 3 }), async (h, q, variables) => {
+      fc.asyncProperty(headers, document, variables, async (h, q, variables) => {
         const res = await fetch(`${t.url}/graphql`, {
           method: 'POST',
           headers: { ...h, 'content-type': 'application/json', accept: 'application/graphql-response+json' },

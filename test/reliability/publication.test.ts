@@ -84,4 +84,28 @@ describe('reliability: the publication under concurrent subscription changes', f
     expect(await published('reports')).to.equal(true);
     await api.delete(`/api/rest/_webhooks/${id}`);
   });
+
+  it('deleting the last subscription of a table another session holds: 503 with Retry-After within seconds, the subscription kept', async () => {
+    const id = await create('reports');
+    // SHARE mode stands for CREATE INDEX, VACUUM, ANALYZE or a LOCK TABLE by someone else:
+    // taking the table out of the publication (ALTER PUBLICATION … DROP TABLE) waits for it.
+    await other.query('BEGIN');
+    await other.query('LOCK TABLE shop_master.reports IN SHARE MODE');
+    try {
+      const started = Date.now();
+      const res = await api.delete(`/api/rest/_webhooks/${id}`, { timeoutMs: 15_000 });
+      expect(res.status, res.text).to.equal(503);
+      expect(res.body.error).to.equal('SERVICE_UNAVAILABLE');
+      expect(res.headers.get('retry-after')).to.equal('5');
+      expect(Date.now() - started).to.be.below(6000);
+      // The subscription row is not left locked either: a PATCH of it answers at once.
+      expect((await api.patch(`/api/rest/_webhooks/${id}`, { active: false }, { timeoutMs: 5000 })).status).to.equal(200);
+    } finally {
+      await other.query('ROLLBACK');
+    }
+    expect((await api.get(`/api/rest/_webhooks/${id}`)).status, 'nothing was deleted').to.equal(200);
+    expect(await published('reports')).to.equal(true);
+    expect((await api.delete(`/api/rest/_webhooks/${id}`)).status).to.equal(204);
+    expect(await published('reports')).to.equal(false);
+  });
 });

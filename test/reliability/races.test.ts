@@ -46,6 +46,39 @@ describe('reliability: races', function () {
     expect({ url: final.url, events: final.events, active: final.active }).to.deep.equal(match);
   });
 
+  it('concurrent PATCHes of one subscription naming different fields: every change is kept', async () => {
+    // A PATCH changes only what it names. Fields it does not name must be taken from the row as it
+    // is when the PATCH commits, not as it was read before a concurrent PATCH committed.
+    await writer.query('CREATE TABLE IF NOT EXISTS shop_master.archive (id int PRIMARY KEY, status text)');
+    const api = new HttpClient(t.url, { authorization: `Bearer ${await t.managementToken('shop')}`, 'x-project-id': 'shop', environment: 'master' });
+    const lost: string[] = [];
+    for (let round = 0; round < 10; round++) {
+      const created = await api.post('/api/rest/_webhooks', {
+        projectId: 'shop', environment: 'master', table: 'orders', events: ['INSERT'], url: 'https://93.184.216.34/h', secret: 'whsec-super-secret-value-0001', filter: { status: 'old' },
+      });
+      expect(created.status).to.equal(201);
+      const id = created.body.webhook.id as string;
+      const answers = await Promise.all([
+        api.patch(`/api/rest/_webhooks/${id}`, { table: 'archive' }),
+        api.patch(`/api/rest/_webhooks/${id}`, { active: false }),
+        api.patch(`/api/rest/_webhooks/${id}`, { filter: { status: 'new' }, events: ['INSERT', 'DELETE'] }),
+      ]);
+      expect(answers.map((a) => a.status), JSON.stringify(answers.map((a) => a.body))).to.deep.equal([200, 200, 200]);
+      const w = (await api.get(`/api/rest/_webhooks/${id}`)).body.webhook;
+      const got = { table: w.table, active: w.active, filter: w.filter, events: w.events };
+      if (JSON.stringify(got) !== JSON.stringify({ table: 'archive', active: false, filter: { status: 'new' }, events: ['INSERT', 'DELETE'] })) {
+        lost.push(`round ${round}: ${JSON.stringify(got)}`);
+      }
+      expect((await api.delete(`/api/rest/_webhooks/${id}`)).status).to.equal(204);
+    }
+    expect(lost, 'a PATCH wrote back fields it did not name').to.deep.equal([]);
+    // And the publication followed the table: archive left it with its last subscription.
+    const { rows } = await t.ctx.pool.query(
+      `SELECT tablename FROM pg_publication_tables WHERE pubname = 'walgate' AND schemaname = 'shop_master' AND tablename = 'archive'`,
+    );
+    expect(rows).to.deep.equal([]);
+  });
+
   it('two tailers started at once: one leads, one stands by, every change arrives once, and the standby takes over', async () => {
     const wh = await insertSubscription(t.ctx, { projectId: 'shop', environment: 'master', schema: 'shop_master', table: 'orders' });
     const pair: WalTailer[] = [startTailer(t.ctx, t.database.url), startTailer(t.ctx, t.database.url)];

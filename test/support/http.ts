@@ -10,6 +10,8 @@ export interface RequestOptions {
   /** Sent as-is instead of JSON-encoding `body`. */
   raw?: string | Buffer;
   headers?: Record<string, string>;
+  /** Abort (and reject) when no answer came within this time: for tests that say "never hangs". */
+  timeoutMs?: number;
 }
 
 /** A small HTTP client for tests: JSON in, JSON (or text) out, never throws on a status. */
@@ -31,7 +33,8 @@ export class HttpClient {
       body = JSON.stringify(options.body);
       headers['content-type'] ??= 'application/json';
     }
-    const res = await fetch(this.baseUrl + path, { method, headers, body });
+    const signal = options.timeoutMs ? AbortSignal.timeout(options.timeoutMs) : undefined;
+    const res = await fetch(this.baseUrl + path, { method, headers, body, signal });
     const text = await res.text();
     let parsed: unknown = text;
     if ((res.headers.get('content-type') ?? '').includes('json') && text) parsed = JSON.parse(text);

@@ -207,7 +207,13 @@ describe('webhook management API', function () {
       ['IPv6 link-local', { url: 'https://[fe80::1]/h' }, 'url'],
       ['IPv4-mapped metadata, hex spelling', { url: 'https://[::ffff:a9fe:a9fe]/h' }, 'url'],
       ['a name for loopback', { url: 'https://localhost./h' }, 'url'],
+      ['IPv4-compatible loopback', { url: 'https://[::127.0.0.1]/h' }, 'url'],
+      ['IPv4-compatible metadata', { url: 'https://[::a9fe:a9fe]/h' }, 'url'],
+      ['NAT64 loopback', { url: 'https://[64:ff9b::7f00:1]/h' }, 'url'],
+      ['6to4 loopback', { url: 'https://[2002:7f00:1::]/h' }, 'url'],
       ['filter key with SQL', { filter: { "status' OR '1'='1": 'x' } }, "filter.status' OR '1'='1"],
+      // zod drops a `__proto__` key (so it cannot replace a prototype): left alone, the filter would be {} and match every row.
+      ['__proto__ as a filter key', { filter: JSON.parse('{"__proto__": "paid"}') }, 'filter.__proto__'],
       ['select with a dotted name', { select: ['orders.id'] }, 'select.0'],
       ['a unicode table that does not exist', { table: 'ördérs' }, 'table'],
       ['empty events', { events: [] }, 'events'],

@@ -75,6 +75,61 @@ describe('webhook management API: shared negative cases on every endpoint', func
     }
   });
 
+  it('a body that does not decompress (gzip, deflate, br) → 400 VALIDATION_ERROR on every endpoint with a body', async () => {
+    for (const encoding of ['gzip', 'deflate', 'br']) {
+      for (const [method, path, body] of endpoints()) {
+        if (body === undefined) continue;
+        const res = await call(method, path, { ...good(), 'content-type': 'application/json', 'content-encoding': encoding }, { raw: 'this is not compressed' });
+        expect(res.status, `${encoding}: ${method} ${path} ${res.text}`).to.equal(400);
+        expect(res.body.error).to.equal('VALIDATION_ERROR');
+      }
+    }
+  });
+
+  it('a NUL character in the body → 400 VALIDATION_ERROR naming where, not a database error', async () => {
+    // Postgres text cannot hold U+0000: such a request must be refused, not fail in the database.
+    const create = endpoints()[0]![2] as Record<string, unknown>;
+    const cases: Array<[method: string, path: string, body: unknown, violation: string]> = [
+      ['POST', '/api/rest/_webhooks', { ...create, table: 'ord\u0000ers' }, 'table'],
+      ['POST', '/api/rest/_webhooks', { ...create, filter: { id: 'a\u0000b' } }, 'filter.id'],
+      ['POST', '/api/rest/_webhooks', { ...create, filter: { ['i\u0000d']: 1 } }, 'filter.i\u0000d'],
+      ['PATCH', `/api/rest/_webhooks/${id}`, { table: 'ord\u0000ers' }, 'table'],
+      ['PATCH', `/api/rest/_webhooks/${id}`, { select: ['id', 'x\u0000'] }, 'select.1'],
+    ];
+    for (const [method, path, body, violation] of cases) {
+      const res = await call(method, path, { ...good(), 'content-type': 'application/json' }, { raw: JSON.stringify(body) });
+      expect(res.status, `${method} ${path} ${res.text}`).to.equal(400);
+      expect(res.body.error).to.equal('VALIDATION_ERROR');
+      expect(res.body.violations.map((v: { path: string }) => v.path), `${method} ${path}`).to.deep.equal([violation]);
+    }
+  });
+
+  it('an id that is not valid percent-encoding, or holds a NUL → 400 VALIDATION_ERROR on every endpoint that takes one', async () => {
+    for (const bad of ['%E0%A4%A', '%', 'wh_%00x', '%00']) {
+      for (const [method, path, body] of endpoints()) {
+        if (!path.includes(id)) continue;
+        const res = await call(method, path.replace(id, bad), good(), body === undefined ? {} : { body });
+        expect(res.status, `${method} ${path.replace(id, bad)} ${res.text}`).to.equal(400);
+        expect(res.body.error).to.equal('VALIDATION_ERROR');
+      }
+    }
+  });
+
+  it('a list cursor that was not made by the API → 400 VALIDATION_ERROR, whatever it holds', async () => {
+    const cursors = [
+      ['2020-01-01T00:00:00Z', '\u0000'],
+      ['2020-01-01T00:00:00Z', "wh_x' OR '1'='1"],
+      ['2020-01-01T00:00:00Z', 'x'.repeat(10_000)],
+      ['not a date', 'wh_00'],
+      null,
+    ].map((c) => Buffer.from(JSON.stringify(c)).toString('base64url'));
+    for (const cursor of cursors) {
+      const res = await call('GET', `/api/rest/_webhooks?cursor=${cursor}`, good());
+      expect(res.status, res.text).to.equal(400);
+      expect(res.body.violations.map((v: { path: string }) => v.path)).to.deep.equal(['cursor']);
+    }
+  });
+
   it('an unknown id → 404 WEBHOOK_NOT_FOUND on every endpoint that takes one', async () => {
     for (const [method, path, body] of endpoints()) {
       if (!path.includes(id)) continue;
