@@ -96,6 +96,11 @@ export async function verifyAccessToken(ring: KeyRing, env: Environment, token: 
 /** The bearer token of an Authorization header, or 401 AUTH_TOKEN_INVALID. */
 export function bearerToken(header: string | undefined): string {
   const match = /^Bearer[ ]+([^\s]+)\s*$/i.exec(header ?? '');
-  if (!match) throw new AppError('AUTH_TOKEN_INVALID', 'An Authorization: Bearer <token> header is required.');
+  if (!match) {
+    // No bearer credentials at all: the challenge names the scheme without an error code
+    // (RFC 6750 §3.1); error="invalid_token" is for a token that was presented and failed.
+    const presented = /^Bearer\b/i.test(header ?? '');
+    throw new AppError('AUTH_TOKEN_INVALID', 'An Authorization: Bearer <token> header is required.', {}, presented ? {} : { 'WWW-Authenticate': 'Bearer realm="walgate"' });
+  }
   return match[1]!;
 }

@@ -34,16 +34,23 @@ export interface ClaimOptions {
  */
 export async function claimDue(pool: Pool, o: ClaimOptions): Promise<ClaimedDelivery[]> {
   const { rows } = await pool.query<ClaimedDelivery>(
-    `WITH candidates AS (
-       SELECT id FROM (
-         SELECT d.id, d.webhook_id, row_number() OVER (PARTITION BY d.webhook_id ORDER BY d.next_attempt_at, d.id) AS rank
-           FROM (SELECT id, webhook_id, next_attempt_at FROM walgate.deliveries
-                  WHERE status IN ('pending', 'retrying') AND next_attempt_at <= $1
-                  ORDER BY next_attempt_at LIMIT $3 * 10) d
-           JOIN walgate.webhooks w ON w.id = d.webhook_id AND w.active
-       ) ranked
-       LEFT JOIN unnest($5::text[], $6::int[]) AS busy(webhook_id, n) ON busy.webhook_id = ranked.webhook_id
-       WHERE rank <= $4 - coalesce(busy.n, 0) LIMIT $3
+    `WITH quota AS (
+       -- What each active subscription may still take: its in-flight room in this worker.
+       SELECT w.id AS webhook_id, $4 - coalesce(busy.n, 0) AS n
+         FROM walgate.webhooks w
+         LEFT JOIN unnest($5::text[], $6::int[]) AS busy(webhook_id, n) ON busy.webhook_id = w.id
+        WHERE w.active AND $4 - coalesce(busy.n, 0) > 0
+     ), candidates AS (
+       -- Each subscription's oldest due deliveries, up to its room (an index range per
+       -- subscription). Not the oldest due deliveries overall: a hanging endpoint's backlog is the
+       -- oldest, and a window over all of them would hold nothing but its rows while the healthy
+       -- subscriptions' deliveries waited behind it (head-of-line blocking).
+       SELECT d.id FROM quota q CROSS JOIN LATERAL (
+         SELECT id, next_attempt_at FROM walgate.deliveries
+          WHERE webhook_id = q.webhook_id AND status IN ('pending', 'retrying') AND next_attempt_at <= $1
+          ORDER BY next_attempt_at LIMIT q.n
+       ) d
+       ORDER BY d.next_attempt_at LIMIT $3
      ), claimed AS (
        -- = ANY(ARRAY(...)) here and below: an index lookup per id. A join is planned as a scan of
        -- every delivery kept, which made claims slower as the history grew.

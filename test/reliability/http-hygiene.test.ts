@@ -35,6 +35,15 @@ describe('reliability: HTTP hygiene of answers', () => {
     const management = await http.get('/api/rest/_webhooks?projectId=shop&environment=master');
     expect(management.status).to.equal(401);
     expect(management.headers.get('www-authenticate')).to.match(/^Bearer realm="walgate"/);
+    // No bearer credentials at all: the scheme, without an error code (RFC 6750 §3.1).
+    for (const headers of [{}, { authorization: 'Basic dXNlcjpwYXNz' }] as Array<Record<string, string>>) {
+      for (const res of [await http.get('/auth/me', { headers }), await http.get('/api/rest/_webhooks', { headers: { ...headers, environment: 'master' } })]) {
+        expect(res.status).to.equal(401);
+        expect(res.headers.get('www-authenticate'), JSON.stringify(headers)).to.equal('Bearer realm="walgate"');
+      }
+    }
+    const wrongManagement = await http.get('/api/rest/_webhooks', { headers: { authorization: 'Bearer wgm_notatoken', environment: 'master' } });
+    expect(wrongManagement.headers.get('www-authenticate')).to.equal('Bearer realm="walgate", error="invalid_token"');
   });
 
   it('no password, code or token reaches a log line, through every auth flow on both transports', async () => {
