@@ -42,6 +42,11 @@ async function main(): Promise<void> {
     log.warn({ port: config.tailerPort, err: err.message }, 'the tailer health listener could not start');
     return undefined;
   });
+  // "walgate ready" means changes are being captured: wait (briefly) for the tailer to hold the
+  // slot or stand by, so that a row written right after the banner is not missed by a test or a demo.
+  for (const until = Date.now() + 15_000; tailer.status().role === 'starting' && Date.now() < until; ) {
+    await new Promise((r) => setTimeout(r, 50));
+  }
   // The embedded cluster is local and its password is in DATA_DIR anyway; an operator's URL is masked.
   const shownDb = database.embedded ? database.url : database.url.replace(/:[^:@/]*@/, ':***@');
   process.stdout.write(

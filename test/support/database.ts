@@ -36,11 +36,18 @@ export async function createTestDatabase(): Promise<TestDatabase> {
     drop: () =>
       admin(async (c) => {
         // Replication slots pin a database: drop them (and their sessions) before the database.
-        await c.query(
-          `SELECT pg_terminate_backend(active_pid) FROM pg_replication_slots WHERE database = $1 AND active_pid IS NOT NULL`,
-          [name],
-        );
-        await c.query(`SELECT pg_drop_replication_slot(slot_name) FROM pg_replication_slots WHERE database = $1`, [name]).catch(() => undefined);
+        // A terminated walsender takes a moment to go (and a daemon may reconnect meanwhile), so
+        // this repeats until no slot is left.
+        for (let attempt = 0; attempt < 50; attempt++) {
+          await c.query(
+            `SELECT pg_terminate_backend(active_pid) FROM pg_replication_slots WHERE database = $1 AND active_pid IS NOT NULL`,
+            [name],
+          );
+          await c.query(`SELECT pg_drop_replication_slot(slot_name) FROM pg_replication_slots WHERE database = $1 AND NOT active`, [name]).catch(() => undefined);
+          const { rowCount } = await c.query('SELECT 1 FROM pg_replication_slots WHERE database = $1', [name]);
+          if (!rowCount) break;
+          await new Promise((r) => setTimeout(r, 100));
+        }
         await c.query(`DROP DATABASE IF EXISTS ${name} WITH (FORCE)`);
       }),
   };
