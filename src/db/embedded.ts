@@ -32,7 +32,8 @@ export interface EmbeddedCluster {
   port: number;
   /** False when the cluster was already running (started by another walgate process). */
   owned: boolean;
-  stop(): Promise<void>;
+  /** `fast` (the default) shuts down cleanly; `immediate` is a crash: recovery runs at the next start. */
+  stop(mode?: 'fast' | 'immediate'): Promise<void>;
 }
 
 interface StateFile {
@@ -196,10 +197,10 @@ export async function startEmbeddedPostgres(options: EmbeddedOptions): Promise<E
     urlFor: (db) => urlFor(s, db),
     port: s.port,
     owned: true,
-    stop: async () => {
+    stop: async (mode = 'fast') => {
       if (stopped) return;
       stopped = true;
-      await run(bin.pg_ctl, ['stop', '-w', '-t', '60', '-m', 'fast', '-D', dataDir], ids, options.log);
+      await run(bin.pg_ctl, ['stop', '-w', '-t', '60', '-m', mode, '-D', dataDir], ids, options.log);
     },
   };
 }
