@@ -106,10 +106,15 @@ describe('tailer durability', function () {
         );
       }
     })();
+    const count = async () => (await t.ctx.pool.query('SELECT count(*)::int AS n FROM walgate.deliveries')).rows[0].n as number;
     for (let i = 0; i < 3; i++) {
-      await sleep(600 + i * 400);
-      const { rows } = await t.ctx.pool.query('SELECT count(*)::int AS n FROM walgate.deliveries');
-      killedAt.push(rows[0].n);
+      // Kill a daemon at work: once it has written something since it was launched (a fixed
+      // pause hit daemons still starting up on a loaded machine), and at a varying moment.
+      const before = killedAt.at(-1) ?? 0;
+      const until = Date.now() + 20_000;
+      while ((await count()) <= before && Date.now() < until) await sleep(25);
+      await sleep(100 + i * 150);
+      killedAt.push(await count());
       await kill();
       await sleep(100);
       launch();
