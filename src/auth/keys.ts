@@ -1,6 +1,6 @@
 import { calculateJwkThumbprint, exportJWK, exportPKCS8, generateKeyPair, type JWK } from 'jose';
-import type { SecretBox } from '../crypto/secretbox.js';
-import { withTransaction, type Pool, type Queryable } from '../db/pool.js';
+import type { SecretBox } from '../core/crypto/secretbox.js';
+import { withTransaction, type Pool, type Queryable } from '../core/db/pool.js';
 import type { Environment, SigningAlg } from '../projects/environments.js';
 
 // Signing keys per environment, in three states: `next` is published but does not sign yet, so

@@ -1,4 +1,4 @@
-import type { Queryable } from '../db/pool.js';
+import type { Queryable } from '../core/db/pool.js';
 
 /** What the tailer needs of a webhook subscription to decide which changes it gets. */
 export interface SubscriptionSpec {

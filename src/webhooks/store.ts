@@ -1,4 +1,4 @@
-import type { Queryable } from '../db/pool.js';
+import type { Queryable } from '../core/db/pool.js';
 
 // Every statement on walgate.webhooks. The tailer reads this table's changes from the WAL, so every
 // change writes updated_at, and the secret is only ever stored sealed.
