@@ -125,7 +125,7 @@ export class DeliveryWorker {
         await this.#idle(this.#o.pollMs);
         continue;
       }
-      let claimed: ClaimedDelivery[] = [];
+      let claimed: ClaimedDelivery[];
       try {
         const now = this.#ctx.clock();
         claimed = await claimDue(this.#ctx.pool, {

@@ -2,6 +2,7 @@ import { randomBytes } from 'node:crypto';
 import { TtlCache } from '../core/cache.js';
 import type { SecretBox } from '../core/crypto/secretbox.js';
 import { defaultSchemaName, isPlainIdentifier, quoteIdent } from '../core/db/identifiers.js';
+import { selectList } from '../core/db/columns.js';
 import type { PoolClient, Queryable } from '../core/db/pool.js';
 
 export type TokenFormat = 'jws' | 'jwe';
@@ -35,43 +36,37 @@ export function isValidName(name: string): boolean {
   return TENANT_NAME.test(name);
 }
 
-const COLUMNS = `project_id, name, schema_name, auth_enabled, token_format, signing_alg, jwe_key,
-  access_token_ttl_seconds, refresh_token_ttl_seconds, code_ttl_seconds, code_max_attempts,
-  lockout_threshold, lockout_seconds, created_at`;
-
-function fromRow(r: Record<string, unknown>): Environment {
-  return {
-    projectId: r.project_id as string,
-    name: r.name as string,
-    schemaName: r.schema_name as string,
-    authEnabled: r.auth_enabled as boolean,
-    tokenFormat: r.token_format as TokenFormat,
-    signingAlg: r.signing_alg as SigningAlg,
-    jweKey: r.jwe_key as Buffer | null,
-    accessTokenTtlSeconds: r.access_token_ttl_seconds as number,
-    refreshTokenTtlSeconds: r.refresh_token_ttl_seconds as number,
-    codeTtlSeconds: r.code_ttl_seconds as number,
-    codeMaxAttempts: r.code_max_attempts as number,
-    lockoutThreshold: r.lockout_threshold as number,
-    lockoutSeconds: r.lockout_seconds as number,
-    createdAt: r.created_at as Date,
-  };
-}
+const COLUMNS = selectList<Environment>({
+  projectId: 'project_id',
+  name: 'name',
+  schemaName: 'schema_name',
+  authEnabled: 'auth_enabled',
+  tokenFormat: 'token_format',
+  signingAlg: 'signing_alg',
+  jweKey: 'jwe_key',
+  accessTokenTtlSeconds: 'access_token_ttl_seconds',
+  refreshTokenTtlSeconds: 'refresh_token_ttl_seconds',
+  codeTtlSeconds: 'code_ttl_seconds',
+  codeMaxAttempts: 'code_max_attempts',
+  lockoutThreshold: 'lockout_threshold',
+  lockoutSeconds: 'lockout_seconds',
+  createdAt: 'created_at',
+});
 
 export async function findEnvironment(db: Queryable, projectId: string, name: string): Promise<Environment | undefined> {
-  const { rows } = await db.query(`SELECT ${COLUMNS} FROM walgate.environments WHERE project_id = $1 AND name = $2`, [
+  const { rows } = await db.query<Environment>(`SELECT ${COLUMNS} FROM walgate.environments WHERE project_id = $1 AND name = $2`, [
     projectId,
     name,
   ]);
-  return rows[0] ? fromRow(rows[0]) : undefined;
+  return rows[0];
 }
 
 export async function listEnvironments(db: Queryable, projectId?: string): Promise<Environment[]> {
-  const { rows } = await db.query(
+  const { rows } = await db.query<Environment>(
     `SELECT ${COLUMNS} FROM walgate.environments WHERE $1::text IS NULL OR project_id = $1 ORDER BY project_id, name`,
     [projectId ?? null],
   );
-  return rows.map(fromRow);
+  return rows;
 }
 
 export interface EnvironmentSettings {
@@ -141,11 +136,11 @@ export async function createEnvironment(
   const settings = givenSettings(input);
   const columns = ['project_id', 'name', 'schema_name', 'jwe_key', ...settings.map(([column]) => column)];
   const values = [input.projectId, input.name, schemaName, jweKey, ...settings.map(([, value]) => value)];
-  const { rows } = await client.query(
+  const { rows } = await client.query<Environment>(
     `INSERT INTO walgate.environments (${columns.join(', ')}) VALUES (${values.map((_, i) => `$${i + 1}`).join(', ')}) RETURNING ${COLUMNS}`,
     values,
   );
-  return fromRow(rows[0]!);
+  return rows[0]!;
 }
 
 /** Changes settings of an existing environment; returns undefined when there is no such environment. */
@@ -157,13 +152,13 @@ export async function updateEnvironment(
 ): Promise<Environment | undefined> {
   const given = givenSettings(settings);
   const assignments = given.map(([column], i) => `${column} = $${i + 3}`);
-  const { rows } = await db.query(
+  const { rows } = await db.query<Environment>(
     `UPDATE walgate.environments SET ${[...assignments, 'updated_at = now()'].join(', ')}
      WHERE project_id = $1 AND name = $2
      RETURNING ${COLUMNS}`,
     [projectId, name, ...given.map(([, value]) => value)],
   );
-  return rows[0] ? fromRow(rows[0]) : undefined;
+  return rows[0];
 }
 
 /**

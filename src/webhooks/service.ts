@@ -4,7 +4,7 @@ import { PgCode, pgCode, withTransaction, type Queryable } from '../core/db/pool
 import { recentDeliveries, replayDeadDeliveries, type DeliveryView } from '../delivery/history.js';
 import { AppError, validationError, type Violation } from '../core/errors.js';
 import type { Environment } from '../projects/environments.js';
-import { CaptureError, captureTable, lockCapturedTables, releaseTable, retainChanges } from '../tailer/capture.js';
+import { CaptureError, captureTable, lockCapturedTables, releaseTable, retainChanges } from '../tailer/capture/index.js';
 import type { CreateBody, UpdateBody } from './schemas.js';
 import { sealWebhookSecret } from '../delivery/secret.js';
 import * as store from './store.js';

@@ -1,11 +1,11 @@
 // Change capture as the rest of walgate sees it: which tables are captured, and that changes are
 // retained from the first subscription on. The webhook service calls only these; the publication,
 // replica identity and slot behind them are the tailer's business.
-import type { Queryable } from '../core/db/pool.js';
-import { lockPublication, unwatchTable, watchTable } from './publication.js';
-import { ensureSlot } from './slot.js';
+import type { Queryable } from '../../core/db/pool.js';
+import { lockPublication, unwatchTable, watchTable } from '../publication.js';
+import { ensureSlot } from '../slot.js';
 
-export { WatchError as CaptureError } from './publication.js';
+export { WatchError as CaptureError } from '../publication.js';
 
 /**
  * Serializes changes to the set of captured tables. Call it first in a transaction that may start
