@@ -336,16 +336,22 @@ async function main(): Promise<void> {
     for (const [i, tx] of transactions.entries()) if (byTransaction[i]![0]!.xid !== tx.xid) throw new Error(`transaction ${i}: xid mismatch`);
 
     const values = [];
+    // Zoned values once more in UTC, whose offset Postgres prints without minutes (`+00`).
+    const zones = (type: string) => (/timestamptz|address/.test(type) ? [SESSION.TimeZone, 'UTC'] : [SESSION.TimeZone]);
     for (const [type, literals] of VALUES) {
-      for (const literal of literals) {
-        const { rows } = await db.query<{ oid: number; text: string; jsonb: string }>(
-          `SELECT pg_typeof(v)::oid::int AS oid, format('%s', v) AS text, to_jsonb(v)::text AS jsonb FROM (SELECT $1::${type} AS v) x`,
-          [literal],
-        );
-        values.push({ type, literal, ...rows[0]! });
-        typeOids.push(rows[0]!.oid);
+      for (const timeZone of zones(type)) {
+        await db.query(`SET TimeZone = '${timeZone}'`);
+        for (const literal of literals) {
+          const { rows } = await db.query<{ oid: number; text: string; jsonb: string }>(
+            `SELECT pg_typeof(v)::oid::int AS oid, format('%s', v) AS text, to_jsonb(v)::text AS jsonb FROM (SELECT $1::${type} AS v) x`,
+            [literal],
+          );
+          values.push({ type, literal, timeZone, ...rows[0]! });
+          typeOids.push(rows[0]!.oid);
+        }
       }
     }
+    await db.query(`SET TimeZone = '${SESSION.TimeZone}'`);
 
     const fixture = {
       about: 'Captured by scripts/capture-pgoutput-fixtures.ts; regenerate with it, do not edit by hand.',

@@ -50,7 +50,7 @@ export interface PgoutputFixture {
   };
   transactions: CapturedTransaction[];
   /** Single values: each literal's type oid, text output and to_jsonb. */
-  values: Array<{ type: string; literal: string; oid: number; text: string; jsonb: string }>;
+  values: Array<{ type: string; literal: string; timeZone: string; oid: number; text: string; jsonb: string }>;
 }
 
 const FILE = fileURLToPath(new URL('../../../../test/unit/fixtures/pgoutput.json', import.meta.url));

@@ -20,7 +20,7 @@ describe('unit: values render as to_jsonb renders them', () => {
   });
 
   for (const v of fixture.values) {
-    it(`${v.type} ${JSON.stringify(v.literal)} → ${v.jsonb.length > 60 ? `${v.jsonb.slice(0, 57)}...` : v.jsonb}`, () => {
+    it(`${v.type} ${JSON.stringify(v.literal)} (${v.timeZone}) → ${v.jsonb.length > 60 ? `${v.jsonb.slice(0, 57)}...` : v.jsonb}`, () => {
       const fragment = types.renderFor(v.oid)(v.text);
       expect(exactJson(fragment)).to.deep.equal(exactJson(v.jsonb));
     });
