@@ -4,9 +4,10 @@ import pg from 'pg';
 import type { Context } from '../context.js';
 import { DELIVERIES_CHANNEL } from '../tailer/outbox.js';
 import { openWebhookSecret } from '../webhooks/secret.js';
-import { EndpointBreakers } from './breaker.js';
+import { disableWebhook } from '../webhooks/store.js';
+import { EndpointBreakers, type BreakerKey, type BreakerState } from './breaker.js';
+import { classifyAnswer } from './outcome.js';
 import { renderPayload } from './payload.js';
-import { delayBefore, maxAttempts } from './schedule.js';
 import { Sender } from './sender.js';
 import { signatureHeaders } from './signing.js';
 import { claimDue, postpone, queueDepth, recordAttempts, type AttemptResult, type ClaimedDelivery } from './store.js';
@@ -106,11 +107,10 @@ export class DeliveryWorker {
     const listener = this.#listener;
     this.#listener = null;
     await listener?.end().catch(() => undefined);
-    this.#breakers.shutdown();
     await this.#sender.close().catch(() => undefined);
   }
 
-  breakerStates(): Map<string, string> {
+  breakerStates(): Array<BreakerKey & { state: BreakerState }> {
     return this.#breakers.states();
   }
 
@@ -137,7 +137,7 @@ export class DeliveryWorker {
           // round trip per finished delivery); until then it counts as full.
           inflight: new Map([...this.#held].map(([id, n]) => [id, n > this.#refillAt ? this.#o.perWebhook * CLAIM_AHEAD : n])),
         });
-        if (claimed.length) await this.#breakers.refresh([...new Set(claimed.map((d) => originOf(d.url)))]);
+        if (claimed.length) await this.#breakers.refresh(claimed.map(endpointOf));
       } catch (err) {
         log.error({ err }, 'could not claim deliveries; retrying');
         await this.#idle(this.#o.pollMs * 4);
@@ -182,13 +182,8 @@ export class DeliveryWorker {
   }
 
   async #attempt(d: ClaimedDelivery): Promise<void> {
-    const origin = originOf(d.url);
-    const admission = await this.#breakers.admit(origin);
-    if (admission.kind === 'wait') {
-      this.stats.postponed++;
-      await postpone(this.#ctx.pool, [d.id], admission.until);
-      return;
-    }
+    const endpoint = endpointOf(d);
+    let admission = await this.#breakers.admit(endpoint);
     const secret = this.#secret(d.secret);
     const body = renderPayload(d);
     const startedAt = this.#ctx.clock();
@@ -197,34 +192,35 @@ export class DeliveryWorker {
       'x-service-delivery': d.event_id,
       ...signatureHeaders(secret, d.event_id, body, Math.floor(startedAt.getTime() / 1000)),
     };
-    let result;
-    try {
-      result = await this.#breakers.fire(origin, () => this.#sender.post(new URL(d.url), headers, body));
-    } catch {
-      // The local breaker opened meanwhile (another delivery to this origin just failed): wait.
+    // Checked again with nothing awaited before the request starts: a failure that opened the
+    // breaker while this one was being admitted stops it here.
+    admission = this.#breakers.confirm(endpoint, admission);
+    if (admission.kind === 'wait') {
       this.stats.postponed++;
-      await postpone(this.#ctx.pool, [d.id], new Date(this.#ctx.clock().getTime() + 1000));
+      await postpone(this.#ctx.pool, [d.id], admission.until);
       return;
     }
+    const result = await this.#sender.post(new URL(d.url), headers, body);
     const attempt = d.attempts + 1;
-    const openedUntil = await this.#breakers.record(origin, result.ok, admission.probe);
+    const openedUntil = result.ok
+      ? (await this.#breakers.recordSuccess(endpoint, admission.probe), null)
+      : await this.#breakers.recordFailure(endpoint, admission.probe);
     const now = this.#ctx.clock();
-    const delays = this.#ctx.config.webhooks.retryDelaysMs;
     this.stats.attempts++;
+    const outcome = classifyAnswer({ status: result.status, headers: { 'retry-after': result.retryAfter } }, attempt, now, this.#ctx.config.webhooks.retryDelaysMs);
     let status: AttemptResult['status'];
     let nextAttemptAt: Date | null = null;
-    if (result.ok) {
+    if (outcome.kind === 'delivered') {
       status = 'delivered';
       this.stats.delivered++;
-    } else if (attempt >= maxAttempts(delays)) {
-      status = 'dead';
-      this.stats.dead++;
-    } else {
+    } else if (outcome.kind === 'retry') {
       status = 'retrying';
       this.stats.failed++;
-      let next = now.getTime() + (delayBefore(delays, attempt + 1) ?? 0);
-      if (openedUntil && openedUntil.getTime() > next) next = openedUntil.getTime();
-      nextAttemptAt = new Date(next);
+      nextAttemptAt = openedUntil && openedUntil > outcome.notBefore ? openedUntil : outcome.notBefore;
+    } else {
+      status = 'dead';
+      this.stats.dead++;
+      if (outcome.kind === 'disable') await this.#disable(d, outcome.reason, now);
     }
     const m = this.#ctx.metrics;
     m.deliveriesFinished.inc({ status });
@@ -248,6 +244,13 @@ export class DeliveryWorker {
     // attempts wait for the write once MAX_UNWRITTEN results are pending.
     if (this.#results.length >= MAX_UNWRITTEN) await this.#flush();
     else void this.#flush();
+  }
+
+  /** The receiver asked for no more deliveries (410 Gone): the subscription stops at this commit. */
+  async #disable(d: ClaimedDelivery, reason: string, at: Date): Promise<void> {
+    if (!(await disableWebhook(this.#ctx.pool, d.webhook_id, reason, at))) return;
+    this.#ctx.metrics.webhooksDisabled.inc();
+    this.#ctx.log.warn({ component: 'delivery', webhook: d.webhook_id, project: d.project_id, environment: d.environment, reason }, 'subscription disabled by its receiver');
   }
 
   /** A subscription's signing secret, decrypted once per sealed value (a rotation seals a new one). */
@@ -354,6 +357,7 @@ const MAX_UNWRITTEN = 1000;
 /** How far claims run ahead of sending, in multiples of the in-flight caps. */
 const CLAIM_AHEAD = 4;
 
-function originOf(url: string): string {
-  return new URL(url).origin;
+/** The breaker's key: per tenant and exact URL, never per host. */
+function endpointOf(d: ClaimedDelivery): BreakerKey {
+  return { projectId: d.project_id, environment: d.environment, url: d.url };
 }
