@@ -2,6 +2,7 @@ import type { ConnectionOptions } from 'node:tls';
 import { setTimeout as sleep } from 'node:timers/promises';
 import pg from 'pg';
 import type { Context } from '../context.js';
+import { keepReconnecting } from '../db/reconnect.js';
 import { DELIVERIES_CHANNEL } from '../tailer/outbox.js';
 import { openWebhookSecret } from '../webhooks/secret.js';
 import { disableWebhook } from '../webhooks/store.js';
@@ -54,6 +55,8 @@ export class DeliveryWorker {
   #loop: Promise<void> | undefined;
   #reporter: NodeJS.Timeout | undefined;
   #stopping = false;
+  /** Aborted by stop(): ends the LISTEN reconnect loop, also mid-backoff. */
+  readonly #abort = new AbortController();
   readonly #leaseMs: number;
   stats = { attempts: 0, delivered: 0, failed: 0, dead: 0, postponed: 0 };
 
@@ -94,6 +97,7 @@ export class DeliveryWorker {
   /** Stops claiming, lets attempts in flight finish (bounded), writes their results. Idempotent. */
   async stop(timeoutMs = 15_000): Promise<void> {
     this.#stopping = true;
+    this.#abort.abort();
     this.#nudge();
     await this.#loop;
     // Claimed but not started: hand them back now rather than when their leases run out.
@@ -307,29 +311,26 @@ export class DeliveryWorker {
 
   /** NOTIFY from the tailer is a hint to look now; polling is the truth. */
   async #listen(): Promise<void> {
-    let backoff = 500;
-    while (!this.#stopping) {
-      const client = new pg.Client({ connectionString: this.#ctx.pool.options.connectionString, application_name: 'walgate-delivery-listen' });
-      try {
-        const ended = new Promise<void>((resolve) => {
-          client.on('error', () => resolve());
-          client.on('end', () => resolve());
-        });
-        await client.connect();
-        client.on('notification', () => this.#nudge());
-        await client.query(`LISTEN ${DELIVERIES_CHANNEL}`);
-        this.#listener = client;
-        if (this.#stopping) break;
-        backoff = 500;
-        await ended;
-      } catch {
-        /* retried below */
-      }
-      await client.end().catch(() => undefined);
-      if (this.#stopping) return;
-      await sleep(backoff);
-      backoff = Math.min(backoff * 2, 10_000);
-    }
+    await keepReconnecting(
+      async () => {
+        const client = new pg.Client({ connectionString: this.#ctx.pool.options.connectionString, application_name: 'walgate-delivery-listen' });
+        try {
+          const ended = new Promise<void>((resolve) => {
+            client.on('error', () => resolve());
+            client.on('end', () => resolve());
+          });
+          await client.connect();
+          client.on('notification', () => this.#nudge());
+          await client.query(`LISTEN ${DELIVERIES_CHANNEL}`);
+          this.#listener = client;
+          if (this.#stopping) return;
+          await ended;
+        } finally {
+          await client.end().catch(() => undefined);
+        }
+      },
+      { signal: this.#abort.signal, minMs: 500, maxMs: 10_000 },
+    );
   }
 
   async #report(): Promise<void> {
