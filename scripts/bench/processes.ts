@@ -50,7 +50,22 @@ export async function withDeadline<T>(promise: Promise<T>, ms: number, what = 'o
   }
 }
 
-/** On SIGINT / SIGTERM: stop the children, run the shutdown steps (each bounded), exit 130 / 143. */
+let shuttingDown: Promise<void> | undefined;
+
+/**
+ * Runs the shutdown steps once, each bounded, the last registered first. The signal handler and
+ * the bench's own end both call it: whichever comes second waits for the same run (two would
+ * stop Postgres while the other removes its directory).
+ */
+export function runShutdown(log: (msg: string) => void): Promise<void> {
+  return (shuttingDown ??= (async () => {
+    for (const step of [...shutdownSteps].reverse()) {
+      await withDeadline(step(), STEP_MS, 'shutdown step').catch((err: unknown) => log(`shutdown: ${(err as Error).message}`));
+    }
+  })());
+}
+
+/** On SIGINT / SIGTERM: stop the children, run the shutdown steps, exit 130 / 143. */
 export function stopOnSignals(log: (msg: string) => void, childStopMs = CHILD_STOP_MS): void {
   let stopping = false;
   const stop = async (signal: NodeJS.Signals) => {
@@ -58,9 +73,7 @@ export function stopOnSignals(log: (msg: string) => void, childStopMs = CHILD_ST
     stopping = true;
     log(`${signal}: stopping child processes and Postgres`);
     await stopChildren(childStopMs);
-    for (const step of [...shutdownSteps].reverse()) {
-      await withDeadline(step(), STEP_MS, 'shutdown step').catch((err: unknown) => log(`shutdown: ${(err as Error).message}`));
-    }
+    await runShutdown(log);
     process.exit(signal === 'SIGINT' ? 130 : 143);
   };
   process.on('SIGINT', () => void stop('SIGINT'));

@@ -15,7 +15,7 @@ import { createLogger } from '../../src/log.js';
 import { provisionEnvironment } from '../../src/projects/provision.js';
 import { testCertificates } from '../../test/support/tls.js';
 import { login, protectedRead, refresh } from './http-paths.js';
-import { Daemon, onShutdown, stopOnSignals } from './processes.js';
+import { Daemon, onShutdown, runShutdown, stopChildren, stopOnSignals } from './processes.js';
 import { startCountingReceiver, type CountingReceiver } from './receiver.js';
 import type { Summary } from './stats.js';
 import { walPaths } from './wal-paths.js';
@@ -141,10 +141,9 @@ try {
     await run();
   }
 } finally {
-  receiver.close();
-  await ctx.close();
-  await cluster.stop();
-  await rm(dir, { recursive: true, force: true });
+  // The same steps as on a signal: the receiver and any daemon left, then ctx, Postgres, the directory.
+  await stopChildren();
+  await runShutdown(log);
 }
 
 const machine = { cpus: cpus().length, cpuModel: cpus()[0]?.model, memoryGb: Math.round(totalmem() / 1024 ** 3), node: process.version };
