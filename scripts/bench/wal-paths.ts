@@ -7,6 +7,7 @@ import { Pool as HttpPool } from 'undici';
 import { insertSubscription } from '../../test/support/subscriptions.js';
 import type { ReceiverStats } from './receiver.js';
 import type { Bench } from './run.js';
+import { withDeadline } from './processes.js';
 import { percentile, round, summarize } from './stats.js';
 
 const RUNS = 3;
@@ -15,6 +16,8 @@ const FANOUT_WINDOW_SECONDS = Math.ceil(WINDOW_SECONDS / 2);
 const LATENCY_SECONDS = Number(process.env.BENCH_LATENCY_SECONDS ?? 60);
 const WARM_UP_SECONDS = 3;
 const DRAIN_ROWS = Number(process.env.BENCH_DRAIN_ROWS ?? 200_000);
+/** The longest a drain (or its raw baseline) may take before the bench fails. */
+const DRAIN_DEADLINE_MS = 300_000;
 const PAYLOAD = 'x'.repeat(1000); // 1 KB rows
 const CONCURRENCY = 32; // the worker's in-flight cap per subscription
 
@@ -66,14 +69,28 @@ function writer(client: pg.Client, table: string, fanout: number, received: () =
   };
 }
 
-async function waitForAll(b: Bench, expected: number, timeoutMs = 300_000): Promise<ReceiverStats> {
-  const until = Date.now() + timeoutMs;
+/** Polls `check` until it is done; past the deadline, fails with what it last saw. */
+async function until(check: () => Promise<{ done: boolean; state: string }>, deadlineMs: number, what: string): Promise<void> {
+  const deadline = Date.now() + deadlineMs;
   for (;;) {
-    const s = await b.receiver.stats();
-    if (s.unique >= expected) return s;
-    if (Date.now() > until) throw new Error(`receiver has ${s.unique} of ${expected} events`);
-    await sleep(200);
+    const { done, state } = await check();
+    if (done) return;
+    if (Date.now() > deadline) throw new Error(`${what}: not done within ${Math.round(deadlineMs / 1000)} s (${state})`);
+    await sleep(50);
   }
+}
+
+async function waitForAll(b: Bench, expected: number, timeoutMs = 300_000): Promise<ReceiverStats> {
+  let s: ReceiverStats | undefined;
+  await until(
+    async () => {
+      s = await b.receiver.stats();
+      return { done: s.unique >= expected, state: `receiver has ${s.unique} of ${expected} events` };
+    },
+    timeoutMs,
+    'delivery',
+  );
+  return s!;
 }
 
 function checkCorrect(s: ReceiverStats, expected: number, what: string): void {
@@ -98,6 +115,7 @@ async function throughput(b: Bench, path: string, fanout: number, windowSeconds:
       }),
     );
   }
+  const writesBefore = await rowWrites(b);
   const tailer = await b.startTailer();
   const client = new pg.Client({ connectionString: b.clusterUrl });
   await client.connect();
@@ -118,6 +136,10 @@ async function throughput(b: Bench, path: string, fanout: number, windowSeconds:
     const s = await waitForAll(b, inserted * fanout);
     checkCorrect(s, inserted * fanout, path);
     const duplicates = s.received - s.unique;
+    // The tailer stops first: its connections' table statistics are flushed when they close.
+    await tailer.stop();
+    const writes = diffWrites(writesBefore, await rowWrites(b));
+    const perDelivery = round(writes.total / s.unique, 3);
     const ratio = summarize(rates).median / summarize(baseline).median;
     b.record({
       path,
@@ -130,11 +152,44 @@ async function throughput(b: Bench, path: string, fanout: number, windowSeconds:
       extra: { windowSeconds, windows: RUNS, rowBytes: 1000, subscriptions: fanout, rowsInserted: inserted, duplicates, signaturesChecked: true },
       daemons: { tailer: daemon },
     });
+    b.record({
+      path: `Postgres row writes per delivered change (${fanout === 1 ? '1 subscription' : `fan-out to ${fanout}`}, happy path)`,
+      unit: 'row writes',
+      value: summarize([perDelivery]),
+      target: '≤ 1 (n_tup_ins + n_tup_upd + n_tup_del over walgate.* tables, per delivery)',
+      met: perDelivery <= 1,
+      extra: { rowWrites: writes.total, deliveries: s.unique, byTable: writes.byTable },
+    });
   } finally {
     await client.end();
     await tailer.stop();
     for (const id of subs) await b.pool.query('DELETE FROM walgate.webhooks WHERE id = $1', [id]);
   }
+}
+
+interface WriteCounts {
+  total: number;
+  byTable: Record<string, number>;
+}
+
+/**
+ * Rows written so far to walgate's tables (inserts + updates + deletes, pg_stat_user_tables). A
+ * backend reports its counts at the end of a transaction at most once a second, and when it
+ * exits: read after the tailer (the writer) has gone, and a moment after.
+ */
+async function rowWrites(b: Bench): Promise<WriteCounts> {
+  await sleep(1200);
+  const { rows } = await b.pool.query<{ relname: string; n: string }>(
+    `SELECT relname, (n_tup_ins + n_tup_upd + n_tup_del)::text AS n FROM pg_stat_user_tables WHERE schemaname = 'walgate'`,
+  );
+  const byTable = Object.fromEntries(rows.map((r) => [r.relname, Number(r.n)]));
+  return { total: Object.values(byTable).reduce((a, n) => a + n, 0), byTable };
+}
+
+function diffWrites(before: WriteCounts, after: WriteCounts): WriteCounts {
+  const byTable: Record<string, number> = {};
+  for (const [t, n] of Object.entries(after.byTable)) if (n - (before.byTable[t] ?? 0) !== 0) byTable[t] = n - (before.byTable[t] ?? 0);
+  return { total: after.total - before.total, byTable };
 }
 
 /** The WAL paths by name; the throughput paths share one raw-POST baseline, measured first. */
@@ -213,12 +268,19 @@ async function rawSlotRead(b: Bench, slot: string, expected: number): Promise<nu
   const plugin = new PgoutputPlugin({ protoVersion: 1, publicationNames: [PUBLICATION] });
   let n = 0;
   const started = performance.now();
-  await new Promise<void>((resolve, reject) => {
-    service.on('data', (_lsn: string, msg: { tag: string }) => {
-      if (msg.tag === 'insert' && ++n === expected) resolve();
-    });
-    service.on('error', reject);
-    service.subscribe(plugin, slot).catch(reject);
+  await withDeadline(
+    new Promise<void>((resolve, reject) => {
+      service.on('data', (_lsn: string, msg: { tag: string }) => {
+        if (msg.tag === 'insert' && ++n === expected) resolve();
+      });
+      service.on('error', reject);
+      service.subscribe(plugin, slot).catch(reject);
+    }),
+    DRAIN_DEADLINE_MS,
+    'raw slot read',
+  ).catch(async (err: unknown) => {
+    await service.stop().catch(() => undefined);
+    throw new Error(`${(err as Error).message} (${n} of ${expected} inserts read)`);
   });
   const rate = expected / ((performance.now() - started) / 1000);
   await service.stop();
@@ -252,14 +314,21 @@ async function drain(b: Bench): Promise<void> {
       const tailer = await b.startTailer();
       await tailer.daemon.beginRun();
       const t0 = performance.now();
-      for (;;) {
-        const { rows } = await client.query(
-          `SELECT coalesce((SELECT processed_lsn >= $1::pg_lsn FROM walgate.tailer_state LIMIT 1), false) AS done`,
-          [end],
-        );
-        if (rows[0].done) break;
-        await sleep(50);
-      }
+      // Done when the tailer's slot is acknowledged past the backlog: the slot is acknowledged only
+      // up to what is durably handled (the count below checks it). Not tailer_state.processed_lsn:
+      // an idle keepalive moves the slot past the last commit, never that row, and the wait hung.
+      await until(
+        async () => {
+          const { rows } = await client.query(
+            `SELECT coalesce(bool_or(confirmed_flush_lsn >= $1::pg_lsn), false) AS done, max(confirmed_flush_lsn)::text AS at
+               FROM pg_replication_slots WHERE database = current_database() AND slot_name <> 'walgate_bench_raw'`,
+            [end],
+          );
+          return { done: rows[0].done as boolean, state: `slot confirmed at ${rows[0].at ?? 'no slot'}, backlog ends at ${end}` };
+        },
+        DRAIN_DEADLINE_MS,
+        'drain',
+      );
       rates.push(DRAIN_ROWS / ((performance.now() - t0) / 1000));
       daemon = await tailer.daemon.endRun();
       peakRss = Math.max(peakRss, daemon.peakRssMb);

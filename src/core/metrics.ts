@@ -36,6 +36,12 @@ export class Metrics {
     registers: [this.registry],
   });
 
+  readonly webhooksDisabled = new Counter({
+    name: 'walgate_webhooks_disabled_total',
+    help: 'Subscriptions disabled by delivery because their receiver answered 410 Gone',
+    registers: [this.registry],
+  });
+
   readonly attemptDuration = new Histogram({
     name: 'walgate_delivery_attempt_duration_seconds',
     help: 'Duration of delivery attempts, by outcome (success, failure)',

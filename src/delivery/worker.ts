@@ -2,11 +2,12 @@ import type { ConnectionOptions } from 'node:tls';
 import { setTimeout as sleep } from 'node:timers/promises';
 import pg from 'pg';
 import type { Context } from '../core/context.js';
+import { keepReconnecting } from '../core/db/reconnect.js';
 import { DELIVERIES_CHANNEL } from '../tailer/outbox.js';
 import { openWebhookSecret } from './secret.js';
-import { EndpointBreakers } from './breaker.js';
+import { EndpointBreakers, type BreakerKey, type BreakerState } from './breaker.js';
+import { classifyAnswer } from './outcome.js';
 import { renderPayload } from './payload.js';
-import { delayBefore, maxAttempts } from './schedule.js';
 import { Sender } from './sender.js';
 import { signatureHeaders } from './signing.js';
 import { claimDue, postpone, queueDepth, recordAttempts, type AttemptResult, type ClaimedDelivery } from './store.js';
@@ -24,7 +25,14 @@ export interface DeliveryWorkerOptions {
   reportIntervalMs?: number;
   /** How long a claim lasts (default: twice the time-out plus 5 s). */
   leaseMs?: number;
+  /**
+   * Turns a subscription off because its receiver answered 410 Gone; true when this call did it.
+   * Subscriptions are the webhook domain's: the assembly passes its store's function in.
+   */
+  disableSubscription: DisableSubscription;
 }
+
+export type DisableSubscription = (webhookId: string, reason: string, at: Date) => Promise<boolean>;
 
 /**
  * Sends due deliveries: claim (a lease, see store.ts) → admit through the endpoint's breaker →
@@ -53,10 +61,12 @@ export class DeliveryWorker {
   #loop: Promise<void> | undefined;
   #reporter: NodeJS.Timeout | undefined;
   #stopping = false;
+  /** Aborted by stop(): ends the LISTEN reconnect loop, also mid-backoff. */
+  readonly #abort = new AbortController();
   readonly #leaseMs: number;
   stats = { attempts: 0, delivered: 0, failed: 0, dead: 0, postponed: 0 };
 
-  constructor(ctx: Context, options: DeliveryWorkerOptions = {}) {
+  constructor(ctx: Context, options: DeliveryWorkerOptions) {
     this.#ctx = ctx;
     const { tls: _tls, leaseMs: _lease, ...rest } = options;
     this.#o = { concurrency: 128, perWebhook: 32, pollMs: 250, reportIntervalMs: 30_000, ...rest };
@@ -93,6 +103,7 @@ export class DeliveryWorker {
   /** Stops claiming, lets attempts in flight finish (bounded), writes their results. Idempotent. */
   async stop(timeoutMs = 15_000): Promise<void> {
     this.#stopping = true;
+    this.#abort.abort();
     this.#nudge();
     await this.#loop;
     // Claimed but not started: hand them back now rather than when their leases run out.
@@ -106,11 +117,10 @@ export class DeliveryWorker {
     const listener = this.#listener;
     this.#listener = null;
     await listener?.end().catch(() => undefined);
-    this.#breakers.shutdown();
     await this.#sender.close().catch(() => undefined);
   }
 
-  breakerStates(): Map<string, string> {
+  breakerStates(): Array<BreakerKey & { state: BreakerState }> {
     return this.#breakers.states();
   }
 
@@ -137,7 +147,7 @@ export class DeliveryWorker {
           // round trip per finished delivery); until then it counts as full.
           inflight: new Map([...this.#held].map(([id, n]) => [id, n > this.#refillAt ? this.#o.perWebhook * CLAIM_AHEAD : n])),
         });
-        if (claimed.length) await this.#breakers.refresh([...new Set(claimed.map((d) => originOf(d.url)))]);
+        if (claimed.length) await this.#breakers.refresh(claimed.map(endpointOf));
       } catch (err) {
         log.error({ err }, 'could not claim deliveries; retrying');
         await this.#idle(this.#o.pollMs * 4);
@@ -182,13 +192,8 @@ export class DeliveryWorker {
   }
 
   async #attempt(d: ClaimedDelivery): Promise<void> {
-    const origin = originOf(d.url);
-    const admission = await this.#breakers.admit(origin);
-    if (admission.kind === 'wait') {
-      this.stats.postponed++;
-      await postpone(this.#ctx.pool, [d.id], admission.until);
-      return;
-    }
+    const endpoint = endpointOf(d);
+    let admission = await this.#breakers.admit(endpoint);
     const secret = this.#secret(d.secret);
     const body = renderPayload(d);
     const startedAt = this.#ctx.clock();
@@ -197,34 +202,35 @@ export class DeliveryWorker {
       'x-service-delivery': d.event_id,
       ...signatureHeaders(secret, d.event_id, body, Math.floor(startedAt.getTime() / 1000)),
     };
-    let result;
-    try {
-      result = await this.#breakers.fire(origin, () => this.#sender.post(new URL(d.url), headers, body));
-    } catch {
-      // The local breaker opened meanwhile (another delivery to this origin just failed): wait.
+    // Checked again with nothing awaited before the request starts: a failure that opened the
+    // breaker while this one was being admitted stops it here.
+    admission = this.#breakers.confirm(endpoint, admission);
+    if (admission.kind === 'wait') {
       this.stats.postponed++;
-      await postpone(this.#ctx.pool, [d.id], new Date(this.#ctx.clock().getTime() + 1000));
+      await postpone(this.#ctx.pool, [d.id], admission.until);
       return;
     }
+    const result = await this.#sender.post(new URL(d.url), headers, body);
     const attempt = d.attempts + 1;
-    const openedUntil = await this.#breakers.record(origin, result.ok, admission.probe);
+    const openedUntil = result.ok
+      ? (await this.#breakers.recordSuccess(endpoint, admission.probe), null)
+      : await this.#breakers.recordFailure(endpoint, admission.probe);
     const now = this.#ctx.clock();
-    const delays = this.#ctx.config.webhooks.retryDelaysMs;
     this.stats.attempts++;
+    const outcome = classifyAnswer({ status: result.status, headers: { 'retry-after': result.retryAfter } }, attempt, now, this.#ctx.config.webhooks.retryDelaysMs);
     let status: AttemptResult['status'];
     let nextAttemptAt: Date | null = null;
-    if (result.ok) {
+    if (outcome.kind === 'delivered') {
       status = 'delivered';
       this.stats.delivered++;
-    } else if (attempt >= maxAttempts(delays)) {
-      status = 'dead';
-      this.stats.dead++;
-    } else {
+    } else if (outcome.kind === 'retry') {
       status = 'retrying';
       this.stats.failed++;
-      let next = now.getTime() + (delayBefore(delays, attempt + 1) ?? 0);
-      if (openedUntil && openedUntil.getTime() > next) next = openedUntil.getTime();
-      nextAttemptAt = new Date(next);
+      nextAttemptAt = openedUntil && openedUntil > outcome.notBefore ? openedUntil : outcome.notBefore;
+    } else {
+      status = 'dead';
+      this.stats.dead++;
+      if (outcome.kind === 'disable') await this.#disable(d, outcome.reason, now);
     }
     const m = this.#ctx.metrics;
     m.deliveriesFinished.inc({ status });
@@ -248,6 +254,13 @@ export class DeliveryWorker {
     // attempts wait for the write once MAX_UNWRITTEN results are pending.
     if (this.#results.length >= MAX_UNWRITTEN) await this.#flush();
     else void this.#flush();
+  }
+
+  /** The receiver asked for no more deliveries (410 Gone): the subscription stops at this commit. */
+  async #disable(d: ClaimedDelivery, reason: string, at: Date): Promise<void> {
+    if (!(await this.#o.disableSubscription(d.webhook_id, reason, at))) return;
+    this.#ctx.metrics.webhooksDisabled.inc();
+    this.#ctx.log.warn({ component: 'delivery', webhook: d.webhook_id, project: d.project_id, environment: d.environment, reason }, 'subscription disabled by its receiver');
   }
 
   /** A subscription's signing secret, decrypted once per sealed value (a rotation seals a new one). */
@@ -304,29 +317,26 @@ export class DeliveryWorker {
 
   /** NOTIFY from the tailer is a hint to look now; polling is the truth. */
   async #listen(): Promise<void> {
-    let backoff = 500;
-    while (!this.#stopping) {
-      const client = new pg.Client({ connectionString: this.#ctx.pool.options.connectionString, application_name: 'walgate-delivery-listen' });
-      try {
-        const ended = new Promise<void>((resolve) => {
-          client.on('error', () => resolve());
-          client.on('end', () => resolve());
-        });
-        await client.connect();
-        client.on('notification', () => this.#nudge());
-        await client.query(`LISTEN ${DELIVERIES_CHANNEL}`);
-        this.#listener = client;
-        if (this.#stopping) break;
-        backoff = 500;
-        await ended;
-      } catch {
-        /* retried below */
-      }
-      await client.end().catch(() => undefined);
-      if (this.#stopping) return;
-      await sleep(backoff);
-      backoff = Math.min(backoff * 2, 10_000);
-    }
+    await keepReconnecting(
+      async () => {
+        const client = new pg.Client({ connectionString: this.#ctx.pool.options.connectionString, application_name: 'walgate-delivery-listen' });
+        try {
+          const ended = new Promise<void>((resolve) => {
+            client.on('error', () => resolve());
+            client.on('end', () => resolve());
+          });
+          await client.connect();
+          client.on('notification', () => this.#nudge());
+          await client.query(`LISTEN ${DELIVERIES_CHANNEL}`);
+          this.#listener = client;
+          if (this.#stopping) return;
+          await ended;
+        } finally {
+          await client.end().catch(() => undefined);
+        }
+      },
+      { signal: this.#abort.signal, minMs: 500, maxMs: 10_000 },
+    );
   }
 
   async #report(): Promise<void> {
@@ -354,6 +364,7 @@ const MAX_UNWRITTEN = 1000;
 /** How far claims run ahead of sending, in multiples of the in-flight caps. */
 const CLAIM_AHEAD = 4;
 
-function originOf(url: string): string {
-  return new URL(url).origin;
+/** The breaker's key: per tenant and exact URL, never per host. */
+function endpointOf(d: ClaimedDelivery): BreakerKey {
+  return { projectId: d.project_id, environment: d.environment, url: d.url };
 }

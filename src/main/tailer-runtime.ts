@@ -5,6 +5,7 @@ import { DeliveryWorker } from '../delivery/worker.js';
 import { closeServer } from '../http/server.js';
 import { registerTailerGauges, startTailerOps } from '../ops/tailer-ops.js';
 import { WalTailer } from '../tailer/tailer.js';
+import { disableWebhook } from '../webhooks/store.js';
 
 export interface TailerRuntime {
   tailer: WalTailer;
@@ -23,7 +24,7 @@ export interface TailerRuntimeOptions {
 export async function startTailerRuntime(ctx: Context, options: TailerRuntimeOptions): Promise<TailerRuntime> {
   const tailer = new WalTailer(ctx, { databaseUrl: options.databaseUrl });
   tailer.start();
-  const worker = new DeliveryWorker(ctx);
+  const worker = new DeliveryWorker(ctx, { disableSubscription: (id, reason, at) => disableWebhook(ctx.pool, id, reason, at) });
   worker.start();
   registerTailerGauges(ctx, tailer, worker);
   const port = ctx.config.tailerPort;

@@ -106,12 +106,15 @@ export function registerTailerGauges(ctx: Context, tailer: WalTailer, worker: De
   if (worker) {
     new Gauge({
       name: 'walgate_breaker_open',
-      help: 'Circuit breaker state per endpoint origin as this process sees it: 1 open, 0.5 half-open, 0 closed',
-      labelNames: ['origin'] as const,
+      help: 'Circuit breaker state per subscription endpoint (project, environment, URL without its query) as this process sees it: 1 open, 0.5 half-open, 0 closed',
+      labelNames: ['project_id', 'environment', 'url'] as const,
       registers: [registry],
       collect() {
         this.reset();
-        for (const [origin, state] of worker.breakerStates()) this.set({ origin }, state === 'open' ? 1 : state === 'half-open' ? 0.5 : 0);
+        for (const b of worker.breakerStates()) {
+          const u = new URL(b.url);
+          this.set({ project_id: b.projectId, environment: b.environment, url: `${u.origin}${u.pathname}` }, b.state === 'open' ? 1 : b.state === 'half-open' ? 0.5 : 0);
+        }
       },
     });
   }

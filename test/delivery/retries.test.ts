@@ -3,6 +3,7 @@ import { claimDue } from '../../src/delivery/store.js';
 import { replayDeadDeliveries } from '../../src/delivery/history.js';
 import { freePort } from '../../src/core/db/embedded.js';
 import { eventually, startPipeline, type Pipeline } from './support.js';
+import { disableWebhook } from '../../src/webhooks/store.js';
 
 describe('delivery: retries, dead letters and failures of every kind', function () {
   this.timeout(30_000);
@@ -94,7 +95,7 @@ describe('delivery: retries, dead letters and failures of every kind', function 
       // …and never reports back. A new worker must not touch it before the lease ends, then must.
       const { DeliveryWorker } = await import('../../src/delivery/worker.js');
       const { testCertificates } = await import('../support/tls.js');
-      const replacement = new DeliveryWorker(p.t.ctx, { pollMs: 25, tls: { ca: (await testCertificates()).ca } });
+      const replacement = new DeliveryWorker(p.t.ctx, { disableSubscription: (id, reason, at) => disableWebhook(p.t.ctx.pool, id, reason, at), pollMs: 25, tls: { ca: (await testCertificates()).ca } });
       replacement.start();
       try {
         await new Promise((r) => setTimeout(r, 250));
@@ -116,7 +117,7 @@ describe('delivery: retries, dead letters and failures of every kind', function 
     } finally {
       const { DeliveryWorker } = await import('../../src/delivery/worker.js');
       const { testCertificates } = await import('../support/tls.js');
-      p.worker = new DeliveryWorker(p.t.ctx, { pollMs: 25, tls: { ca: (await testCertificates()).ca } });
+      p.worker = new DeliveryWorker(p.t.ctx, { disableSubscription: (id, reason, at) => disableWebhook(p.t.ctx.pool, id, reason, at), pollMs: 25, tls: { ca: (await testCertificates()).ca } });
       p.worker.start();
     }
   });

@@ -8,6 +8,7 @@ import { TestReceiver } from '../support/receiver.js';
 import { insertSubscription, type TestSubscription } from '../support/subscriptions.js';
 import { testCertificates } from '../support/tls.js';
 import { startTailer, waitForLeader } from '../tailer/support.js';
+import { disableWebhook } from '../../src/webhooks/store.js';
 
 export interface Pipeline {
   t: TestApi;
@@ -28,7 +29,7 @@ export interface Pipeline {
  */
 export async function startPipeline(
   env: Record<string, string> = {},
-  workerOptions: DeliveryWorkerOptions = {},
+  workerOptions: Partial<DeliveryWorkerOptions> = {},
   overrides: ContextOverrides = {},
 ): Promise<Pipeline> {
   const t = await startTestApi({
@@ -49,7 +50,7 @@ export async function startPipeline(
   const receiver = await newReceiver();
   const tailer = startTailer(t.ctx, t.database.url);
   await waitForLeader(tailer);
-  const worker = new DeliveryWorker(t.ctx, { pollMs: 25, tls: { ca: (await testCertificates()).ca }, ...workerOptions });
+  const worker = new DeliveryWorker(t.ctx, { disableSubscription: (id, reason, at) => disableWebhook(t.ctx.pool, id, reason, at), pollMs: 25, tls: { ca: (await testCertificates()).ca }, ...workerOptions });
   worker.start();
   return {
     t,

@@ -94,6 +94,13 @@ describe('operations: the tailer listener', function () {
     expect(text).to.match(/walgate_replication_retained_warning 0/);
     expect(text).to.match(/walgate_replication_slot_status\{wal_status="reserved"\} 1/);
     expect(text).to.match(/walgate_tailer_leading 1/);
-    expect(text).to.contain(`walgate_breaker_open{origin="${new URL(p.receiver.url).origin}"} 0`);
+    // Breakers are per (project, environment, URL): an endpoint that failed shows under its own labels.
+    p.receiver.behave = (req) => ({ status: req.path === '/failing' ? 500 : 200 });
+    await p.subscribe({ url: `${p.receiver.url}/failing` });
+    await p.writer.query(`INSERT INTO shop_master.orders VALUES (2, 'new', 1)`);
+    await eventually(
+      async () => (await ops.get('/metrics')).text,
+      (m) => m.includes(`walgate_breaker_open{project_id="shop",environment="master",url="${p.receiver.url}/failing"}`),
+    );
   });
 });
