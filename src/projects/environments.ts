@@ -2,7 +2,7 @@ import { randomBytes } from 'node:crypto';
 import { TtlCache } from '../cache.js';
 import type { SecretBox } from '../crypto/secretbox.js';
 import { defaultSchemaName, isPlainIdentifier, quoteIdent } from '../db/identifiers.js';
-import type { PoolClient, Queryable } from '../db/pool.js';
+import { PgCode, pgCode, type PoolClient, type Queryable } from '../db/pool.js';
 
 export type TokenFormat = 'jws' | 'jwe';
 export type SigningAlg = 'ES256' | 'RS256' | 'EdDSA';
@@ -94,9 +94,27 @@ export class EnvironmentExistsError extends Error {
   override name = 'EnvironmentExistsError';
 }
 
+/** The data schema asked for already belongs to another environment (names compared as Postgres folds them). */
+export class SchemaTakenError extends Error {
+  override name = 'SchemaTakenError';
+  constructor(
+    readonly schemaName: string,
+    readonly owner: { projectId: string; name: string },
+  ) {
+    super(`schema ${schemaName} already belongs to ${owner.projectId}/${owner.name}; give this environment its own with --schema <name>`);
+  }
+}
+
+async function schemaOwner(db: Queryable, schemaName: string): Promise<{ projectId: string; name: string } | undefined> {
+  const { rows } = await db.query('SELECT project_id, name FROM walgate.environments WHERE lower(schema_name) = lower($1)', [schemaName]);
+  return rows[0] ? { projectId: rows[0].project_id as string, name: rows[0].name as string } : undefined;
+}
+
 /**
  * Creates the project (when new) and one environment with its data schema (created when missing;
- * an existing schema, `public` included, may be named). Runs inside the caller's transaction.
+ * an existing schema, `public` included, may be named, unless another environment has it: the
+ * unique index environments_schema_name_key decides, also between concurrent creations). Runs
+ * inside the caller's transaction.
  */
 export async function createEnvironment(
   client: PoolClient,
@@ -113,9 +131,11 @@ export async function createEnvironment(
   if (await findEnvironment(client, input.projectId, input.name)) {
     throw new EnvironmentExistsError(`environment ${input.projectId}/${input.name} already exists`);
   }
+  const owner = await schemaOwner(client, schemaName);
+  if (owner) throw new SchemaTakenError(schemaName, owner);
   await client.query(`CREATE SCHEMA IF NOT EXISTS ${quoteIdent(schemaName)}`);
   const jweKey = secrets.seal(randomBytes(32), JWE_KEY_PURPOSE);
-  const { rows } = await client.query(
+  const { rows } = await insertOrTaken(client, schemaName, () => client.query(
     `INSERT INTO walgate.environments (project_id, name, schema_name, jwe_key, auth_enabled, token_format, signing_alg,
        access_token_ttl_seconds, refresh_token_ttl_seconds, code_ttl_seconds, code_max_attempts, lockout_threshold, lockout_seconds)
      VALUES ($1, $2, $3, $4, coalesce($5, true), coalesce($6, 'jws'), coalesce($7, 'ES256'),
@@ -136,8 +156,21 @@ export async function createEnvironment(
       input.lockoutThreshold ?? null,
       input.lockoutSeconds ?? null,
     ],
-  );
+  ));
   return fromRow(rows[0]!);
+}
+
+/** A concurrent creation that took the schema between our check and our insert is the same refusal. */
+async function insertOrTaken<T>(client: PoolClient, schemaName: string, insert: () => Promise<T>): Promise<T> {
+  await client.query('SAVEPOINT environment_insert');
+  try {
+    return await insert();
+  } catch (err) {
+    if (pgCode(err) !== PgCode.uniqueViolation || (err as { constraint?: string }).constraint !== 'environments_schema_name_key') throw err;
+    await client.query('ROLLBACK TO SAVEPOINT environment_insert');
+    const owner = await schemaOwner(client, schemaName);
+    throw owner ? new SchemaTakenError(schemaName, owner) : err;
+  }
 }
 
 /** Changes settings of an existing environment; returns undefined when there is no such environment. */
