@@ -1,5 +1,6 @@
 import { randomBytes } from 'node:crypto';
 import { TtlCache } from '../cache.js';
+import { publishCacheEvent } from '../cache-events.js';
 import type { SecretBox } from '../crypto/secretbox.js';
 import { defaultSchemaName, isPlainIdentifier, quoteIdent } from '../db/identifiers.js';
 import { PgCode, pgCode, type PoolClient, type Queryable } from '../db/pool.js';
@@ -208,12 +209,15 @@ export async function updateEnvironment(
       settings.lockoutSeconds ?? null,
     ],
   );
-  return rows[0] ? fromRow(rows[0]) : undefined;
+  if (!rows[0]) return undefined;
+  await publishCacheEvent(db, { kind: 'environment', projectId, name });
+  return fromRow(rows[0]);
 }
 
 /**
  * A short-lived in-memory view of environments, so the hot path (every auth request) does not
- * pay a query for settings. Changes made by the CLI in another process show within the TTL.
+ * pay a query for settings. Changes made by the CLI in another process are announced
+ * (src/cache-events.ts) and dropped at once; the TTL bounds them when no announcement arrives.
  */
 export class EnvironmentCache {
   readonly #cache: TtlCache<string, Environment | undefined>;
@@ -227,5 +231,13 @@ export class EnvironmentCache {
 
   get(projectId: string, name: string): Promise<Environment | undefined> {
     return this.#cache.get(`${projectId}\0${name}`, () => findEnvironment(this.db, projectId, name));
+  }
+
+  forget(projectId: string, name: string): void {
+    this.#cache.delete(`${projectId}\0${name}`);
+  }
+
+  clear(): void {
+    this.#cache.clear();
   }
 }
