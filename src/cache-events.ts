@@ -89,7 +89,13 @@ export class CacheListener {
 
   async #connect(): Promise<void> {
     if (this.#closed) return;
-    const client = new pg.Client({ connectionString: this.connectionString, application_name: 'walgate-cache-listener' });
+    const client = new pg.Client({
+      connectionString: this.connectionString,
+      application_name: 'walgate-cache-listener',
+      // A dead peer is noticed (and the listener reconnects) instead of waiting on a silent socket.
+      connectionTimeoutMillis: 5000,
+      keepAlive: true,
+    });
     let lost = false;
     const onLost = (err?: Error) => {
       if (lost) return;
