@@ -1,6 +1,6 @@
 import { importJWK, importPKCS8, type CryptoKey } from 'jose';
-import type { Context } from '../context.js';
-import { PgCode, pgCode, withTransaction } from '../db/pool.js';
+import type { Context } from '../core/context.js';
+import { PgCode, pgCode, withTransaction } from '../core/db/pool.js';
 import { JWE_KEY_PURPOSE, type Environment, type SigningAlg } from '../projects/environments.js';
 import { createInitialSigningKeys, liveSigningKeys, SIGNING_KEY_PURPOSE, type SigningKeyRecord } from './keys.js';
 
@@ -17,7 +17,7 @@ const UNKNOWN_KID_RELOAD_MS = 1000;
 /**
  * The keys of each environment, imported once and kept for ctx.cacheTtlMs: signing and verifying
  * cost no query on the hot path. A rotation made by the CLI in another process is announced
- * (src/cache-events.ts) and forgotten at once, within the TTL otherwise; a token signed with a
+ * (src/core/cache-events.ts) and forgotten at once, within the TTL otherwise; a token signed with a
  * key we have not seen yet triggers one early reload.
  */
 export class KeyRing {

@@ -1,6 +1,6 @@
 import type { Command } from 'commander';
 import { listSigningKeys, rotateSigningKeys } from '../auth/keys.js';
-import { publishCacheEvent } from '../cache-events.js';
+import { publishCacheEvent } from '../core/cache-events.js';
 import { findEnvironment, listEnvironments } from '../projects/environments.js';
 import { CliError, progress, table, withCliContext } from './runtime.js';
 

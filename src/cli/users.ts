@@ -1,6 +1,6 @@
 import type { Command } from 'commander';
 import { KeyRing } from '../auth/keyring.js';
-import { publishCacheEvent } from '../cache-events.js';
+import { publishCacheEvent } from '../core/cache-events.js';
 import { AuthService } from '../auth/service.js';
 import { email as emailSchema } from '../auth/schemas.js';
 import { findEnvironment } from '../projects/environments.js';

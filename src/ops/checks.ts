@@ -1,7 +1,7 @@
 import type { Redis } from 'ioredis';
-import { pendingMigrations } from '../db/migrate.js';
-import type { Pool } from '../db/pool.js';
-import type { Logger } from '../log.js';
+import { pendingMigrations } from '../core/db/migrate.js';
+import type { Pool } from '../core/db/pool.js';
+import type { Logger } from '../core/log.js';
 
 /**
  * One check of /readyz. A failure says which dependency, never the driver's error text (that can

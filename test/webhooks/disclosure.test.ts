@@ -1,5 +1,5 @@
 import { expect } from 'chai';
-import type { HostLookup } from '../../src/net/address-policy.js';
+import type { HostLookup } from '../../src/core/net/address-policy.js';
 import { startTestApi, type TestApi } from '../support/api.js';
 import { HttpClient } from '../support/http.js';
 

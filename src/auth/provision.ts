@@ -1,8 +1,8 @@
-import { createInitialSigningKeys } from '../auth/keys.js';
-import { publishCacheEvent } from '../cache-events.js';
-import type { Context } from '../context.js';
-import { withTransaction } from '../db/pool.js';
-import { createEnvironment, type CreateEnvironmentInput, type Environment } from './environments.js';
+import { createInitialSigningKeys } from './keys.js';
+import { publishCacheEvent } from '../core/cache-events.js';
+import type { Context } from '../core/context.js';
+import { withTransaction } from '../core/db/pool.js';
+import { createEnvironment, type CreateEnvironmentInput, type Environment } from '../projects/environments.js';
 
 /** A new project environment, ready to serve: settings, data schema and signing keys, in one transaction. */
 export async function provisionEnvironment(
