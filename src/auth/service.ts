@@ -207,14 +207,14 @@ export class AuthService {
     return { keys: keys.map((k) => k.publicJwk) };
   }
 
-  /** Ends every session of a user at once (operators: `walgate users logout`). */
-  async forceLogout(env: Environment, email: string): Promise<number> {
+  /** Ends every session of a user at once (operators: `walgate users logout`); returns their ids. */
+  async forceLogout(env: Environment, email: string): Promise<string[]> {
     const user = await users.findUserByEmail(this.ctx.pool, env, email);
-    if (!user) return 0;
+    if (!user) return [];
     const now = this.ctx.clock();
     const revoked = await revokeUserSessions(this.ctx.pool, user.id, 'forced logout', now);
     await this.#revokeAccess(env, revoked, now);
-    return revoked.length;
+    return revoked;
   }
 
   async #startSession(env: Environment, user: users.User, now: Date): Promise<TokenPair> {

@@ -5,7 +5,7 @@ import type { Context } from '../core/context.js';
 import { queueDepth } from '../delivery/store.js';
 import type { DeliveryWorker } from '../delivery/worker.js';
 import type { WalTailer } from '../tailer/tailer.js';
-import { databaseCheck, readiness, redisCheck } from './checks.js';
+import { checkOf, databaseCheck, readiness, redisCheck } from './checks.js';
 
 export interface SlotHealth {
   lagBytes: number | null;
@@ -134,8 +134,8 @@ export async function startTailerOps(ctx: Context, tailer: WalTailer, port: numb
       if (path === '/readyz') {
         const status = tailer.status();
         const slot = await slotHealth(ctx, status.slotName).catch(() => undefined);
-        const role = { name: 'tailer', ok: status.role === 'leader' || status.role === 'standby', detail: { role: status.role, slot: status.slotName, durableLsn: status.durableLsn, ...slot } };
-        const { status: code, body } = readiness([await databaseCheck(ctx.pool), await redisCheck(ctx.redis), role]);
+        const role = checkOf('tailer', status.role === 'leader' || status.role === 'standby', { role: status.role, slot: status.slotName, durableLsn: status.durableLsn, ...slot });
+        const { status: code, body } = readiness([await databaseCheck(ctx.pool, ctx.log), await redisCheck(ctx.redis, ctx.log), role]);
         return send(code, body);
       }
       return send(404, { error: 'NOT_FOUND', message: 'No such route.' });
