@@ -10,6 +10,7 @@ import { registerTailerGauges, startTailerOps } from '../ops/tailer-ops.js';
 import { findEnvironment } from '../projects/environments.js';
 import { provisionEnvironment } from '../projects/provision.js';
 import { DeliveryWorker } from '../delivery/worker.js';
+import { Pruner } from '../retention/pruner.js';
 import { WalTailer } from '../tailer/tailer.js';
 import { createManagementToken } from '../webhooks/management-tokens.js';
 import { openDatabase } from './database.js';
@@ -36,6 +37,8 @@ async function main(): Promise<void> {
   tailer.start();
   const worker = new DeliveryWorker(ctx);
   worker.start();
+  const pruner = new Pruner(ctx, { scopes: ['history', 'auth'] });
+  pruner.start();
   registerTailerGauges(ctx, tailer, worker);
   // The tailer's health and metrics listener; on a busy port the dev setup carries on without it.
   const ops = await startTailerOps(ctx, tailer, config.tailerPort, config.host).catch((err: Error) => {
@@ -66,6 +69,7 @@ async function main(): Promise<void> {
     if (ops) await closeServer(ops.server, 2000);
     await tailer.stop();
     await worker.stop();
+    await pruner.stop();
     await ctx.close();
     await database.release();
   });

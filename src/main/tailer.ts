@@ -5,6 +5,7 @@ import { migrate } from '../db/migrate.js';
 import { DeliveryWorker } from '../delivery/worker.js';
 import { closeServer } from '../http/server.js';
 import { registerTailerGauges, startTailerOps } from '../ops/tailer-ops.js';
+import { Pruner } from '../retention/pruner.js';
 import { WalTailer } from '../tailer/tailer.js';
 import { exitOnStartupError, stopOnSignals } from './lifecycle.js';
 
@@ -17,6 +18,9 @@ async function main(): Promise<void> {
   tailer.start();
   const worker = new DeliveryWorker(ctx);
   worker.start();
+  // Every tailer process prunes the delivery history (standbys too: batches skip each other's rows).
+  const pruner = new Pruner(ctx, { scopes: ['history'] });
+  pruner.start();
   registerTailerGauges(ctx, tailer, worker);
   const ops = await startTailerOps(ctx, tailer, config.tailerPort, config.host);
   ctx.log.info({ slot: tailer.status().slotName, ops: ops.url }, 'tailer started');
@@ -24,6 +28,7 @@ async function main(): Promise<void> {
     await closeServer(ops.server, 2000);
     await tailer.stop();
     await worker.stop();
+    await pruner.stop();
     await ctx.close();
   });
 }
