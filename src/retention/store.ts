@@ -112,9 +112,11 @@ export async function pruneSessions(db: Queryable, now: Date, limit: number): Pr
 
 /** Expired one-time codes (a code is also deleted when it is used). */
 export async function pruneVerificationCodes(db: Queryable, now: Date, limit: number): Promise<number> {
+  // By ctid (a row's place in the table): a row-valued IN on the two-column key is planned as a
+  // hash join over the whole table. The lock keeps each picked row where it is until the delete.
   const { rowCount } = await db.query(
-    `DELETE FROM walgate.verification_codes WHERE (user_id, purpose) IN (
-       SELECT user_id, purpose FROM walgate.verification_codes WHERE expires_at < $1 ORDER BY expires_at LIMIT $2 FOR UPDATE SKIP LOCKED)`,
+    `DELETE FROM walgate.verification_codes WHERE ctid = ANY (ARRAY(
+       SELECT ctid FROM walgate.verification_codes WHERE expires_at < $1 ORDER BY expires_at LIMIT $2 FOR UPDATE SKIP LOCKED))`,
     [now, limit],
   );
   return rowCount ?? 0;
