@@ -205,11 +205,20 @@ describe(`chaos: soak, ${SECONDS} s of mixed traffic`, function () {
     expect(stats.unique, 'every change delivered').to.equal(inserted);
     // Memory is judged on long runs only: for the first minutes V8's heaps grow towards their
     // working size (a 90 s run sees +10–20 %), so a short run's trend says nothing about leaks.
+    // Pruning keeps up: no delivered history stays longer than the window, three passes and 10 s.
+    expect(judged.map((h) => h.overdue!.rows), 'delivered history kept past its window').to.satisfy((ns: number[]) => ns.every((n) => n === 0));
     // Kept, the history would grow with the run: its second half would average about 1.8 times the
-    // first (3 times, counted from zero). Pruned, it stays the size of the window.
-    for (const t of ['deliveries', 'delivery_attempts', 'events'] as const) {
-      expect(growth[t]!.rowRatio, `${t} rows, second half / first half`).to.be.below(1.4);
-      expect(growth[t]!.byteRatio, `${t} bytes on disk, second half / first half`).to.be.below(1.4);
+    // first (3 times, counted from zero). Pruned, it stays the size of the window — judged when
+    // sending kept up with the writes: a backlog of pending deliveries (never pruned) grows the
+    // same tables, and says something about the machine, not about retention.
+    const backlog = Math.max(...judged.map((h) => h.pending!.rows));
+    if (backlog <= (RETENTION_MS / 1000) * 500) {
+      for (const t of ['deliveries', 'delivery_attempts', 'events'] as const) {
+        expect(growth[t]!.rowRatio, `${t} rows, second half / first half`).to.be.below(1.4);
+        expect(growth[t]!.byteRatio, `${t} bytes on disk, second half / first half`).to.be.below(1.4);
+      }
+    } else {
+      console.log(`      history size not judged: sending fell behind (up to ${backlog} deliveries pending)`);
     }
     if (SECONDS >= JUDGED_FROM_SECONDS) {
       for (const [name, r] of Object.entries(report)) expect(r.trendGrowth, `${name} RSS trend over the run (%)`).to.be.below(10);
@@ -219,7 +228,7 @@ describe(`chaos: soak, ${SECONDS} s of mixed traffic`, function () {
   });
 });
 
-/** Rows and bytes on disk (table, indexes, TOAST) of each history table. */
+/** Rows and bytes on disk (table, indexes, TOAST) of each history table; pending deliveries; delivered ones overdue for pruning. */
 async function historySize(ctx: Context): Promise<Record<string, { rows: number; bytes: number }>> {
   const out: Record<string, { rows: number; bytes: number }> = {};
   for (const t of HISTORY_TABLES) {
@@ -228,5 +237,13 @@ async function historySize(ctx: Context): Promise<Record<string, { rows: number;
     );
     out[t] = { rows: rows[0].rows, bytes: Number(rows[0].bytes) };
   }
+  const { rows } = await ctx.pool.query(
+    `SELECT count(*) FILTER (WHERE status IN ('pending', 'retrying'))::int AS pending,
+            count(*) FILTER (WHERE status = 'delivered' AND delivered_at < now() - $1 * interval '1 ms')::int AS overdue
+       FROM walgate.deliveries`,
+    [RETENTION_MS * 2.5 + 10_000],
+  );
+  out.pending = { rows: rows[0].pending, bytes: 0 };
+  out.overdue = { rows: rows[0].overdue, bytes: 0 };
   return out;
 }
