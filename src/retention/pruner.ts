@@ -39,6 +39,8 @@ export interface PrunerOptions {
 export type PassReport = Record<string, number>;
 
 const TEN_MINUTES = 10 * 60 * 1000;
+/** Batches' worth of events kept (still needed) that one pass reads past before it leaves the rest to the next. */
+const KEPT_PER_PASS = 10;
 
 export function passInterval(retention: { deliveredMs: number; deadMs: number }): number {
   return Math.min(Math.min(retention.deliveredMs, retention.deadMs) / 2, TEN_MINUTES);
@@ -52,6 +54,8 @@ export class Pruner {
   readonly #pauseMs: number;
   readonly #abort = new AbortController();
   #loop: Promise<void> | undefined;
+  /** Where the events pass stands (see #pruneHistory). */
+  #eventsCursor: EventCursor = EVENTS_START;
 
   constructor(ctx: Context, options: PrunerOptions) {
     this.#ctx = ctx;
@@ -113,14 +117,19 @@ export class Pruner {
         return r.deliveries;
       });
     }
-    // After the deliveries: the events they alone needed are now free to go.
+    // After the deliveries: the events they alone needed are now free to go. Old events that an
+    // unfinished delivery still needs (a backlog) are read past, at most KEPT_PER_PASS batches'
+    // worth per pass; the next pass carries on from there, so a large backlog costs a bounded
+    // amount of work per pass rather than a read of all of it every time.
     const before = new Date(now - config.retention.deliveredMs);
-    let cursor: EventCursor | null = EVENTS_START;
+    let kept = 0;
     await this.#batches(async () => {
-      const r = await pruneEvents(pool, before, cursor!, this.#batch);
+      const r = await pruneEvents(pool, before, this.#eventsCursor, this.#batch);
       add('events', r.removed);
-      cursor = r.last;
-      return r.scanned;
+      kept += r.scanned - r.removed;
+      // At the end of the old events, the next pass starts again from the oldest.
+      this.#eventsCursor = r.scanned < this.#batch || !r.last ? EVENTS_START : r.last;
+      return kept >= KEPT_PER_PASS * this.#batch ? 0 : r.scanned;
     });
   }
 
