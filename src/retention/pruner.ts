@@ -1,5 +1,5 @@
 import { setTimeout as sleep } from 'node:timers/promises';
-import type { Context } from '../context.js';
+import type { Context } from '../core/context.js';
 import {
   earliestAuthExpiry,
   EVENTS_START,

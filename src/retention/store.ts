@@ -1,4 +1,4 @@
-import type { Queryable } from '../db/pool.js';
+import type { Queryable } from '../core/db/pool.js';
 
 // Every statement retention runs: one batch of one table each, a single short statement that
 // commits on its own. A batch picks its rows through an index range (sql/006_retention.sql) with

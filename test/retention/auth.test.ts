@@ -1,5 +1,5 @@
 import { expect } from 'chai';
-import { hashToken } from '../../src/crypto/tokens.js';
+import { hashToken } from '../../src/core/crypto/tokens.js';
 import { Pruner } from '../../src/retention/pruner.js';
 import type { TestApi } from '../support/api.js';
 import type { HttpClient } from '../support/http.js';

@@ -1,5 +1,5 @@
 import { expect } from 'chai';
-import type { Queryable } from '../../src/db/pool.js';
+import type { Queryable } from '../../src/core/db/pool.js';
 import {
   earliestAuthExpiry,
   EVENTS_START,
