@@ -11,6 +11,10 @@ const port = z.coerce.number().int().min(0).max(65535);
 
 const positiveMs = z.coerce.number().int().min(0);
 
+const DAY_MS = 24 * 60 * 60 * 1000;
+// A retention window shorter than a second would prune history before anyone could read it.
+const retentionMs = z.coerce.number().int().min(1000);
+
 const retryDelays = z
   .string()
   .transform((s, ctx) => {
@@ -56,6 +60,8 @@ const schema = z.object({
   WEBHOOK_BREAKER_FAILURES: z.coerce.number().int().min(1).default(5),
   WEBHOOK_BREAKER_COOLDOWN_MS: positiveMs.default(120000),
   WEBHOOK_TIMEOUT_MS: z.coerce.number().int().min(1).default(10000),
+  WEBHOOK_RETENTION_MS: retentionMs.default(7 * DAY_MS),
+  WEBHOOK_DEAD_RETENTION_MS: retentionMs.default(30 * DAY_MS),
   TAILER_PORT: port.default(3001),
   SLOT_WAL_WARN_BYTES: z.coerce.number().int().min(1).default(1024 ** 3),
   LOG_LEVEL: z.enum(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent']).default('info'),
@@ -99,6 +105,8 @@ const configSchema = schema.superRefine(checkTogether).transform((e) => ({
     breakerCooldownMs: e.WEBHOOK_BREAKER_COOLDOWN_MS,
     timeoutMs: e.WEBHOOK_TIMEOUT_MS,
   },
+  /** Delivered history is removed this long after delivery, dead letters this long after their capture. */
+  retention: { deliveredMs: e.WEBHOOK_RETENTION_MS, deadMs: e.WEBHOOK_DEAD_RETENTION_MS },
   tailerPort: e.TAILER_PORT,
   /** Retained WAL that makes the slot watchdog warn when max_slot_wal_keep_size is unlimited. */
   slotWalWarnBytes: e.SLOT_WAL_WARN_BYTES,

@@ -4,6 +4,7 @@ import type { Context } from '../core/context.js';
 import { DeliveryWorker } from '../delivery/worker.js';
 import { closeServer } from '../http/server.js';
 import { registerTailerGauges, startTailerOps } from '../ops/tailer-ops.js';
+import { Pruner } from '../retention/pruner.js';
 import { WalTailer } from '../tailer/tailer.js';
 import { disableWebhook } from '../webhooks/store.js';
 
@@ -26,6 +27,9 @@ export async function startTailerRuntime(ctx: Context, options: TailerRuntimeOpt
   tailer.start();
   const worker = new DeliveryWorker(ctx, { disableSubscription: (id, reason, at) => disableWebhook(ctx.pool, id, reason, at) });
   worker.start();
+  // Every tailer process prunes the delivery history (standbys too: batches skip each other's rows).
+  const pruner = new Pruner(ctx, { scopes: ['history'] });
+  pruner.start();
   registerTailerGauges(ctx, tailer, worker);
   const port = ctx.config.tailerPort;
   const ops = await startTailerOps(ctx, tailer, port, ctx.config.host).catch((err: Error) => {
@@ -41,6 +45,7 @@ export async function startTailerRuntime(ctx: Context, options: TailerRuntimeOpt
       if (ops) await closeServer(ops.server, 2000);
       await tailer.stop();
       await worker.stop();
+      await pruner.stop();
     },
   };
 }

@@ -2,8 +2,7 @@ import { expect } from 'chai';
 import { claimDue } from '../../src/delivery/store.js';
 import { replayDeadDeliveries } from '../../src/delivery/history.js';
 import { freePort } from '../../src/core/db/embedded.js';
-import { eventually, startPipeline, type Pipeline } from './support.js';
-import { disableWebhook } from '../../src/webhooks/store.js';
+import { eventually, startPipeline, testWorker, type Pipeline } from './support.js';
 
 describe('delivery: retries, dead letters and failures of every kind', function () {
   this.timeout(30_000);
@@ -93,9 +92,7 @@ describe('delivery: retries, dead letters and failures of every kind', function 
       );
       expect(claimed[0]!.webhook_id).to.equal(wh);
       // …and never reports back. A new worker must not touch it before the lease ends, then must.
-      const { DeliveryWorker } = await import('../../src/delivery/worker.js');
-      const { testCertificates } = await import('../support/tls.js');
-      const replacement = new DeliveryWorker(p.t.ctx, { disableSubscription: (id, reason, at) => disableWebhook(p.t.ctx.pool, id, reason, at), pollMs: 25, tls: { ca: (await testCertificates()).ca } });
+      const replacement = await testWorker(p.t.ctx);
       replacement.start();
       try {
         await new Promise((r) => setTimeout(r, 250));
@@ -115,9 +112,7 @@ describe('delivery: retries, dead letters and failures of every kind', function 
         await replacement.stop(1000);
       }
     } finally {
-      const { DeliveryWorker } = await import('../../src/delivery/worker.js');
-      const { testCertificates } = await import('../support/tls.js');
-      p.worker = new DeliveryWorker(p.t.ctx, { disableSubscription: (id, reason, at) => disableWebhook(p.t.ctx.pool, id, reason, at), pollMs: 25, tls: { ca: (await testCertificates()).ca } });
+      p.worker = await testWorker(p.t.ctx);
       p.worker.start();
     }
   });

@@ -1,6 +1,6 @@
 import pg from 'pg';
 import { systemClock } from '../../src/core/clock.js';
-import type { ContextOverrides } from '../../src/core/context.js';
+import type { Context, ContextOverrides } from '../../src/core/context.js';
 import { DeliveryWorker, type DeliveryWorkerOptions } from '../../src/delivery/worker.js';
 import type { WalTailer } from '../../src/tailer/tailer.js';
 import { startTestApi, type TestApi } from '../support/api.js';
@@ -21,6 +21,16 @@ export interface Pipeline {
   newReceiver(): Promise<TestReceiver>;
   delivery(webhookId: string): Promise<Array<Record<string, any>>>;
   close(): Promise<void>;
+}
+
+/** A delivery worker as the daemon builds it, polling often and trusting the test CA. */
+export async function testWorker(ctx: Context, options: Partial<DeliveryWorkerOptions> = {}): Promise<DeliveryWorker> {
+  return new DeliveryWorker(ctx, {
+    disableSubscription: (id, reason, at) => disableWebhook(ctx.pool, id, reason, at),
+    pollMs: 25,
+    tls: { ca: (await testCertificates()).ca },
+    ...options,
+  });
 }
 
 /**
@@ -50,7 +60,7 @@ export async function startPipeline(
   const receiver = await newReceiver();
   const tailer = startTailer(t.ctx, t.database.url);
   await waitForLeader(tailer);
-  const worker = new DeliveryWorker(t.ctx, { disableSubscription: (id, reason, at) => disableWebhook(t.ctx.pool, id, reason, at), pollMs: 25, tls: { ca: (await testCertificates()).ca }, ...workerOptions });
+  const worker = await testWorker(t.ctx, workerOptions);
   worker.start();
   return {
     t,
