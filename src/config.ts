@@ -63,6 +63,7 @@ const schema = z.object({
   GRAPHQL_MAX_DEPTH: z.coerce.number().int().min(1).default(8),
   GRAPHQL_MAX_COST: z.coerce.number().int().min(1).default(100),
   GRAPHQL_MAX_DOCUMENT_BYTES: z.coerce.number().int().min(64).default(8192),
+  TOKEN_CLOCK_SKEW_SECONDS: z.coerce.number().int().min(0).max(300).default(30),
 });
 
 export type Env = z.infer<typeof schema>;
@@ -93,6 +94,8 @@ export interface Config {
   /** Retained WAL that makes the slot watchdog warn when max_slot_wal_keep_size is unlimited. */
   slotWalWarnBytes: number;
   logLevel: Env['LOG_LEVEL'];
+  /** Seconds by which another instance's clock may differ when token times (exp, nbf, iat) are checked. */
+  tokenClockSkewSeconds: number;
   graphql: {
     /** Schema introspection: on unless NODE_ENV=production, or as GRAPHQL_INTROSPECTION says. */
     introspection: boolean;
@@ -123,6 +126,14 @@ export function loadConfig(source: Record<string, string | undefined> = process.
   if (e.NODE_ENV === 'production' && !e.DATABASE_URL) {
     throw new ConfigError('invalid configuration:\n  DATABASE_URL: required when NODE_ENV=production');
   }
+  if (e.NODE_ENV === 'production' && e.TRUST_PROXY?.toLowerCase() === 'true') {
+    // `true` trusts every X-Forwarded-For entry, so the left-most one, which the client writes
+    // itself, would key every per-IP limit: a fresh value per request escapes them all.
+    throw new ConfigError(
+      'invalid configuration:\n  TRUST_PROXY: `true` is refused when NODE_ENV=production (clients could choose their own address); ' +
+        'set the number of proxies in front of walgate (e.g. 1) or their addresses (e.g. 10.0.0.0/8)',
+    );
+  }
   if (e.WEBHOOK_RETRY_DELAYS_MS.length < 1) {
     throw new ConfigError('invalid configuration:\n  WEBHOOK_RETRY_DELAYS_MS: needs at least one delay');
   }
@@ -148,6 +159,7 @@ export function loadConfig(source: Record<string, string | undefined> = process.
     tailerPort: e.TAILER_PORT,
     slotWalWarnBytes: e.SLOT_WAL_WARN_BYTES,
     logLevel: e.LOG_LEVEL,
+    tokenClockSkewSeconds: e.TOKEN_CLOCK_SKEW_SECONDS,
     graphql: {
       introspection: e.GRAPHQL_INTROSPECTION ?? e.NODE_ENV !== 'production',
       maxDepth: e.GRAPHQL_MAX_DEPTH,
