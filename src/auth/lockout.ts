@@ -1,5 +1,5 @@
-import type { SecretBox } from '../crypto/secretbox.js';
-import { withTransaction, type Pool, type Queryable } from '../db/pool.js';
+import type { SecretBox } from '../core/crypto/secretbox.js';
+import { withTransaction, type Pool, type Queryable } from '../core/db/pool.js';
 
 // Failed logins, counted per account *and* client (sql/004). A client that fails `threshold`
 // times in a row is locked out of that account for `lockoutSeconds`; the account is locked for

@@ -1,8 +1,8 @@
 import type { Request } from 'express';
 import type { AuthService } from '../auth/service.js';
-import { authApi } from '../auth/operations.js';
+import { AppError } from '../core/errors.js';
+import { authApi } from '../http/auth/operations.js';
 import { clientIp } from '../http/client-ip.js';
-import { AppError } from '../http/errors.js';
 import { authEnvironment } from '../http/scope.js';
 import { parse } from '../http/validate.js';
 import type { EnvironmentCache } from '../projects/environments.js';

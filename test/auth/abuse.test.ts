@@ -2,7 +2,7 @@ import { randomInt } from 'node:crypto';
 import { expect } from 'chai';
 import type { TestApi } from '../support/api.js';
 import type { HttpClient, HttpResponse } from '../support/http.js';
-import type { Mail, Mailer } from '../../src/mail/mailer.js';
+import type { Mail, Mailer } from '../../src/core/mail/mailer.js';
 import { cpuMsOf, PASSWORD, randomPassword, startAuthApi, uniqueEmail } from './support.js';
 
 // The abuse suite (issue 12): for every public auth endpoint and GraphQL operation, worst-case

@@ -1,6 +1,6 @@
 import { expect } from 'chai';
 import { clientKey } from '../../src/http/client-ip.js';
-import { ConfigError, loadConfig } from '../../src/config.js';
+import { ConfigError, loadConfig } from '../../src/core/config.js';
 import { startTestApi, type TestApi } from '../support/api.js';
 import type { HttpClient } from '../support/http.js';
 import { codeIn } from '../support/smtp.js';
