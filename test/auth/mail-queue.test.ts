@@ -3,7 +3,7 @@ import type { AddressInfo } from 'node:net';
 import { expect } from 'chai';
 import type { TestApi } from '../support/api.js';
 import type { HttpClient } from '../support/http.js';
-import { bearer, PASSWORD, signUpAndConfirm, startAuthApi, uniqueEmail } from './support.js';
+import { bearer, PASSWORD, startAuthApi, uniqueEmail } from './support.js';
 
 // Issue 12 item 9: e-mail leaves after the commit, through a bounded queue. A mail server that
 // accepts connections and then says nothing for 30 s must not hold requests or pooled connections.
