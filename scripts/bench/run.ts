@@ -109,7 +109,7 @@ const bench: Bench = {
     const url = `http://127.0.0.1:${port}`;
     const daemon = await Daemon.start(
       'api',
-      daemonEnv({ PORT: String(port), HOST: '127.0.0.1', TRUST_PROXY: 'true', REDIS_URL: store === 'redis' ? process.env.REDIS_URL! : '' }),
+      daemonEnv({ PORT: String(port), HOST: '127.0.0.1', TRUST_PROXY: '1', REDIS_URL: store === 'redis' ? process.env.REDIS_URL! : '' }),
       `${url}/metrics`,
     );
     return { url, daemon, stop: () => daemon.stop() };

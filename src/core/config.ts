@@ -69,6 +69,7 @@ const schema = z.object({
   GRAPHQL_MAX_DEPTH: z.coerce.number().int().min(1).default(8),
   GRAPHQL_MAX_COST: z.coerce.number().int().min(1).default(100),
   GRAPHQL_MAX_DOCUMENT_BYTES: z.coerce.number().int().min(64).default(8192),
+  TOKEN_CLOCK_SKEW_SECONDS: z.coerce.number().int().min(0).max(300).default(30),
 });
 
 export type Env = z.infer<typeof schema>;
@@ -82,6 +83,16 @@ function checkTogether(e: Env, ctx: z.RefinementCtx): void {
   if (production && !e.KEY_ENCRYPTION_KEY) ctx.addIssue({ code: 'custom', path: ['KEY_ENCRYPTION_KEY'], message: 'required when NODE_ENV=production' });
   if (production && !e.DATABASE_URL) ctx.addIssue({ code: 'custom', path: ['DATABASE_URL'], message: 'required when NODE_ENV=production' });
   if (e.WEBHOOK_RETRY_DELAYS_MS.length < 1) ctx.addIssue({ code: 'custom', path: ['WEBHOOK_RETRY_DELAYS_MS'], message: 'needs at least one delay' });
+  if (production && e.TRUST_PROXY?.toLowerCase() === 'true') {
+    // `true` trusts every X-Forwarded-For entry, so the left-most one, which the client writes
+    // itself, would key every per-IP limit: a fresh value per request escapes them all.
+    ctx.addIssue({
+      code: 'custom',
+      path: ['TRUST_PROXY'],
+      message:
+        '`true` is refused when NODE_ENV=production (clients could choose their own address); set the number of proxies in front of walgate (e.g. 1) or their addresses (e.g. 10.0.0.0/8)',
+    });
+  }
 }
 
 /** The variables as the code uses them: grouped by area, in their units, defaults applied. */
@@ -111,6 +122,8 @@ const configSchema = schema.superRefine(checkTogether).transform((e) => ({
   /** Retained WAL that makes the slot watchdog warn when max_slot_wal_keep_size is unlimited. */
   slotWalWarnBytes: e.SLOT_WAL_WARN_BYTES,
   logLevel: e.LOG_LEVEL,
+  /** Seconds by which another instance's clock may differ when token times (exp, nbf, iat) are checked. */
+  tokenClockSkewSeconds: e.TOKEN_CLOCK_SKEW_SECONDS,
   graphql: {
     /** Schema introspection: on unless NODE_ENV=production, or as GRAPHQL_INTROSPECTION says. */
     introspection: e.GRAPHQL_INTROSPECTION ?? e.NODE_ENV !== 'production',

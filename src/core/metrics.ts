@@ -17,7 +17,7 @@ export class Metrics {
 
   readonly authEvents = new Counter({
     name: 'walgate_auth_events_total',
-    help: 'Authentication outcomes: login_ok, login_failed, login_locked, login_unverified, signup, confirm_ok, confirm_failed, refresh_ok, refresh_reuse, reset_ok, logout',
+    help: 'Authentication outcomes: login_ok, login_failed, login_locked, login_refused, login_unverified, signup, confirm_ok, confirm_failed, refresh_ok, refresh_reuse, reset_ok, logout',
     labelNames: ['event'] as const,
     registers: [this.registry],
   });

@@ -91,7 +91,7 @@ describe(`chaos: soak, ${SECONDS} s of mixed traffic`, function () {
       DATA_DIR: dir,
       LOG_LEVEL: 'warn',
       HOST: '127.0.0.1',
-      TRUST_PROXY: 'true',
+      TRUST_PROXY: '1',
       WEBHOOK_ALLOW_PRIVATE_NETWORKS: 'true',
       NODE_EXTRA_CA_CERTS: path.join(dir, 'ca.pem'),
       WEBHOOK_RETENTION_MS: String(RETENTION_MS),
