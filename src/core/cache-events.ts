@@ -1,5 +1,6 @@
 import pg from 'pg';
 import type { Queryable } from './db/pool.js';
+import { keepReconnecting } from './db/reconnect.js';
 import type { Logger } from './log.js';
 
 /**
@@ -55,18 +56,14 @@ export class CacheEvents {
   }
 }
 
-const RECONNECT_MIN_MS = 100;
-const RECONNECT_MAX_MS = 5000;
-
 /**
  * LISTENs on a dedicated connection and hands each event to `events`; reconnects by itself with
- * a capped backoff (100 ms doubling to 5 s), and after each (re)connection emits `all`.
+ * the one reconnect policy (db/reconnect.ts, 100 ms doubling to 5 s), and after each (re)connection
+ * emits `all`, since events sent meanwhile were missed.
  */
 export class CacheListener {
-  #client: pg.Client | undefined;
-  #timer: NodeJS.Timeout | undefined;
-  #failures = 0;
-  #closed = false;
+  readonly #stop = new AbortController();
+  #loop: Promise<void> | undefined;
 
   constructor(
     private readonly connectionString: string,
@@ -76,19 +73,18 @@ export class CacheListener {
 
   /** Resolves once the first attempt is over, connected or not (a failure is retried in the background). */
   start(): Promise<void> {
-    return this.#connect();
+    return new Promise((firstAttemptOver) => {
+      this.#loop = keepReconnecting(() => this.#listen(firstAttemptOver), { signal: this.#stop.signal, minMs: 100, maxMs: 5000 });
+    });
   }
 
   async close(): Promise<void> {
-    this.#closed = true;
-    clearTimeout(this.#timer);
-    const client = this.#client;
-    this.#client = undefined;
-    await client?.end().catch(() => undefined);
+    this.#stop.abort();
+    await this.#loop;
   }
 
-  async #connect(): Promise<void> {
-    if (this.#closed) return;
+  /** One connection's life: it resolves when the connection is lost (or the listener closed). */
+  async #listen(connected: () => void): Promise<void> {
     const client = new pg.Client({
       connectionString: this.connectionString,
       application_name: 'walgate-cache-listener',
@@ -96,19 +92,11 @@ export class CacheListener {
       connectionTimeoutMillis: 5000,
       keepAlive: true,
     });
-    let lost = false;
-    const onLost = (err?: Error) => {
-      if (lost) return;
-      lost = true;
-      if (this.#client === client) this.#client = undefined;
-      client.end().catch(() => undefined);
-      if (this.#closed) return;
-      const delay = Math.min(RECONNECT_MIN_MS * 2 ** this.#failures++, RECONNECT_MAX_MS);
-      this.log.warn({ err: err && { message: err.message }, retryInMs: delay }, 'cache listener disconnected; caches fall back to their TTL');
-      this.#timer = setTimeout(() => void this.#connect(), delay);
-    };
-    client.on('error', onLost);
-    client.on('end', () => onLost());
+    const lost = new Promise<Error | undefined>((resolve) => {
+      client.on('error', resolve);
+      client.on('end', () => resolve(undefined));
+    });
+    const closed = new Promise<void>((resolve) => this.#stop.signal.addEventListener('abort', () => resolve(), { once: true }));
     client.on('notification', (msg) => {
       if (msg.channel !== CACHE_CHANNEL || !msg.payload) return;
       try {
@@ -120,16 +108,15 @@ export class CacheListener {
     try {
       await client.connect();
       await client.query(`LISTEN ${CACHE_CHANNEL}`);
+      connected();
+      this.events.emit({ kind: 'all' });
+      const err = await Promise.race([lost, closed.then(() => undefined)]);
+      if (!this.#stop.signal.aborted) this.log.warn({ err: err && { message: err.message } }, 'cache listener disconnected; caches fall back to their TTL');
     } catch (err) {
-      onLost(err as Error);
-      return;
-    }
-    if (this.#closed) {
+      connected();
+      this.log.warn({ err: { message: (err as Error).message } }, 'cache listener could not connect; caches fall back to their TTL');
+    } finally {
       await client.end().catch(() => undefined);
-      return;
     }
-    this.#client = client;
-    this.#failures = 0;
-    this.events.emit({ kind: 'all' });
   }
 }
