@@ -56,6 +56,7 @@ const schema = z.object({
   WEBHOOK_BREAKER_FAILURES: z.coerce.number().int().min(1).default(5),
   WEBHOOK_BREAKER_COOLDOWN_MS: positiveMs.default(120000),
   WEBHOOK_TIMEOUT_MS: z.coerce.number().int().min(1).default(10000),
+  WEBHOOK_SECRET_GRACE_MS: positiveMs.default(86_400_000),
   TAILER_PORT: port.default(3001),
   SLOT_WAL_WARN_BYTES: z.coerce.number().int().min(1).default(1024 ** 3),
   LOG_LEVEL: z.enum(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent']).default('info'),
@@ -88,6 +89,8 @@ export interface Config {
     breakerFailures: number;
     breakerCooldownMs: number;
     timeoutMs: number;
+    /** How long the previous secret still signs after a rotation. */
+    secretGraceMs: number;
   };
   tailerPort: number;
   /** Retained WAL that makes the slot watchdog warn when max_slot_wal_keep_size is unlimited. */
@@ -144,6 +147,7 @@ export function loadConfig(source: Record<string, string | undefined> = process.
       breakerFailures: e.WEBHOOK_BREAKER_FAILURES,
       breakerCooldownMs: e.WEBHOOK_BREAKER_COOLDOWN_MS,
       timeoutMs: e.WEBHOOK_TIMEOUT_MS,
+      secretGraceMs: e.WEBHOOK_SECRET_GRACE_MS,
     },
     tailerPort: e.TAILER_PORT,
     slotWalWarnBytes: e.SLOT_WAL_WARN_BYTES,

@@ -189,13 +189,13 @@ export class DeliveryWorker {
       await postpone(this.#ctx.pool, [d.id], admission.until);
       return;
     }
-    const secret = this.#secret(d.secret);
+    const secrets = d.previous_secret ? [this.#secret(d.secret), this.#secret(d.previous_secret)] : [this.#secret(d.secret)];
     const body = renderPayload(d);
     const startedAt = this.#ctx.clock();
     const headers = {
       'x-service-event': d.operation,
       'x-service-delivery': d.event_id,
-      ...signatureHeaders(secret, d.event_id, body, Math.floor(startedAt.getTime() / 1000)),
+      ...signatureHeaders(secrets, d.event_id, body, Math.floor(startedAt.getTime() / 1000)),
     };
     let result;
     try {
@@ -238,6 +238,7 @@ export class DeliveryWorker {
       durationMs: result.durationMs,
       httpStatus: result.status,
       error: result.error,
+      responseBody: result.responseBody,
       status,
       nextAttemptAt,
       deliveredAt: result.ok ? now : null,

@@ -17,9 +17,12 @@ export interface WebhookRow {
   select: string[] | null;
   createdAt: Date;
   updatedAt: Date;
+  /** The secret before the last rotation, and until when it still signs. */
+  previousSecret: Buffer | null;
+  previousSecretUntil: Date | null;
 }
 
-const COLUMNS = 'id, project_id, environment, schema_name, table_name, events, url, secret, active, filter, select_fields, created_at, updated_at';
+const COLUMNS = 'id, project_id, environment, schema_name, table_name, events, url, secret, active, filter, select_fields, created_at, updated_at, previous_secret, previous_secret_until';
 
 function fromRow(r: Record<string, any>): WebhookRow {
   return {
@@ -36,6 +39,8 @@ function fromRow(r: Record<string, any>): WebhookRow {
     select: r.select_fields,
     createdAt: r.created_at,
     updatedAt: r.updated_at,
+    previousSecret: r.previous_secret,
+    previousSecretUntil: r.previous_secret_until,
   };
 }
 
@@ -75,9 +80,10 @@ export async function listWebhooks(
 
 export async function updateWebhook(db: Queryable, w: WebhookRow): Promise<WebhookRow> {
   const { rows } = await db.query(
-    `UPDATE walgate.webhooks SET table_name = $2, events = $3, url = $4, secret = $5, active = $6, filter = $7, select_fields = $8, updated_at = $9
+    `UPDATE walgate.webhooks SET table_name = $2, events = $3, url = $4, secret = $5, active = $6, filter = $7, select_fields = $8, updated_at = $9,
+            previous_secret = $10, previous_secret_until = $11
       WHERE id = $1 RETURNING ${COLUMNS}`,
-    [w.id, w.table, w.events, w.url, w.secret, w.active, w.filter === null ? null : JSON.stringify(w.filter), w.select, w.updatedAt],
+    [w.id, w.table, w.events, w.url, w.secret, w.active, w.filter === null ? null : JSON.stringify(w.filter), w.select, w.updatedAt, w.previousSecret, w.previousSecretUntil],
   );
   return fromRow(rows[0]);
 }
@@ -90,4 +96,17 @@ export async function deleteWebhook(db: Queryable, id: string): Promise<void> {
 export async function tableIsWatched(db: Queryable, schemaName: string, table: string): Promise<boolean> {
   const { rowCount } = await db.query('SELECT 1 FROM walgate.webhooks WHERE schema_name = $1 AND table_name = $2 LIMIT 1', [schemaName, table]);
   return (rowCount ?? 0) > 0;
+}
+
+/**
+ * Why a subscription was disabled by its receiver (a 410), and when; null while it was not. Read
+ * through to_jsonb so that it holds whether or not those columns exist yet (they come with the
+ * receiver-answers migration).
+ */
+export async function disabledState(db: Queryable, id: string): Promise<{ reason: string | null; at: Date | null }> {
+  const { rows } = await db.query(
+    `SELECT to_jsonb(w) ->> 'disabled_reason' AS reason, (to_jsonb(w) ->> 'disabled_at')::timestamptz AS at FROM walgate.webhooks w WHERE id = $1`,
+    [id],
+  );
+  return { reason: rows[0]?.reason ?? null, at: rows[0]?.at ?? null };
 }

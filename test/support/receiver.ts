@@ -10,8 +10,8 @@ export interface ReceivedRequest {
   body: string;
 }
 
-/** What the receiver does with a request: answer a status, hang, or redirect. */
-export type Behaviour = { status: number } | { hang: true } | { redirect: string };
+/** What the receiver does with a request: answer a status (and a body: `ok` unless told), hang, or redirect. */
+export type Behaviour = { status: number; body?: string } | { hang: true } | { redirect: string };
 
 /**
  * A real HTTPS subscriber on 127.0.0.1 with a certificate from the test CA. It records every
@@ -45,7 +45,8 @@ export class TestReceiver {
           res.writeHead(302, { location: b.redirect }).end();
           return;
         }
-        res.writeHead(b.status, { 'content-type': 'text/plain', 'content-length': '2' }).end('ok');
+        const answer = Buffer.from(b.body ?? 'ok');
+        res.writeHead(b.status, { 'content-type': 'text/plain', 'content-length': String(answer.length) }).end(answer);
       });
     });
     // (No short keepAliveTimeout here: undici would then close every connection after one request.)
