@@ -4,6 +4,7 @@ import { KeyRing } from '../auth/keyring.js';
 import { authRouter } from '../auth/routes.js';
 import { AuthService } from '../auth/service.js';
 import type { Context } from '../context.js';
+import { consoleRouter } from '../console/router.js';
 import { docsRouter } from '../docs/router.js';
 import { apiOpsRouter } from '../ops/api-ops.js';
 import { graphqlRouter } from '../graphql/router.js';
@@ -22,6 +23,7 @@ export function createApiApp(ctx: Context): express.Express {
     routes: [
       ['/', apiOpsRouter(ctx)],
       ['/', docsRouter()],
+      ['/', consoleRouter()],
       ['/auth', authRouter(auth, environments)],
       ['/', graphqlRouter(ctx, auth, environments)],
       [['/api/rest/_webhooks', '/gw/api/rest/_webhooks'], webhooks],
