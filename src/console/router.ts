@@ -34,7 +34,7 @@ function pageHeaders(res: Response): Response {
 
 export function consoleRouter(): Router {
   const r = Router();
-  r.get(['/console', '/console/'], (_req, res) => {
+  r.get('/console', (_req, res) => {
     pageHeaders(res).sendFile('index.html', { root: ASSETS_DIR, cacheControl: false });
   });
   r.get('/console/assets/:file', (req, res, next) => {

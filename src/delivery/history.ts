@@ -87,7 +87,8 @@ export async function listDeliveries(db: Queryable, webhookId: string, q: Delive
 /** One delivery with every attempt (oldest first, replays included) and its payload while kept. */
 export async function getDelivery(db: Queryable, webhookId: string, deliveryId: string): Promise<DeliveryDetail | undefined> {
   const { rows } = await db.query(
-    `SELECT ${DELIVERY_COLUMNS}, e.id IS NOT NULL AS kept, ${PAYLOAD_COLUMNS}
+    // PAYLOAD_COLUMNS first: its e.id AS event_id is null once the event is gone, d.event_id is not.
+    `SELECT ${PAYLOAD_COLUMNS}, e.id IS NOT NULL AS kept, ${DELIVERY_COLUMNS}
        FROM walgate.deliveries d JOIN walgate.webhooks w ON w.id = d.webhook_id LEFT JOIN walgate.events e ON e.id = d.event_id
       WHERE d.id = $1 AND d.webhook_id = $2`,
     [deliveryId, webhookId],
@@ -109,7 +110,7 @@ export async function getDelivery(db: Queryable, webhookId: string, deliveryId: 
       error: a.error,
       responseBody: a.response_body,
     })),
-    payload: r.kept ? (JSON.parse(renderPayload({ ...(r as PayloadRow), event_id: r.event_id })) as object) : null,
+    payload: r.kept ? (JSON.parse(renderPayload(r as PayloadRow)) as object) : null,
   };
 }
 

@@ -31,7 +31,7 @@ describe('webhook management API: shared negative cases on every endpoint', func
     id = res.body.webhook.id;
     await t.ctx.pool.query(
       `INSERT INTO walgate.deliveries (id, webhook_id, event_id, event_type, status, attempts, http_status, next_attempt_at, created_at)
-       VALUES ('del_negative', $1, 'evt_negative', 'INSERT', 'dead', 5, 500, now(), now())`,
+       VALUES ('del_negative', $1, 'evt_negative', 'INSERT', 'delivered', 1, 200, now(), now())`,
       [id],
     );
   });
