@@ -1,4 +1,5 @@
-import type { Queryable } from '../db/pool.js';
+import type { Queryable } from '../core/db/pool.js';
+import { DELIVERIES_CHANNEL } from '../tailer/outbox.js';
 import { PAYLOAD_COLUMNS, renderPayload, type PayloadRow } from './payload.js';
 
 // What the management API, the console and the CLI show of deliveries, and what an operator may do
@@ -39,7 +40,20 @@ export type DeliveryDetail = DeliveryView & {
 
 const DELIVERY_COLUMNS = 'd.id, d.event_id, d.event_type, d.status, d.http_status, d.attempts, d.last_error, d.next_attempt_at, d.delivered_at, d.created_at';
 
-function deliveryView(r: Record<string, any>): DeliveryView {
+interface DeliveryRow {
+  id: string;
+  event_id: string;
+  event_type: string;
+  status: DeliveryStatus;
+  http_status: number | null;
+  attempts: number;
+  last_error: string | null;
+  next_attempt_at: Date;
+  delivered_at: Date | null;
+  created_at: Date;
+}
+
+function deliveryView(r: DeliveryRow): DeliveryView {
   return {
     id: r.id,
     eventId: r.event_id,
@@ -49,9 +63,9 @@ function deliveryView(r: Record<string, any>): DeliveryView {
     attempts: r.attempts,
     lastError: r.last_error,
     // Only an unfinished delivery has a next attempt.
-    nextAttemptAt: r.status === 'pending' || r.status === 'retrying' ? (r.next_attempt_at as Date).toISOString() : null,
-    deliveredAt: r.delivered_at ? (r.delivered_at as Date).toISOString() : null,
-    createdAt: (r.created_at as Date).toISOString(),
+    nextAttemptAt: r.status === 'pending' || r.status === 'retrying' ? r.next_attempt_at.toISOString() : null,
+    deliveredAt: r.delivered_at ? r.delivered_at.toISOString() : null,
+    createdAt: r.created_at.toISOString(),
   };
 }
 
@@ -73,7 +87,7 @@ export interface DeliveryQuery {
 
 /** A page of a subscription's deliveries, newest first (through deliveries_recent). */
 export async function listDeliveries(db: Queryable, webhookId: string, q: DeliveryQuery): Promise<DeliveryView[]> {
-  const { rows } = await db.query(
+  const { rows } = await db.query<DeliveryRow>(
     `SELECT ${DELIVERY_COLUMNS} FROM walgate.deliveries d
       WHERE d.webhook_id = $1 AND ($2::text IS NULL OR d.status = $2)
         AND ($3::timestamptz IS NULL OR d.created_at >= $3) AND ($4::timestamptz IS NULL OR d.created_at < $4)
@@ -86,7 +100,7 @@ export async function listDeliveries(db: Queryable, webhookId: string, q: Delive
 
 /** One delivery with every attempt (oldest first, replays included) and its payload while kept. */
 export async function getDelivery(db: Queryable, webhookId: string, deliveryId: string): Promise<DeliveryDetail | undefined> {
-  const { rows } = await db.query(
+  const { rows } = await db.query<DeliveryRow & PayloadRow & { kept: boolean }>(
     // PAYLOAD_COLUMNS first: its e.id AS event_id is null once the event is gone, d.event_id is not.
     `SELECT ${PAYLOAD_COLUMNS}, e.id IS NOT NULL AS kept, ${DELIVERY_COLUMNS}
        FROM walgate.deliveries d JOIN walgate.webhooks w ON w.id = d.webhook_id LEFT JOIN walgate.events e ON e.id = d.event_id
@@ -95,7 +109,7 @@ export async function getDelivery(db: Queryable, webhookId: string, deliveryId: 
   );
   const r = rows[0];
   if (!r) return undefined;
-  const attempts = await db.query(
+  const attempts = await db.query<{ attempt: number; started_at: Date; duration_ms: number; http_status: number | null; error: string | null; response_body: string | null }>(
     `SELECT attempt, started_at, duration_ms, http_status, error, response_body FROM walgate.delivery_attempts
       WHERE delivery_id = $1 ORDER BY id`,
     [deliveryId],
@@ -104,13 +118,13 @@ export async function getDelivery(db: Queryable, webhookId: string, deliveryId: 
     ...deliveryView(r),
     attemptLog: attempts.rows.map((a) => ({
       attempt: a.attempt,
-      startedAt: (a.started_at as Date).toISOString(),
+      startedAt: a.started_at.toISOString(),
       durationMs: a.duration_ms,
       httpStatus: a.http_status,
       error: a.error,
       responseBody: a.response_body,
     })),
-    payload: r.kept ? (JSON.parse(renderPayload(r as PayloadRow)) as object) : null,
+    payload: r.kept ? (JSON.parse(renderPayload(r)) as object) : null,
   };
 }
 
@@ -121,13 +135,16 @@ export async function getDelivery(db: Queryable, webhookId: string, deliveryId: 
  * its due time would void that worker's claim).
  */
 export async function retryDelivery(db: Queryable, webhookId: string, deliveryId: string, now: Date): Promise<DeliveryView | 'unfinished' | undefined> {
-  const { rows } = await db.query(
+  const { rows } = await db.query<DeliveryRow>(
     `UPDATE walgate.deliveries d SET status = 'pending', next_attempt_at = $3
       WHERE d.id = $1 AND d.webhook_id = $2 AND d.status IN ('delivered', 'dead')
       RETURNING ${DELIVERY_COLUMNS}`,
     [deliveryId, webhookId, now],
   );
-  if (rows[0]) return deliveryView(rows[0]);
+  if (rows[0]) {
+    await db.query(`NOTIFY ${DELIVERIES_CHANNEL}`); // the worker looks now rather than at its next poll
+    return deliveryView(rows[0]);
+  }
   const { rowCount } = await db.query('SELECT 1 FROM walgate.deliveries WHERE id = $1 AND webhook_id = $2', [deliveryId, webhookId]);
   return rowCount ? 'unfinished' : undefined;
 }
@@ -147,7 +164,7 @@ const HOUR_MS = 3_600_000;
 
 export async function deliveryHealth(db: Queryable, webhookId: string, now: Date): Promise<DeliveryHealth> {
   const hourAgo = new Date(now.getTime() - HOUR_MS);
-  const { rows } = await db.query(
+  const { rows } = await db.query<{ last_success: Date | null; failures: number }>(
     `SELECT (SELECT delivered_at FROM walgate.deliveries WHERE webhook_id = $1 AND status = 'delivered'
               ORDER BY created_at DESC, id DESC LIMIT 1) AS last_success,
             (SELECT count(*)::int FROM walgate.deliveries d JOIN walgate.delivery_attempts a ON a.delivery_id = d.id
@@ -155,7 +172,8 @@ export async function deliveryHealth(db: Queryable, webhookId: string, now: Date
                 AND (a.http_status IS NULL OR a.http_status NOT BETWEEN 200 AND 299)) AS failures`,
     [webhookId, new Date(now.getTime() - HISTORY_WINDOW_MS), hourAgo],
   );
-  return { lastSuccessAt: rows[0].last_success ? (rows[0].last_success as Date).toISOString() : null, failuresLastHour: rows[0].failures };
+  const r = rows[0]!;
+  return { lastSuccessAt: r.last_success ? r.last_success.toISOString() : null, failuresLastHour: r.failures };
 }
 
 export interface MinuteBucket {
@@ -234,6 +252,9 @@ export async function replayDeadDeliveries(
     );
     moved += rowCount ?? 0;
     onBatch?.(moved);
-    if ((rowCount ?? 0) < batchSize) return moved;
+    if ((rowCount ?? 0) < batchSize) break;
   }
+  // Wake the workers: the replayed deliveries are due now, not at their next poll.
+  if (moved > 0) await db.query(`NOTIFY ${DELIVERIES_CHANNEL}`);
+  return moved;
 }

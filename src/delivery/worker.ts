@@ -1,9 +1,9 @@
 import type { ConnectionOptions } from 'node:tls';
 import { setTimeout as sleep } from 'node:timers/promises';
 import pg from 'pg';
-import type { Context } from '../context.js';
+import type { Context } from '../core/context.js';
 import { DELIVERIES_CHANNEL } from '../tailer/outbox.js';
-import { openWebhookSecret } from '../webhooks/secret.js';
+import { openWebhookSecret } from './secret.js';
 import { EndpointBreakers } from './breaker.js';
 import { renderPayload } from './payload.js';
 import { delayBefore, maxAttempts } from './schedule.js';
@@ -125,7 +125,7 @@ export class DeliveryWorker {
         await this.#idle(this.#o.pollMs);
         continue;
       }
-      let claimed: ClaimedDelivery[] = [];
+      let claimed: ClaimedDelivery[];
       try {
         const now = this.#ctx.clock();
         claimed = await claimDue(this.#ctx.pool, {

@@ -1,4 +1,4 @@
-import { PgCode, pgCode, withTransaction, type Pool } from '../db/pool.js';
+import { PgCode, pgCode, withTransaction, type Pool } from '../core/db/pool.js';
 import type { DeliveryRecord, EventRecord } from './events.js';
 import { formatLsn, type Lsn } from './lsn.js';
 import { saveViewChanges, type ViewChange } from './subscriptions.js';

@@ -1,6 +1,6 @@
-import type { Clock } from '../clock.js';
-import type { Pool } from '../db/pool.js';
-import type { Logger } from '../log.js';
+import type { Clock } from '../core/clock.js';
+import type { Pool } from '../core/db/pool.js';
+import type { Logger } from '../core/log.js';
 import { decodeChange, decodeRow, describeRelation, type Relation } from './decode.js';
 import { eventId, matchDeliveries, toEventRecord, type DeliveryRecord, type EventRecord, type Operation } from './events.js';
 import type { Lsn } from './lsn.js';

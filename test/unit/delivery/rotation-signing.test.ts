@@ -1,10 +1,10 @@
 import { expect } from 'chai';
 import { Webhook } from 'standardwebhooks';
-import { hexSignature, signatureHeaders } from '../../src/delivery/signing.js';
+import { hexSignature, signatureHeaders } from '../../../src/delivery/signing.js';
 
 // Signing with the secrets of a rotation: pure, no database.
 
-describe('signing with a list of secrets', () => {
+describe('unit: signing with the secrets of a rotation', () => {
   const body = '{"id":"evt_1","record":{"id":1}}';
   const now = Math.floor(Date.now() / 1000);
   const fresh = 'whsec_' + Buffer.alloc(32, 1).toString('base64');

@@ -5,7 +5,7 @@ import { Router, type Response } from 'express';
 // repository's root, no build step), which call the management API from the browser with the
 // token the person signs in with. The api holds no console state and sees no other credential.
 
-const ASSETS_DIR = fileURLToPath(new URL('../../../console/', import.meta.url));
+const ASSETS_DIR = fileURLToPath(new URL('../../../../console/', import.meta.url));
 
 /** The files the page loads, by name: nothing else under console/ is served. */
 const ASSETS = new Set(['app.js', 'api.js', 'dom.js', 'chart.js', 'console.css']);

@@ -1,4 +1,4 @@
-import type { SecretBox } from '../crypto/secretbox.js';
+import type { SecretBox } from '../core/crypto/secretbox.js';
 
 // Webhook signing secrets are needed in plaintext to sign, so they are encrypted at rest (not
 // hashed) under KEY_ENCRYPTION_KEY, bound to this purpose.

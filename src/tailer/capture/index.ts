@@ -1,0 +1,25 @@
+// Change capture as the rest of walgate sees it: which tables are captured, and that changes are
+// retained from the first subscription on. The webhook service calls only these; the publication,
+// replica identity and slot behind them are the tailer's business.
+import type { Queryable } from '../../core/db/pool.js';
+import { lockPublication, unwatchTable, watchTable } from '../publication.js';
+import { ensureSlot } from '../slot.js';
+
+export { WatchError as CaptureError } from '../publication.js';
+
+/**
+ * Serializes changes to the set of captured tables. Call it first in a transaction that may start
+ * or stop capturing a table, before deciding whether a table is still in use.
+ */
+export const lockCapturedTables = (db: Queryable): Promise<void> => lockPublication(db);
+
+/** Captures a table's changes from this transaction's commit on, with its old rows (replica identity full). */
+export const captureTable = (db: Queryable, schema: string, table: string): Promise<void> => watchTable(db, schema, table);
+
+/** Stops capturing a table that no subscription watches any more. */
+export const releaseTable = (db: Queryable, schema: string, table: string): Promise<void> => unwatchTable(db, schema, table);
+
+/** Makes Postgres retain changes from now on, even before any tailer runs (creates the slot when missing). */
+export async function retainChanges(db: Queryable): Promise<void> {
+  await ensureSlot(db);
+}
