@@ -17,6 +17,7 @@ COPY package.json package-lock.json ./
 RUN npm ci --omit=dev --ignore-scripts && npm cache clean --force
 COPY --from=build /app/dist/src ./dist/src
 COPY sql ./sql
+COPY console ./console
 COPY bin ./bin
 USER node
 EXPOSE 3000 3001

@@ -79,4 +79,15 @@ export default tseslint.config(
     files: ['src/main/api.cts'],
     languageOptions: { sourceType: 'commonjs' },
   },
+  {
+    // The console's hand-written modules run in the browser (console/, served by src/http/console/).
+    files: ['console/**/*.js'],
+    languageOptions: {
+      globals: Object.fromEntries(
+        ['window', 'document', 'location', 'sessionStorage', 'navigator', 'crypto', 'fetch', 'btoa', 'CSS', 'Node', 'URLSearchParams', 'setInterval', 'clearInterval'].map(
+          (name) => [name, 'readonly'],
+        ),
+      ),
+    },
+  },
 );

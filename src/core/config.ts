@@ -62,6 +62,7 @@ const schema = z.object({
   WEBHOOK_TIMEOUT_MS: z.coerce.number().int().min(1).default(10000),
   WEBHOOK_RETENTION_MS: retentionMs.default(7 * DAY_MS),
   WEBHOOK_DEAD_RETENTION_MS: retentionMs.default(30 * DAY_MS),
+  WEBHOOK_SECRET_GRACE_MS: positiveMs.default(86_400_000),
   TAILER_PORT: port.default(3001),
   SLOT_WAL_WARN_BYTES: z.coerce.number().int().min(1).default(1024 ** 3),
   LOG_LEVEL: z.enum(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent']).default('info'),
@@ -115,6 +116,8 @@ const configSchema = schema.superRefine(checkTogether).transform((e) => ({
     breakerFailures: e.WEBHOOK_BREAKER_FAILURES,
     breakerCooldownMs: e.WEBHOOK_BREAKER_COOLDOWN_MS,
     timeoutMs: e.WEBHOOK_TIMEOUT_MS,
+    /** How long the previous secret still signs after a rotation. */
+    secretGraceMs: e.WEBHOOK_SECRET_GRACE_MS,
   },
   /** Delivered history is removed this long after delivery, dead letters this long after their capture. */
   retention: { deliveredMs: e.WEBHOOK_RETENTION_MS, deadMs: e.WEBHOOK_DEAD_RETENTION_MS },

@@ -232,3 +232,32 @@ export class EndpointBreakers {
     return { kind: 'wait', until: new Date(now + Math.min(1000, Math.max(50, this.settings.cooldownMs))) };
   }
 }
+
+/** What the management API shows of a subscription's breaker. */
+export interface BreakerView {
+  state: 'closed' | 'open' | 'half-open';
+  /** While open: when the cool-down ends and one probe may go. */
+  openUntil: string | null;
+  consecutiveFailures: number;
+}
+
+export interface BreakerKey {
+  projectId: string;
+  environment: string;
+  url: string;
+}
+
+/**
+ * A subscription's breaker as the shared state holds it, for the health view (read-only; the
+ * delivery worker alone changes it). Half-open: the cool-down is over, a probe is due or running.
+ */
+export async function breakerState(db: Pick<Pool, 'query'>, key: BreakerKey, now: Date): Promise<BreakerView> {
+  const { rows } = await db.query<Pick<SharedBreakerRow, 'consecutive_failures' | 'opened_until'>>(
+    'SELECT consecutive_failures, opened_until FROM walgate.endpoint_breakers WHERE project_id = $1 AND environment = $2 AND url = $3',
+    [key.projectId, key.environment, key.url],
+  );
+  const r = rows[0];
+  if (!r?.opened_until) return { state: 'closed', openUntil: null, consecutiveFailures: r?.consecutive_failures ?? 0 };
+  const until = r.opened_until;
+  return { state: until > now ? 'open' : 'half-open', openUntil: until > now ? until.toISOString() : null, consecutiveFailures: r.consecutive_failures };
+}

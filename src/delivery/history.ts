@@ -1,8 +1,10 @@
 import type { Queryable } from '../core/db/pool.js';
 import { DELIVERIES_CHANNEL } from '../tailer/outbox.js';
+import { PAYLOAD_COLUMNS, renderPayload, type PayloadRow } from './payload.js';
 
-// What the management API shows of deliveries, and what an operator may do with dead letters.
-// The delivery worker owns every other write to walgate.deliveries.
+// What the management API, the console and the CLI show of deliveries, and what an operator may do
+// with them (replay dead letters, retry one). Every reader goes through here and gets camelCase
+// views, never rows. The delivery worker owns every other write to walgate.deliveries.
 
 export type DeliveryStatus = 'pending' | 'retrying' | 'delivered' | 'dead';
 
@@ -19,14 +21,40 @@ export interface DeliveryView {
   createdAt: string;
 }
 
-/** The newest deliveries of a subscription, newest first. */
-export async function recentDeliveries(db: Queryable, webhookId: string, limit = 50): Promise<DeliveryView[]> {
-  const { rows } = await db.query(
-    `SELECT id, event_id, event_type, status, http_status, attempts, last_error, next_attempt_at, delivered_at, created_at
-       FROM walgate.deliveries WHERE webhook_id = $1 ORDER BY created_at DESC, id DESC LIMIT $2`,
-    [webhookId, limit],
-  );
-  return rows.map((r) => ({
+/** One attempt as the delivery log shows it. */
+export interface AttemptView {
+  attempt: number;
+  startedAt: string;
+  durationMs: number;
+  httpStatus: number | null;
+  error: string | null;
+  /** The first KiB of the answer as text; null without an answer. */
+  responseBody: string | null;
+}
+
+export type DeliveryDetail = DeliveryView & {
+  attemptLog: AttemptView[];
+  /** The body as sent; null once its event is no longer kept. */
+  payload: object | null;
+};
+
+const DELIVERY_COLUMNS = 'd.id, d.event_id, d.event_type, d.status, d.http_status, d.attempts, d.last_error, d.next_attempt_at, d.delivered_at, d.created_at';
+
+interface DeliveryRow {
+  id: string;
+  event_id: string;
+  event_type: string;
+  status: DeliveryStatus;
+  http_status: number | null;
+  attempts: number;
+  last_error: string | null;
+  next_attempt_at: Date;
+  delivered_at: Date | null;
+  created_at: Date;
+}
+
+function deliveryView(r: DeliveryRow): DeliveryView {
+  return {
     id: r.id,
     eventId: r.event_id,
     event: r.event_type,
@@ -35,10 +63,151 @@ export async function recentDeliveries(db: Queryable, webhookId: string, limit =
     attempts: r.attempts,
     lastError: r.last_error,
     // Only an unfinished delivery has a next attempt.
-    nextAttemptAt: r.status === 'pending' || r.status === 'retrying' ? (r.next_attempt_at as Date).toISOString() : null,
-    deliveredAt: r.delivered_at ? (r.delivered_at as Date).toISOString() : null,
-    createdAt: (r.created_at as Date).toISOString(),
-  }));
+    nextAttemptAt: r.status === 'pending' || r.status === 'retrying' ? r.next_attempt_at.toISOString() : null,
+    deliveredAt: r.delivered_at ? r.delivered_at.toISOString() : null,
+    createdAt: r.created_at.toISOString(),
+  };
+}
+
+/** The newest deliveries of a subscription, newest first. */
+export async function recentDeliveries(db: Queryable, webhookId: string, limit = 50): Promise<DeliveryView[]> {
+  return listDeliveries(db, webhookId, { limit });
+}
+
+export interface DeliveryQuery {
+  status?: DeliveryStatus;
+  /** Created at or after. */
+  since?: Date;
+  /** Created before. */
+  until?: Date;
+  /** The last delivery of the previous page. */
+  after?: { createdAt: Date; id: string };
+  limit: number;
+}
+
+/** A page of a subscription's deliveries, newest first (through deliveries_recent). */
+export async function listDeliveries(db: Queryable, webhookId: string, q: DeliveryQuery): Promise<DeliveryView[]> {
+  const { rows } = await db.query<DeliveryRow>(
+    `SELECT ${DELIVERY_COLUMNS} FROM walgate.deliveries d
+      WHERE d.webhook_id = $1 AND ($2::text IS NULL OR d.status = $2)
+        AND ($3::timestamptz IS NULL OR d.created_at >= $3) AND ($4::timestamptz IS NULL OR d.created_at < $4)
+        AND ($5::timestamptz IS NULL OR (d.created_at, d.id) < ($5, $6))
+      ORDER BY d.created_at DESC, d.id DESC LIMIT $7`,
+    [webhookId, q.status ?? null, q.since ?? null, q.until ?? null, q.after?.createdAt ?? null, q.after?.id ?? null, q.limit],
+  );
+  return rows.map(deliveryView);
+}
+
+/** One delivery with every attempt (oldest first, replays included) and its payload while kept. */
+export async function getDelivery(db: Queryable, webhookId: string, deliveryId: string): Promise<DeliveryDetail | undefined> {
+  const { rows } = await db.query<DeliveryRow & PayloadRow & { kept: boolean }>(
+    // PAYLOAD_COLUMNS first: its e.id AS event_id is null once the event is gone, d.event_id is not.
+    `SELECT ${PAYLOAD_COLUMNS}, e.id IS NOT NULL AS kept, ${DELIVERY_COLUMNS}
+       FROM walgate.deliveries d JOIN walgate.webhooks w ON w.id = d.webhook_id LEFT JOIN walgate.events e ON e.id = d.event_id
+      WHERE d.id = $1 AND d.webhook_id = $2`,
+    [deliveryId, webhookId],
+  );
+  const r = rows[0];
+  if (!r) return undefined;
+  const attempts = await db.query<{ attempt: number; started_at: Date; duration_ms: number; http_status: number | null; error: string | null; response_body: string | null }>(
+    `SELECT attempt, started_at, duration_ms, http_status, error, response_body FROM walgate.delivery_attempts
+      WHERE delivery_id = $1 ORDER BY id`,
+    [deliveryId],
+  );
+  return {
+    ...deliveryView(r),
+    attemptLog: attempts.rows.map((a) => ({
+      attempt: a.attempt,
+      startedAt: a.started_at.toISOString(),
+      durationMs: a.duration_ms,
+      httpStatus: a.http_status,
+      error: a.error,
+      responseBody: a.response_body,
+    })),
+    payload: r.kept ? (JSON.parse(renderPayload(r)) as object) : null,
+  };
+}
+
+/**
+ * Sends one finished delivery (delivered or dead) again now: it becomes pending and due, and its
+ * attempts count on from where they stood, so the new attempts join its log. Undefined when there
+ * is no such delivery; 'unfinished' when it is pending or retrying (a worker may hold it: moving
+ * its due time would void that worker's claim).
+ */
+export async function retryDelivery(db: Queryable, webhookId: string, deliveryId: string, now: Date): Promise<DeliveryView | 'unfinished' | undefined> {
+  const { rows } = await db.query<DeliveryRow>(
+    `UPDATE walgate.deliveries d SET status = 'pending', next_attempt_at = $3
+      WHERE d.id = $1 AND d.webhook_id = $2 AND d.status IN ('delivered', 'dead')
+      RETURNING ${DELIVERY_COLUMNS}`,
+    [deliveryId, webhookId, now],
+  );
+  if (rows[0]) {
+    await db.query(`NOTIFY ${DELIVERIES_CHANNEL}`); // the worker looks now rather than at its next poll
+    return deliveryView(rows[0]);
+  }
+  const { rowCount } = await db.query('SELECT 1 FROM walgate.deliveries WHERE id = $1 AND webhook_id = $2', [deliveryId, webhookId]);
+  return rowCount ? 'unfinished' : undefined;
+}
+
+export interface DeliveryHealth {
+  /** The newest delivery that succeeded: when. */
+  lastSuccessAt: string | null;
+  /** Failed attempts that started within the last hour. */
+  failuresLastHour: number;
+}
+
+// The hour's figures read the deliveries created within HISTORY_WINDOW (an index range of
+// deliveries_recent), not every attempt ever made: retries end minutes after a delivery is
+// created; only a manual retry of an older delivery goes uncounted.
+const HISTORY_WINDOW_MS = 24 * 3_600_000;
+const HOUR_MS = 3_600_000;
+
+export async function deliveryHealth(db: Queryable, webhookId: string, now: Date): Promise<DeliveryHealth> {
+  const hourAgo = new Date(now.getTime() - HOUR_MS);
+  const { rows } = await db.query<{ last_success: Date | null; failures: number }>(
+    `SELECT (SELECT delivered_at FROM walgate.deliveries WHERE webhook_id = $1 AND status = 'delivered'
+              ORDER BY created_at DESC, id DESC LIMIT 1) AS last_success,
+            (SELECT count(*)::int FROM walgate.deliveries d JOIN walgate.delivery_attempts a ON a.delivery_id = d.id
+              WHERE d.webhook_id = $1 AND d.created_at >= $2 AND a.started_at >= $3
+                AND (a.http_status IS NULL OR a.http_status NOT BETWEEN 200 AND 299)) AS failures`,
+    [webhookId, new Date(now.getTime() - HISTORY_WINDOW_MS), hourAgo],
+  );
+  const r = rows[0]!;
+  return { lastSuccessAt: r.last_success ? r.last_success.toISOString() : null, failuresLastHour: r.failures };
+}
+
+export interface MinuteBucket {
+  /** The minute's start. */
+  minute: string;
+  delivered: number;
+  failed: number;
+}
+
+/** Deliveries that succeeded and attempts that failed, per minute over the last hour (60 buckets, oldest first). */
+export async function deliveryMinutes(db: Queryable, webhookId: string, now: Date): Promise<MinuteBucket[]> {
+  const end = Math.floor(now.getTime() / 60_000) * 60_000 + 60_000;
+  const start = end - HOUR_MS;
+  const { rows } = await db.query<{ minute: number; delivered: number; failed: number }>(
+    `WITH recent AS (
+       SELECT id, delivered_at FROM walgate.deliveries WHERE webhook_id = $1 AND created_at >= $2
+     ), outcomes AS (
+       SELECT delivered_at AS at, true AS ok FROM recent WHERE delivered_at >= $3
+       UNION ALL
+       SELECT a.started_at, false FROM recent r JOIN walgate.delivery_attempts a ON a.delivery_id = r.id
+        WHERE a.started_at >= $3 AND (a.http_status IS NULL OR a.http_status NOT BETWEEN 200 AND 299)
+     )
+     SELECT floor(extract(epoch FROM at) / 60)::bigint * 60000 AS minute,
+            count(*) FILTER (WHERE ok)::int AS delivered, count(*) FILTER (WHERE NOT ok)::int AS failed
+       FROM outcomes GROUP BY 1`,
+    [webhookId, new Date(start - HISTORY_WINDOW_MS), new Date(start)],
+  );
+  const byMinute = new Map(rows.map((r) => [Number(r.minute), r]));
+  const buckets: MinuteBucket[] = [];
+  for (let t = start; t < end; t += 60_000) {
+    const r = byMinute.get(t);
+    buckets.push({ minute: new Date(t).toISOString(), delivered: r?.delivered ?? 0, failed: r?.failed ?? 0 });
+  }
+  return buckets;
 }
 
 export interface ReplayFilter {

@@ -13,6 +13,8 @@ export interface SendResult {
   durationMs: number;
   /** The answer's Retry-After header, if any (outcome.ts reads it on 429 / 503). */
   retryAfter?: string;
+  /** The first KiB of the answer's body as text (for the delivery log); null without an answer. */
+  responseBody: string | null;
 }
 
 export interface SenderOptions {
@@ -28,6 +30,8 @@ export interface SenderOptions {
 
 const MAX_ERROR = 200;
 const RESPONSE_BODY_LIMIT = 64 * 1024;
+/** What the delivery log keeps of an answer. */
+export const RESPONSE_BODY_KEPT = 1024;
 
 /**
  * POSTs bodies through keep-alive connection pools (undici, one pool per origin). Redirects are
@@ -61,8 +65,7 @@ export class Sender {
         body,
         signal: AbortSignal.timeout(this.#timeoutMs),
       });
-      // Read (and drop) a bounded part of the answer, so the connection can be reused.
-      await res.body.dump({ limit: RESPONSE_BODY_LIMIT }).catch(() => undefined);
+      const responseBody = await readAnswer(res.body);
       const ok = res.statusCode >= 200 && res.statusCode < 300;
       const retryAfter = res.headers['retry-after'];
       return {
@@ -70,16 +73,42 @@ export class Sender {
         ok,
         error: ok ? null : `HTTP ${res.statusCode}`,
         durationMs: elapsed(),
+        responseBody,
         ...(retryAfter === undefined ? {} : { retryAfter: Array.isArray(retryAfter) ? retryAfter[0]! : retryAfter }),
       };
     } catch (err) {
-      return { status: null, ok: false, error: describe(err, this.#timeoutMs), durationMs: elapsed() };
+      return { status: null, ok: false, error: describe(err, this.#timeoutMs), durationMs: elapsed(), responseBody: null };
     }
   }
 
   async close(): Promise<void> {
     await this.#agent.close();
   }
+}
+
+/**
+ * Reads a bounded part of the answer, so the connection can be reused, and keeps its first KiB as
+ * text. A longer answer is cut off (the connection is then closed, not reused).
+ */
+async function readAnswer(body: AsyncIterable<Buffer>): Promise<string> {
+  const kept: Buffer[] = [];
+  let keptBytes = 0;
+  let seen = 0;
+  try {
+    for await (const chunk of body) {
+      seen += chunk.length;
+      if (keptBytes < RESPONSE_BODY_KEPT) {
+        const part = chunk.subarray(0, RESPONSE_BODY_KEPT - keptBytes);
+        kept.push(part);
+        keptBytes += part.length;
+      }
+      if (seen > RESPONSE_BODY_LIMIT) break;
+    }
+  } catch {
+    // An answer that breaks off mid-body: its status stands, and what arrived is kept.
+  }
+  // Postgres text cannot hold NUL; a multi-byte character cut at the KiB decodes as U+FFFD.
+  return Buffer.concat(kept).toString('utf8').replaceAll('\u0000', '\uFFFD');
 }
 
 function describe(err: unknown, timeoutMs: number): string {

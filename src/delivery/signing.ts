@@ -5,6 +5,10 @@ import { createHmac } from 'node:crypto';
 //   sha256=<hex>` and bare in `X-Webhook-Signature`;
 // - Standard Webhooks: `webhook-signature: v1,<base64 HMAC-SHA256 of "id.timestamp.body">`, keyed
 //   with the secret's bytes, or with the base64 after `whsec_` when the secret has that form.
+// During a secret rotation's grace period the subscription has two secrets, newest first:
+// `webhook-signature` then carries one signature per secret, space-separated (Standard Webhooks
+// allows several), so a receiver that knows either verifies; the seed's headers carry only the
+// newest (they have room for one).
 
 export function hexSignature(secret: string, body: string): string {
   return createHmac('sha256', Buffer.from(secret, 'utf8')).update(body, 'utf8').digest('hex');
@@ -19,13 +23,16 @@ export function standardSignature(secret: string, messageId: string, timestampSe
   return `v1,${mac}`;
 }
 
-export function signatureHeaders(secret: string, eventId: string, body: string, timestampSeconds: number): Record<string, string> {
-  const hex = hexSignature(secret, body);
+/** `secrets`: the subscription's valid secrets, newest first (one, or two during a rotation's grace). */
+export function signatureHeaders(secrets: readonly string[], eventId: string, body: string, timestampSeconds: number): Record<string, string> {
+  const [newest] = secrets;
+  if (newest === undefined) throw new Error('signatureHeaders: no secret');
+  const hex = hexSignature(newest, body);
   return {
     'x-service-signature': `sha256=${hex}`,
     'x-webhook-signature': hex,
     'webhook-id': eventId,
     'webhook-timestamp': String(timestampSeconds),
-    'webhook-signature': standardSignature(secret, eventId, timestampSeconds, body),
+    'webhook-signature': secrets.map((s) => standardSignature(s, eventId, timestampSeconds, body)).join(' '),
   };
 }

@@ -11,6 +11,8 @@ export interface ClaimedDelivery extends PayloadRow {
   lease: Date;
   url: string;
   secret: Buffer;
+  /** The secret before the last rotation, while its grace lasts (it signs too). */
+  previous_secret: Buffer | null;
 }
 
 export interface ClaimOptions {
@@ -61,7 +63,8 @@ export async function claimDue(pool: Pool, o: ClaimOptions): Promise<ClaimedDeli
        UPDATE walgate.deliveries d SET next_attempt_at = $2 WHERE d.id = ANY (ARRAY(SELECT id FROM claimed))
        RETURNING d.id, d.webhook_id, d.event_id, d.attempts, d.select_fields, d.next_attempt_at AS lease
      )
-     SELECT d.id, d.webhook_id, d.attempts, d.lease, w.url, w.secret, ${PAYLOAD_COLUMNS}
+     SELECT d.id, d.webhook_id, d.attempts, d.lease, w.url, w.secret,
+            CASE WHEN w.previous_secret_until > $1 THEN w.previous_secret END AS previous_secret, ${PAYLOAD_COLUMNS}
        FROM leased d JOIN walgate.events e ON e.id = d.event_id JOIN walgate.webhooks w ON w.id = d.webhook_id
       ORDER BY d.event_id`, // dispatched in WAL order, as far as concurrency allows (no order is promised)
     [o.now, o.leaseUntil, o.limit, o.perWebhook, [...o.inflight.keys()], [...o.inflight.values()]],
@@ -79,6 +82,8 @@ export interface AttemptResult {
   durationMs: number;
   httpStatus: number | null;
   error: string | null;
+  /** The first KiB of the answer (sender.ts). */
+  responseBody: string | null;
   status: 'delivered' | 'retrying' | 'dead';
   nextAttemptAt: Date | null;
   deliveredAt: Date | null;
@@ -94,16 +99,16 @@ export async function recordAttempts(pool: Pool, results: AttemptResult[]): Prom
   await pool.query(
     `WITH r AS (
        SELECT * FROM unnest($1::text[], $2::timestamptz[], $3::int[], $4::text[], $5::int[], $6::text[], $7::timestamptz[],
-                            $8::timestamptz[], $9::timestamptz[], $10::int[])
-              AS r(id, lease, attempt, status, http_status, error, next_attempt_at, delivered_at, started_at, duration_ms)
+                            $8::timestamptz[], $9::timestamptz[], $10::int[], $11::text[])
+              AS r(id, lease, attempt, status, http_status, error, next_attempt_at, delivered_at, started_at, duration_ms, response_body)
      ), updated AS (
        UPDATE walgate.deliveries d SET status = r.status, attempts = r.attempt, http_status = r.http_status,
               last_error = r.error, next_attempt_at = coalesce(r.next_attempt_at, d.next_attempt_at), delivered_at = r.delivered_at
          FROM r WHERE d.id = r.id AND d.next_attempt_at = r.lease
        RETURNING d.id
      )
-     INSERT INTO walgate.delivery_attempts (delivery_id, attempt, started_at, duration_ms, http_status, error)
-     SELECT r.id, r.attempt, r.started_at, r.duration_ms, r.http_status, r.error FROM r JOIN updated USING (id)`,
+     INSERT INTO walgate.delivery_attempts (delivery_id, attempt, started_at, duration_ms, http_status, error, response_body)
+     SELECT r.id, r.attempt, r.started_at, r.duration_ms, r.http_status, r.error, r.response_body FROM r JOIN updated USING (id)`,
     [
       results.map((r) => r.deliveryId),
       results.map((r) => r.lease),
@@ -115,6 +120,7 @@ export async function recordAttempts(pool: Pool, results: AttemptResult[]): Prom
       results.map((r) => r.deliveredAt),
       results.map((r) => r.startedAt),
       results.map((r) => r.durationMs),
+      results.map((r) => r.responseBody),
     ],
   );
 }

@@ -194,13 +194,13 @@ export class DeliveryWorker {
   async #attempt(d: ClaimedDelivery): Promise<void> {
     const endpoint = endpointOf(d);
     let admission = await this.#breakers.admit(endpoint);
-    const secret = this.#secret(d.secret);
+    const secrets = d.previous_secret ? [this.#secret(d.secret), this.#secret(d.previous_secret)] : [this.#secret(d.secret)];
     const body = renderPayload(d);
     const startedAt = this.#ctx.clock();
     const headers = {
       'x-service-event': d.operation,
       'x-service-delivery': d.event_id,
-      ...signatureHeaders(secret, d.event_id, body, Math.floor(startedAt.getTime() / 1000)),
+      ...signatureHeaders(secrets, d.event_id, body, Math.floor(startedAt.getTime() / 1000)),
     };
     // Checked again with nothing awaited before the request starts: a failure that opened the
     // breaker while this one was being admitted stops it here.
@@ -244,6 +244,7 @@ export class DeliveryWorker {
       durationMs: result.durationMs,
       httpStatus: result.status,
       error: result.error,
+      responseBody: result.responseBody,
       status,
       nextAttemptAt,
       deliveredAt: result.ok ? now : null,

@@ -4,6 +4,7 @@ import { KeyRing } from '../auth/keyring.js';
 import { authRouter } from '../http/auth/routes.js';
 import { AuthService } from '../auth/service.js';
 import { CacheEvents, CacheListener, type CacheEventHandler } from '../core/cache-events.js';
+import { consoleRouter } from '../http/console/router.js';
 import type { Context } from '../core/context.js';
 import { docsRouter } from '../docs/router.js';
 import { apiOpsRouter } from '../ops/api-ops.js';
@@ -25,6 +26,7 @@ export function createApiApp(ctx: Context, events = new CacheEvents(ctx.log)): e
     routes: [
       ['/', apiOpsRouter(ctx)],
       ['/', docsRouter()],
+      ['/', consoleRouter()],
       ['/auth', authRouter(auth, environments)],
       ['/', graphqlRouter(ctx, auth, environments)],
       [['/api/rest/_webhooks', '/gw/api/rest/_webhooks'], webhooks],

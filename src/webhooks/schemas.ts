@@ -67,9 +67,25 @@ export const listQuery = z.strictObject({
   cursor: z.string().max(512).optional(),
 });
 
+const isoTime = z.iso.datetime({ offset: true, message: 'must be an ISO 8601 timestamp' });
+
 export const replayBody = z.strictObject({
-  since: z.iso.datetime({ offset: true, message: 'must be an ISO 8601 timestamp' }).optional(),
-  until: z.iso.datetime({ offset: true, message: 'must be an ISO 8601 timestamp' }).optional(),
+  since: isoTime.optional(),
+  until: isoTime.optional(),
+  dryRun: z.boolean().default(false).meta({ description: '`true`: only count the dead deliveries that would be replayed; nothing changes.' }),
+});
+
+export const deliveryListQuery = z.strictObject({
+  status: z.enum(['pending', 'retrying', 'delivered', 'dead'], { message: 'must be pending, retrying, delivered or dead' }).optional(),
+  since: isoTime.optional().meta({ description: 'Only deliveries created at or after this time.' }),
+  until: isoTime.optional().meta({ description: 'Only deliveries created before this time.' }),
+  limit: z.coerce.number().int('must be a whole number').min(1, 'must be at least 1').max(100, 'must be at most 100').default(50),
+  cursor: z.string().max(512).optional(),
+});
+
+export const deliveryParams = z.object({
+  id: z.string().meta({ description: 'The subscription id.', examples: ['wh_3f6c2a1e9b8d4c7e0a5b1d2c3e4f5a6b'] }),
+  deliveryId: z.string().meta({ description: 'The delivery id.', examples: ['del_0000000001A2B3C4_000003_3f6c2a1e9b8d4c7e0a5b1d2c3e4f5a6b'] }),
 });
 
 export const webhookParams = z.object({

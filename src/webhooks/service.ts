@@ -1,15 +1,29 @@
 import type { Context } from '../core/context.js';
 import { randomId } from '../core/crypto/tokens.js';
 import { PgCode, pgCode, withTransaction, type Queryable } from '../core/db/pool.js';
-import { recentDeliveries, replayDeadDeliveries, type DeliveryView } from '../delivery/history.js';
+import { breakerState } from '../delivery/breaker.js';
+import {
+  countDeadDeliveries,
+  deliveryHealth,
+  deliveryMinutes,
+  getDelivery,
+  listDeliveries,
+  recentDeliveries,
+  replayDeadDeliveries,
+  retryDelivery,
+  type DeliveryDetail,
+  type DeliveryQuery,
+  type DeliveryView,
+  type MinuteBucket,
+} from '../delivery/history.js';
 import { AppError, validationError, type Violation } from '../core/errors.js';
 import type { Environment } from '../projects/environments.js';
 import { CaptureError, captureTable, lockCapturedTables, releaseTable, retainChanges } from '../tailer/capture/index.js';
 import type { CreateBody, UpdateBody } from './schemas.js';
 import { sealWebhookSecret } from '../delivery/secret.js';
 import * as store from './store.js';
-import { columnViolations, tableColumns, urlViolations } from './validation.js';
-import { webhookView, type WebhookView } from './view.js';
+import { columnViolations, schemaTables, tableColumns, urlViolations, type TableInfo } from './validation.js';
+import { webhookView, type WebhookHealth, type WebhookView } from './view.js';
 
 // The rules of webhook subscriptions. Writes go through one transaction with the publication
 // change, so a subscription exists exactly when the tailer can see its table.
@@ -32,12 +46,12 @@ function encodeCursor(c: Cursor): string {
   return Buffer.from(JSON.stringify([c.createdAt.toISOString(), c.id])).toString('base64url');
 }
 
-function decodeCursor(s: string): Cursor {
+function decodeCursor(s: string, ids = /^wh_\w{1,125}$/): Cursor {
   try {
     const [at, id] = JSON.parse(Buffer.from(s, 'base64url').toString('utf8')) as [string, string];
     const createdAt = new Date(at);
     // Only ids this API hands out: anything else (a NUL, SQL, 10 KB) never reaches a query.
-    if (typeof id !== 'string' || !/^wh_\w{1,125}$/.test(id) || Number.isNaN(createdAt.getTime())) throw new Error('bad cursor');
+    if (typeof id !== 'string' || !ids.test(id) || Number.isNaN(createdAt.getTime())) throw new Error('bad cursor');
     return { createdAt, id };
   } catch {
     throw validationError([{ path: 'cursor', message: 'is not a cursor returned by this API' }]);
@@ -66,6 +80,10 @@ export class WebhookService {
         select: body.select ?? null,
         createdAt: now,
         updatedAt: now,
+        previousSecret: null,
+        previousSecretUntil: null,
+        disabledReason: null,
+        disabledAt: null,
       });
       await captureTable(c, env.schemaName, body.table);
       return created;
@@ -81,9 +99,57 @@ export class WebhookService {
     return { webhooks: page.map(webhookView), nextCursor: rows.length > limit && last ? encodeCursor(last) : null };
   }
 
-  async get(env: Environment, id: string): Promise<{ webhook: WebhookView; deliveries: DeliveryView[] }> {
+  async get(env: Environment, id: string): Promise<{ webhook: WebhookView; health: WebhookHealth; deliveries: DeliveryView[] }> {
     const row = await this.#find(env, id);
-    return { webhook: webhookView(row), deliveries: await recentDeliveries(this.ctx.pool, row.id, 50) };
+    const now = this.ctx.clock();
+    const [breaker, history, deliveries] = await Promise.all([
+      breakerState(this.ctx.pool, { projectId: row.projectId, environment: row.environment, url: row.url }, now),
+      deliveryHealth(this.ctx.pool, row.id, now),
+      recentDeliveries(this.ctx.pool, row.id, 50),
+    ]);
+    return {
+      webhook: webhookView(row),
+      health: { breaker, disabledReason: row.disabledReason, disabledAt: row.disabledAt?.toISOString() ?? null, ...history },
+      deliveries,
+    };
+  }
+
+  /** The environment's tables and columns, for picking `table`, `filter` and `select`. */
+  async tables(env: Environment): Promise<{ tables: TableInfo[] }> {
+    return { tables: await schemaTables(this.ctx.pool, env.schemaName) };
+  }
+
+  async deliveries(
+    env: Environment,
+    id: string,
+    q: Omit<DeliveryQuery, 'after'> & { cursor?: string },
+  ): Promise<{ deliveries: DeliveryView[]; nextCursor: string | null }> {
+    const row = await this.#find(env, id);
+    const after = q.cursor ? decodeCursor(q.cursor, /^del_\w{1,250}$/) : undefined;
+    const rows = await listDeliveries(this.ctx.pool, row.id, { ...q, after, limit: q.limit + 1 });
+    const page = rows.slice(0, q.limit);
+    const last = page[page.length - 1];
+    return { deliveries: page, nextCursor: rows.length > q.limit && last ? encodeCursor({ createdAt: new Date(last.createdAt), id: last.id }) : null };
+  }
+
+  async delivery(env: Environment, id: string, deliveryId: string): Promise<{ delivery: DeliveryDetail }> {
+    const row = await this.#find(env, id);
+    const found = deliveryId.length <= 256 ? await getDelivery(this.ctx.pool, row.id, deliveryId) : undefined;
+    if (!found) throw new AppError('DELIVERY_NOT_FOUND');
+    return { delivery: found };
+  }
+
+  async retry(env: Environment, id: string, deliveryId: string): Promise<{ delivery: DeliveryView }> {
+    const row = await this.#find(env, id);
+    const result = deliveryId.length <= 256 ? await retryDelivery(this.ctx.pool, row.id, deliveryId, this.ctx.clock()) : undefined;
+    if (!result) throw new AppError('DELIVERY_NOT_FOUND');
+    if (result === 'unfinished') throw new AppError('DELIVERY_NOT_FINISHED');
+    return { delivery: result };
+  }
+
+  async minutes(env: Environment, id: string): Promise<{ minutes: MinuteBucket[] }> {
+    const row = await this.#find(env, id);
+    return { minutes: await deliveryMinutes(this.ctx.pool, row.id, this.ctx.clock()) };
   }
 
   async update(env: Environment, id: string, body: UpdateBody): Promise<WebhookView> {
@@ -108,7 +174,15 @@ export class WebhookService {
         table,
         events: body.events ?? locked.events,
         url: body.url ?? locked.url,
-        secret: body.secret === undefined ? locked.secret : sealWebhookSecret(this.ctx.secrets, body.secret),
+        ...(body.secret === undefined
+          ? {}
+          : {
+              // A rotation: the secret it replaces still signs for the grace period (a second
+              // rotation within it drops the oldest), so receivers switch without a gap.
+              secret: sealWebhookSecret(this.ctx.secrets, body.secret),
+              previousSecret: locked.secret,
+              previousSecretUntil: new Date(now.getTime() + this.ctx.config.webhooks.secretGraceMs),
+            }),
         active: body.active ?? locked.active,
         filter,
         select,
@@ -133,8 +207,9 @@ export class WebhookService {
     });
   }
 
-  async replay(env: Environment, id: string, range: { since?: Date; until?: Date }): Promise<{ replayed: number }> {
+  async replay(env: Environment, id: string, range: { since?: Date; until?: Date }, dryRun = false): Promise<{ replayed: number }> {
     const row = await this.#find(env, id);
+    if (dryRun) return { replayed: await countDeadDeliveries(this.ctx.pool, { webhookId: row.id, ...range }) };
     const replayed = await replayDeadDeliveries(this.ctx.pool, { webhookId: row.id, ...range }, this.ctx.clock());
     return { replayed };
   }

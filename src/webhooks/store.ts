@@ -19,8 +19,11 @@ export interface WebhookRow {
   createdAt: Date;
   updatedAt: Date;
   /** Why delivery disabled it (a receiver answered 410 Gone), and when; null while enabled by hand. */
-  disabledReason?: string | null;
-  disabledAt?: Date | null;
+  disabledReason: string | null;
+  disabledAt: Date | null;
+  /** The secret before the last rotation, and until when it still signs. */
+  previousSecret: Buffer | null;
+  previousSecretUntil: Date | null;
 }
 
 const COLUMNS = selectList<WebhookRow>({
@@ -39,6 +42,8 @@ const COLUMNS = selectList<WebhookRow>({
   updatedAt: 'updated_at',
   disabledReason: 'disabled_reason',
   disabledAt: 'disabled_at',
+  previousSecret: 'previous_secret',
+  previousSecretUntil: 'previous_secret_until',
 });
 
 export async function insertWebhook(db: Queryable, w: WebhookRow): Promise<WebhookRow> {
@@ -78,9 +83,10 @@ export async function listWebhooks(
 export async function updateWebhook(db: Queryable, w: WebhookRow): Promise<WebhookRow> {
   const { rows } = await db.query<WebhookRow>(
     `UPDATE walgate.webhooks SET table_name = $2, events = $3, url = $4, secret = $5, active = $6, filter = $7, select_fields = $8, updated_at = $9,
-            disabled_reason = CASE WHEN $6 THEN NULL ELSE disabled_reason END, disabled_at = CASE WHEN $6 THEN NULL ELSE disabled_at END
+            disabled_reason = CASE WHEN $6 THEN NULL ELSE disabled_reason END, disabled_at = CASE WHEN $6 THEN NULL ELSE disabled_at END,
+            previous_secret = $10, previous_secret_until = $11
       WHERE id = $1 RETURNING ${COLUMNS}`,
-    [w.id, w.table, w.events, w.url, w.secret, w.active, w.filter === null ? null : JSON.stringify(w.filter), w.select, w.updatedAt],
+    [w.id, w.table, w.events, w.url, w.secret, w.active, w.filter === null ? null : JSON.stringify(w.filter), w.select, w.updatedAt, w.previousSecret, w.previousSecretUntil],
   );
   return rows[0]!;
 }

@@ -17,6 +17,27 @@ export async function tableColumns(db: Queryable, schema: string, table: string)
   return rows.flatMap((r) => (r.attname === null ? [] : [r.attname]));
 }
 
+export interface TableInfo {
+  name: string;
+  columns: Array<{ name: string; type: string }>;
+}
+
+/** The tables (not views) of a schema with their columns in order, by table name. */
+export async function schemaTables(db: Queryable, schema: string): Promise<TableInfo[]> {
+  const { rows } = await db.query<{ name: string; columns: Array<{ name: string; type: string }> }>(
+    `SELECT c.relname AS name,
+            coalesce(json_agg(json_build_object('name', a.attname, 'type', format_type(a.atttypid, a.atttypmod)) ORDER BY a.attnum)
+                     FILTER (WHERE a.attnum IS NOT NULL), '[]') AS columns
+       FROM pg_catalog.pg_class c
+       JOIN pg_catalog.pg_namespace n ON n.oid = c.relnamespace
+       LEFT JOIN pg_catalog.pg_attribute a ON a.attrelid = c.oid AND a.attnum > 0 AND NOT a.attisdropped
+      WHERE n.nspname = $1 AND c.relkind IN ('r', 'p') AND NOT c.relispartition
+      GROUP BY c.relname ORDER BY c.relname`,
+    [schema],
+  );
+  return rows;
+}
+
 /**
  * The subscriber URL: https only, no credentials in it, and (unless private networks are
  * allowed) a host whose every address is public. The delivery connector checks again, on the

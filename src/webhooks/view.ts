@@ -1,4 +1,13 @@
+import type { BreakerView } from '../delivery/breaker.js';
+import type { DeliveryHealth } from '../delivery/history.js';
 import type { WebhookRow } from './store.js';
+
+/** How a subscription's deliveries go (GET /api/rest/_webhooks/{id}). */
+export type WebhookHealth = DeliveryHealth & {
+  breaker: BreakerView;
+  disabledReason: string | null;
+  disabledAt: string | null;
+};
 
 /** A subscription as the API shows it: never its secret. */
 export interface WebhookView {

@@ -103,7 +103,7 @@ describe('delivery: retries, dead letters and failures of every kind', function 
         // The first worker comes back late with a failure: its claim is gone, nothing changes.
         const { recordAttempts } = await import('../../src/delivery/store.js');
         await recordAttempts(p.t.ctx.pool, [
-          { deliveryId: d!.id, lease: claimed[0]!.lease, attempt: 1, startedAt: new Date(), durationMs: 1, httpStatus: 500, error: 'HTTP 500', status: 'retrying', nextAttemptAt: new Date(), deliveredAt: null },
+          { deliveryId: d!.id, lease: claimed[0]!.lease, attempt: 1, startedAt: new Date(), durationMs: 1, httpStatus: 500, error: 'HTTP 500', responseBody: null, status: 'retrying', nextAttemptAt: new Date(), deliveredAt: null },
         ]);
         const [after] = await p.delivery(wh);
         expect(after).to.include({ status: 'delivered', attempts: 1, http_status: 200 });

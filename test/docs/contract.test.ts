@@ -113,21 +113,35 @@ describe('OpenAPI document: the api answers as documented', function () {
     );
     expect((await manager.call('getWebhook', { params: { id } })).body.deliveries).to.have.length(1);
     expect((await manager.call('updateWebhook', { params: { id }, body: { active: false, select: ['id'] } })).body.webhook.active).to.equal(false);
+    expect((await manager.call('replayWebhook', { params: { id }, body: { dryRun: true } })).body).to.deep.equal({ replayed: 1 });
     expect((await manager.call('replayWebhook', { params: { id }, body: {} })).body).to.deep.equal({ replayed: 1 });
     expect((await manager.call('replayWebhook', { params: { id } })).status, 'the body is optional').to.equal(202);
+    expect((await manager.call('getWebhook', { params: { id } })).body.health.breaker.state).to.equal('closed');
+    expect((await manager.call('listWebhookTables')).body.tables.map((t: { name: string }) => t.name)).to.deep.equal(['orders']);
+    expect((await manager.call('listDeliveries', { params: { id }, query: { status: 'pending' } })).body.deliveries).to.have.length(1);
+    expect((await manager.call('listDeliveries', { params: { id }, query: { status: 'lost' } })).body.error).to.equal('VALIDATION_ERROR');
+    const deliveryId = 'del_contract';
+    expect((await manager.call('getDelivery', { params: { id, deliveryId } })).body.delivery.attemptLog).to.deep.equal([]);
+    expect((await manager.call('getDelivery', { params: { id, deliveryId: 'del_nope' } })).body.error).to.equal('DELIVERY_NOT_FOUND');
+    expect((await manager.call('retryDelivery', { params: { id, deliveryId } })).body.error, 'pending').to.equal('DELIVERY_NOT_FINISHED');
+    await t.ctx.pool.query(`UPDATE walgate.deliveries SET status = 'delivered', delivered_at = now() WHERE id = $1`, [deliveryId]);
+    expect((await manager.call('retryDelivery', { params: { id, deliveryId } })).body.delivery.status).to.equal('pending');
+    expect((await manager.call('retryDelivery', { params: { id, deliveryId: 'del_nope' } })).body.error).to.equal('DELIVERY_NOT_FOUND');
+    expect((await manager.call('getDeliveryMinutes', { params: { id } })).body.minutes).to.have.length(60);
     expect((await manager.call('deleteWebhook', { params: { id } })).status).to.equal(204);
-    for (const op of ['getWebhook', 'updateWebhook', 'deleteWebhook', 'replayWebhook']) {
+    for (const op of ['getWebhook', 'updateWebhook', 'deleteWebhook', 'replayWebhook', 'listDeliveries', 'getDeliveryMinutes']) {
       const res = await manager.call(op, { params: { id }, ...(op === 'updateWebhook' ? { body: { active: true } } : {}) });
       expect(res.body.error, op).to.equal('WEBHOOK_NOT_FOUND');
     }
   });
 
   describe('the failures every operation of a kind shares', () => {
-    const params = { id: 'wh_nonexistent' };
+    const params = { id: 'wh_nonexistent', deliveryId: 'del_nonexistent' };
     const bodyless = (id: string) => !documentedOperations(doc).find((o) => o.id === id)!.operation.requestBody;
     const all = () => documentedOperations(doc).map((o) => o.id);
     const auth = () => documentedOperations(doc).filter((o) => o.path.startsWith('/auth/')).map((o) => o.id);
     const management = () => documentedOperations(doc).filter((o) => o.path.startsWith('/api/rest/_webhooks')).map((o) => o.id);
+    const isManagement = (id: string) => management().includes(id);
 
     it('auth: no project header → 400, an unknown project → 404', async () => {
       for (const id of auth()) {
@@ -154,7 +168,7 @@ describe('OpenAPI document: the api answers as documented', function () {
 
     it('JSON bodies: not JSON → 415, malformed → 400, over 100 KB → 413', async () => {
       for (const id of all().filter((i) => !bodyless(i))) {
-        const client = id.endsWith('Webhook') ? manager : user;
+        const client = isManagement(id) ? manager : user;
         const text = await client.call(id, { params, raw: 'hello', headers: { 'content-type': 'text/plain' } });
         expect(text.body.error, id).to.equal('UNSUPPORTED_MEDIA_TYPE');
         const malformed = await client.call(id, { params, raw: '{"email":', headers: { 'content-type': 'application/json' } });
@@ -168,7 +182,7 @@ describe('OpenAPI document: the api answers as documented', function () {
       for (const o of documentedOperations(doc).filter((op) => op.operation.requestBody)) {
         const required: string[] = o.operation.requestBody.content['application/json'].schema.required ?? [];
         if (!required.length) continue;
-        const client = o.id.endsWith('Webhook') ? manager : user;
+        const client = isManagement(o.id) ? manager : user;
         const res = await client.call(o.id, { params, body: {} });
         expect(res.body.error, o.id).to.equal('VALIDATION_ERROR');
         expect(res.body.violations.map((v: { path: string }) => v.path), o.id).to.have.members(required);

@@ -25,6 +25,8 @@ const NOT_DOCUMENTED = new Set([
   'get /docs',
   'get /docs/assets/start.js',
   'get /docs/assets/:file',
+  'get /console', // the delivery console's page and modules (README, Console)
+  'get /console/assets/:file',
   'post /graphql', // GraphQL (DESIGN.md) is described by its own schema, not by OpenAPI
   'get /graphql',
 ]);
@@ -74,6 +76,11 @@ describe('OpenAPI document: /openapi.json', function () {
       'PATCH /api/rest/_webhooks/{id}',
       'DELETE /api/rest/_webhooks/{id}',
       'POST /api/rest/_webhooks/{id}/replay',
+      'GET /api/rest/_webhooks/_tables',
+      'GET /api/rest/_webhooks/{id}/deliveries',
+      'GET /api/rest/_webhooks/{id}/deliveries/{deliveryId}',
+      'POST /api/rest/_webhooks/{id}/deliveries/{deliveryId}/retry',
+      'GET /api/rest/_webhooks/{id}/minutes',
     ]);
   });
 

@@ -12,8 +12,11 @@ export interface ReceivedRequest {
   answeredAt?: number;
 }
 
-/** What the receiver does with a request: answer a status, hang, or redirect. */
-export type Behaviour = { status: number; headers?: Record<string, string>; after?: Promise<unknown> } | { hang: true } | { redirect: string };
+/** What the receiver does with a request: answer a status (and a body: `ok` unless told), hang, or redirect. */
+export type Behaviour =
+  | { status: number; body?: string; headers?: Record<string, string>; after?: Promise<unknown> }
+  | { hang: true }
+  | { redirect: string };
 
 /**
  * A real HTTPS subscriber on 127.0.0.1 with a certificate from the test CA. It records every
@@ -50,7 +53,8 @@ export class TestReceiver {
         // `after`: the answer is held until then (e.g. until several requests are in flight at once).
         void Promise.resolve(b.after).then(() => {
           received.answeredAt = Date.now();
-          res.writeHead(b.status, { 'content-type': 'text/plain', 'content-length': '2', ...b.headers }).end('ok');
+          const answer = Buffer.from(b.body ?? 'ok');
+          res.writeHead(b.status, { 'content-type': 'text/plain', 'content-length': String(answer.length), ...b.headers }).end(answer);
         });
       });
     });

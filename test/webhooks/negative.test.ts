@@ -29,6 +29,11 @@ describe('webhook management API: shared negative cases on every endpoint', func
     );
     expect(res.status).to.equal(201);
     id = res.body.webhook.id;
+    await t.ctx.pool.query(
+      `INSERT INTO walgate.deliveries (id, webhook_id, event_id, event_type, status, attempts, http_status, next_attempt_at, created_at)
+       VALUES ('del_negative', $1, 'evt_negative', 'INSERT', 'delivered', 1, 200, now(), now())`,
+      [id],
+    );
   });
   after(() => t.close());
 
@@ -38,6 +43,11 @@ describe('webhook management API: shared negative cases on every endpoint', func
     ['GET', `/api/rest/_webhooks/${id}`],
     ['PATCH', `/api/rest/_webhooks/${id}`, { active: true }],
     ['POST', `/api/rest/_webhooks/${id}/replay`, {}],
+    ['GET', '/api/rest/_webhooks/_tables'],
+    ['GET', `/api/rest/_webhooks/${id}/deliveries`],
+    ['GET', `/api/rest/_webhooks/${id}/deliveries/del_negative`],
+    ['POST', `/api/rest/_webhooks/${id}/deliveries/del_negative/retry`],
+    ['GET', `/api/rest/_webhooks/${id}/minutes`],
     ['DELETE', `/api/rest/_webhooks/${id}`],
   ];
 

@@ -15,6 +15,16 @@ const withBody = [...common, ...JSON_BODY_ERRORS] as const;
 const shared = { security: 'managementToken', headers: managementHeaders } as const;
 
 const operations = {
+  // Before /:id, so that `_tables` is not taken for a subscription id (ids start with `wh_`).
+  listWebhookTables: {
+    ...shared,
+    method: 'get',
+    path: '/_tables',
+    summary: "The environment's tables and their columns",
+    description: 'What `table`, `filter` and `select` may name: the tables of the environment\'s Postgres schema.',
+    success: { status: 200, description: 'The tables, by name.', schema: res.tablesResponse },
+    errors: common,
+  },
   createWebhook: {
     ...shared,
     method: 'post',
@@ -70,12 +80,54 @@ const operations = {
     method: 'post',
     path: '/:id/replay',
     summary: 'Replay dead deliveries',
-    description: 'Dead deliveries of the subscription (created within the range, when given) are pending again, due now, with a fresh set of attempts.',
+    description:
+      'Dead deliveries of the subscription (created within the range, when given) are pending again, due now, with a fresh set of attempts. With `dryRun`, only counts them.',
     params: body.webhookParams,
     body: body.replayBody,
     bodyRequired: false,
     success: { status: 202, description: 'Replayed.', schema: res.replayResponse },
     errors: [...withBody, 'WEBHOOK_NOT_FOUND'],
+  },
+  listDeliveries: {
+    ...shared,
+    method: 'get',
+    path: '/:id/deliveries',
+    summary: "A subscription's delivery log",
+    description: 'Newest first, filtered by `status` and by creation time (`since` inclusive, `until` exclusive); cursor pagination.',
+    params: body.webhookParams,
+    query: body.deliveryListQuery,
+    success: { status: 200, description: 'A page of deliveries.', schema: res.deliveryListResponse },
+    errors: [...common, 'WEBHOOK_NOT_FOUND'],
+  },
+  getDelivery: {
+    ...shared,
+    method: 'get',
+    path: '/:id/deliveries/:deliveryId',
+    summary: 'One delivery with every attempt',
+    description: "Each attempt's time, duration, HTTP status, error and the first KiB of the answer; the payload while its event is kept.",
+    params: body.deliveryParams,
+    success: { status: 200, description: 'The delivery.', schema: res.deliveryDetailResponse },
+    errors: [...common, 'WEBHOOK_NOT_FOUND', 'DELIVERY_NOT_FOUND'],
+  },
+  retryDelivery: {
+    ...shared,
+    method: 'post',
+    path: '/:id/deliveries/:deliveryId/retry',
+    summary: 'Send one delivery again now',
+    description:
+      'A delivered or dead delivery is pending again, due now; its attempts count on, so the new ones join its log. For many dead letters at once use replay. A pending or retrying delivery is 409.',
+    params: body.deliveryParams,
+    success: { status: 202, description: 'Pending again.', schema: res.deliveryResponse },
+    errors: [...common, 'WEBHOOK_NOT_FOUND', 'DELIVERY_NOT_FOUND', 'DELIVERY_NOT_FINISHED'],
+  },
+  getDeliveryMinutes: {
+    ...shared,
+    method: 'get',
+    path: '/:id/minutes',
+    summary: 'Delivered and failed per minute, last hour',
+    params: body.webhookParams,
+    success: { status: 200, description: 'Sixty buckets, oldest first.', schema: res.deliveryMinutesResponse },
+    errors: [...common, 'WEBHOOK_NOT_FOUND'],
   },
 } satisfies Record<string, Operation>;
 

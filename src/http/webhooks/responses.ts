@@ -36,6 +36,34 @@ const delivery = z.object({
   createdAt: timestamp,
 });
 
+const attempt = z.object({
+  attempt: z.int().positive().meta({ description: 'Its number; a replay starts again at 1, a retry counts on.' }),
+  startedAt: timestamp,
+  durationMs: z.int().nonnegative(),
+  httpStatus: z.int().min(100).max(599).nullable().meta({ description: "The subscriber's status; null when it did not answer." }),
+  error: z.string().nullable(),
+  responseBody: z.string().nullable().meta({ description: 'The first KiB of the answer as text; null without an answer.' }),
+});
+
+const deliveryDetail = delivery.extend({
+  attemptLog: z.array(attempt).meta({ description: 'Every attempt, oldest first.' }),
+  payload: z.record(z.string(), z.unknown()).nullable().meta({ description: 'The body as sent; null once its event is no longer kept.' }),
+});
+
+const health = z
+  .object({
+    breaker: z.object({
+      state: z.enum(['closed', 'open', 'half-open']).meta({ description: '`open`: deliveries to this endpoint wait; `half-open`: one probe is due.' }),
+      openUntil: timestamp.nullable(),
+      consecutiveFailures: z.int().nonnegative(),
+    }),
+    disabledReason: z.string().nullable().meta({ description: 'Why the receiver disabled the subscription (a 410), while it is disabled.' }),
+    disabledAt: timestamp.nullable(),
+    lastSuccessAt: timestamp.nullable(),
+    failuresLastHour: z.int().nonnegative().meta({ description: 'Failed attempts that started within the last hour.' }),
+  })
+  .meta({ description: "How the subscription's deliveries go." });
+
 export const webhookResponse = z.object({ webhook });
 
 export const webhookListResponse = z.object({
@@ -45,7 +73,36 @@ export const webhookListResponse = z.object({
 
 export const webhookDetailResponse = z.object({
   webhook,
+  health,
   deliveries: z.array(delivery).meta({ description: 'The newest 50.' }),
 });
 
-export const replayResponse = z.object({ replayed: z.int().nonnegative().meta({ description: 'Dead deliveries made pending again.' }) });
+export const replayResponse = z.object({
+  replayed: z.int().nonnegative().meta({ description: 'Dead deliveries made pending again (with `dryRun`: that would be).' }),
+});
+
+export const deliveryListResponse = z.object({
+  deliveries: z.array(delivery).meta({ description: 'Newest first.' }),
+  nextCursor: z.string().nullable().meta({ description: 'Pass as `cursor` for the next page; `null` on the last.' }),
+});
+
+export const deliveryDetailResponse = z.object({ delivery: deliveryDetail });
+
+export const deliveryResponse = z.object({ delivery });
+
+export const deliveryMinutesResponse = z.object({
+  minutes: z
+    .array(z.object({ minute: timestamp.meta({ description: "The minute's start." }), delivered: z.int().nonnegative(), failed: z.int().nonnegative() }))
+    .meta({ description: 'The last 60 minutes, oldest first: deliveries that succeeded, attempts that failed.' }),
+});
+
+export const tablesResponse = z.object({
+  tables: z
+    .array(
+      z.object({
+        name: z.string(),
+        columns: z.array(z.object({ name: z.string(), type: z.string().meta({ examples: ['integer', 'text', 'numeric(12,2)'] }) })),
+      }),
+    )
+    .meta({ description: "The environment's tables (not views), by name; columns in their order." }),
+});

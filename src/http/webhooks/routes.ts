@@ -13,6 +13,10 @@ export function webhooksRouter(ctx: Context, service: WebhookService, environmen
   const op = webhooksApi.operations;
   const scope = (req: Parameters<typeof managementScope>[2]) => managementScope(ctx, environments, req);
 
+  handle(r, op.listWebhookTables, async (req, res) => {
+    const { env } = await scope(req);
+    reply(res, op.listWebhookTables, await service.tables(env));
+  });
   handle(r, op.createWebhook, async (req, res) => {
     const { env } = await scope(req);
     reply(res, op.createWebhook, { webhook: await service.create(env, parse(op.createWebhook.body, req.body)) });
@@ -48,8 +52,39 @@ export function webhooksRouter(ctx: Context, service: WebhookService, environmen
       await service.replay(env, id, {
         since: range.since ? new Date(range.since) : undefined,
         until: range.until ? new Date(range.until) : undefined,
+      }, range.dryRun),
+    );
+  });
+  handle(r, op.listDeliveries, async (req, res) => {
+    const { env } = await scope(req);
+    const { id } = parse(op.listDeliveries.params, req.params);
+    const q = parse(op.listDeliveries.query, req.query);
+    reply(
+      res,
+      op.listDeliveries,
+      await service.deliveries(env, id, {
+        status: q.status,
+        since: q.since ? new Date(q.since) : undefined,
+        until: q.until ? new Date(q.until) : undefined,
+        limit: q.limit,
+        cursor: q.cursor,
       }),
     );
+  });
+  handle(r, op.getDelivery, async (req, res) => {
+    const { env } = await scope(req);
+    const { id, deliveryId } = parse(op.getDelivery.params, req.params);
+    reply(res, op.getDelivery, await service.delivery(env, id, deliveryId));
+  });
+  handle(r, op.retryDelivery, async (req, res) => {
+    const { env } = await scope(req);
+    const { id, deliveryId } = parse(op.retryDelivery.params, req.params);
+    reply(res, op.retryDelivery, await service.retry(env, id, deliveryId));
+  });
+  handle(r, op.getDeliveryMinutes, async (req, res) => {
+    const { env } = await scope(req);
+    const { id } = parse(op.getDeliveryMinutes.params, req.params);
+    reply(res, op.getDeliveryMinutes, await service.minutes(env, id));
   });
 
   refuseOtherMethods(r, webhooksApi);

@@ -23,7 +23,7 @@ describe('unit: delivery signatures', () => {
 
     it('is sent as sha256=<hex> and bare, with the event id and the Standard Webhooks headers', () => {
       const body = '{"id":"evt_1","event":"INSERT"}';
-      const h = signatureHeaders('s3cret', 'evt_1', body, 1_700_000_000);
+      const h = signatureHeaders(['s3cret'], 'evt_1', body, 1_700_000_000);
       const hex = hexSignature('s3cret', body);
       expect(h).to.deep.equal({
         'x-service-signature': `sha256=${hex}`,
@@ -63,7 +63,7 @@ describe('unit: delivery signatures', () => {
       const secret = 'whsec_' + Buffer.from('a 24-byte key for tests!').toString('base64');
       const body = '{"id":"evt_0000000001A2B3C4_000007","record":{"n":12345678901234567890.5}}';
       const now = Math.floor(Date.now() / 1000);
-      const headers = signatureHeaders(secret, 'evt_0000000001A2B3C4_000007', body, now);
+      const headers = signatureHeaders([secret], 'evt_0000000001A2B3C4_000007', body, now);
       const wh = new Webhook(secret);
       expect(() => wh.verify(body, headers)).not.to.throw();
       expect(() => wh.verify(body.replace('5}', '6}'), headers)).to.throw(/signature/i);
@@ -73,10 +73,10 @@ describe('unit: delivery signatures', () => {
     it('keys a secret without whsec_ with its UTF-8 bytes (the library\'s raw format, given those bytes)', () => {
       const body = '{"a":1}';
       const now = Math.floor(Date.now() / 1000);
-      const ascii = signatureHeaders('plain-secret', 'evt_x', body, now);
+      const ascii = signatureHeaders(['plain-secret'], 'evt_x', body, now);
       expect(() => new Webhook('plain-secret', { format: 'raw' }).verify(body, ascii)).not.to.throw();
       // The library's raw string form takes one byte per UTF-16 unit; beyond ASCII, pass the bytes.
-      const utf8 = signatureHeaders('plain-sécret', 'evt_x', body, now);
+      const utf8 = signatureHeaders(['plain-sécret'], 'evt_x', body, now);
       expect(() => new Webhook(Buffer.from('plain-sécret', 'utf8'), { format: 'raw' }).verify(body, utf8)).not.to.throw();
       expect(() => new Webhook(Buffer.from('plain-secret', 'utf8'), { format: 'raw' }).verify(body, utf8)).to.throw(/signature/i);
     });
