@@ -6,6 +6,9 @@ import { HttpClient } from '../support/http.js';
 import type { ReceivedRequest } from '../support/receiver.js';
 import { hexSignature } from '../../src/delivery/signing.js';
 
+// Long enough for a change to be captured and sent inside it on a busy machine.
+const GRACE_MS = 10_000;
+
 // The delivery log API and secret rotation on the whole path: a plain pg client writes, the
 // tailer and the worker deliver over HTTPS to a real receiver, the API shows what happened.
 
@@ -32,7 +35,7 @@ describe('delivery log API and secret rotation', function () {
   const insertRow = () => p.writer.query('INSERT INTO shop_master.orders (id, status, amount) VALUES ($1, $2, 9.99)', [nextId++, 'paid']);
 
   before(async () => {
-    p = await startPipeline({ WEBHOOK_SECRET_GRACE_MS: '4000', WEBHOOK_BREAKER_FAILURES: '100' });
+    p = await startPipeline({ WEBHOOK_SECRET_GRACE_MS: String(GRACE_MS), WEBHOOK_BREAKER_FAILURES: '100' });
     api = new HttpClient(p.t.url, { authorization: `Bearer ${await p.t.managementToken('shop')}`, 'x-project-id': 'shop', environment: 'master' });
     const res = await api.post('/api/rest/_webhooks', {
       projectId: 'shop',
@@ -200,6 +203,7 @@ describe('delivery log API and secret rotation', function () {
     p.receiver.behave = () => ({ status: 200 });
     const newSecret = whsec();
     const patched = await api.patch(base(), { secret: newSecret });
+    const graceEnds = Date.now() + GRACE_MS;
     expect(patched.status).to.equal(200);
     expect(patched.text).not.to.contain(newSecret.slice(6, 20));
     const before = p.receiver.requests.length;
@@ -219,7 +223,7 @@ describe('delivery log API and secret rotation', function () {
       expect(sealed.includes(Buffer.from(firstSecret.slice(6)))).to.equal(false);
     }
 
-    await new Promise((r) => setTimeout(r, 4100)); // WEBHOOK_SECRET_GRACE_MS
+    await new Promise((r) => setTimeout(r, graceEnds + 100 - Date.now()));
     await insertRow();
     const [afterGrace] = (await p.receiver.waitFor(before + 2)).slice(before + 1);
     expect(afterGrace!.headers['webhook-signature']!.split(' ')).to.have.length(1);
