@@ -56,6 +56,7 @@ const schema = z.object({
   WEBHOOK_BREAKER_FAILURES: z.coerce.number().int().min(1).default(5),
   WEBHOOK_BREAKER_COOLDOWN_MS: positiveMs.default(120000),
   WEBHOOK_TIMEOUT_MS: z.coerce.number().int().min(1).default(10000),
+  WEBHOOK_PARK_AFTER_MS: positiveMs.default(60000),
   TAILER_PORT: port.default(3001),
   SLOT_WAL_WARN_BYTES: z.coerce.number().int().min(1).default(1024 ** 3),
   LOG_LEVEL: z.enum(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent']).default('info'),
@@ -88,6 +89,8 @@ export interface Config {
     breakerFailures: number;
     breakerCooldownMs: number;
     timeoutMs: number;
+    /** A delivery not delivered this long after the tailer read it is parked in the retry queue. */
+    parkAfterMs: number;
   };
   tailerPort: number;
   /** Retained WAL that makes the slot watchdog warn when max_slot_wal_keep_size is unlimited. */
@@ -144,6 +147,7 @@ export function loadConfig(source: Record<string, string | undefined> = process.
       breakerFailures: e.WEBHOOK_BREAKER_FAILURES,
       breakerCooldownMs: e.WEBHOOK_BREAKER_COOLDOWN_MS,
       timeoutMs: e.WEBHOOK_TIMEOUT_MS,
+      parkAfterMs: e.WEBHOOK_PARK_AFTER_MS,
     },
     tailerPort: e.TAILER_PORT,
     slotWalWarnBytes: e.SLOT_WAL_WARN_BYTES,

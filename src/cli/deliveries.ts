@@ -1,6 +1,6 @@
 import type { Command } from 'commander';
 import { countDeadDeliveries, replayDeadDeliveries } from '../delivery/history.js';
-import { DELIVERIES_CHANNEL } from '../tailer/outbox.js';
+import { DELIVERIES_CHANNEL } from '../delivery/store.js';
 import { isoDate } from './options.js';
 import { progress, withCliContext } from './runtime.js';
 

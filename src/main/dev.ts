@@ -9,7 +9,7 @@ import { closeServer } from '../http/server.js';
 import { registerTailerGauges, startTailerOps } from '../ops/tailer-ops.js';
 import { findEnvironment } from '../projects/environments.js';
 import { provisionEnvironment } from '../projects/provision.js';
-import { DeliveryWorker } from '../delivery/worker.js';
+import { DeliveryEngine } from '../delivery/engine.js';
 import { WalTailer } from '../tailer/tailer.js';
 import { createManagementToken } from '../webhooks/management-tokens.js';
 import { openDatabase } from './database.js';
@@ -32,11 +32,11 @@ async function main(): Promise<void> {
   }
 
   const api = await startApi(ctx);
-  const tailer = new WalTailer(ctx, { databaseUrl: database.url });
+  const delivery = new DeliveryEngine(ctx);
+  delivery.start();
+  const tailer = new WalTailer(ctx, { databaseUrl: database.url, sink: delivery });
   tailer.start();
-  const worker = new DeliveryWorker(ctx);
-  worker.start();
-  registerTailerGauges(ctx, tailer, worker);
+  registerTailerGauges(ctx, tailer, delivery);
   // The tailer's health and metrics listener; on a busy port the dev setup carries on without it.
   const ops = await startTailerOps(ctx, tailer, config.tailerPort, config.host).catch((err: Error) => {
     log.warn({ port: config.tailerPort, err: err.message }, 'the tailer health listener could not start');
@@ -65,7 +65,7 @@ async function main(): Promise<void> {
     await api.stop();
     if (ops) await closeServer(ops.server, 2000);
     await tailer.stop();
-    await worker.stop();
+    await delivery.stop();
     await ctx.close();
     await database.release();
   });

@@ -1,7 +1,7 @@
 import pg from 'pg';
 import { systemClock } from '../../src/clock.js';
 import type { ContextOverrides } from '../../src/context.js';
-import { DeliveryWorker, type DeliveryWorkerOptions } from '../../src/delivery/worker.js';
+import { DeliveryEngine, type DeliveryEngineOptions } from '../../src/delivery/engine.js';
 import type { WalTailer } from '../../src/tailer/tailer.js';
 import { startTestApi, type TestApi } from '../support/api.js';
 import { TestReceiver } from '../support/receiver.js';
@@ -13,7 +13,7 @@ export interface Pipeline {
   t: TestApi;
   writer: pg.Client;
   tailer: WalTailer;
-  worker: DeliveryWorker;
+  worker: DeliveryEngine;
   receiver: TestReceiver;
   subscribe(extra?: Partial<TestSubscription>): Promise<string>;
   /** A fresh HTTPS receiver (started; stopped with the pipeline). */
@@ -28,7 +28,7 @@ export interface Pipeline {
  */
 export async function startPipeline(
   env: Record<string, string> = {},
-  workerOptions: DeliveryWorkerOptions = {},
+  workerOptions: DeliveryEngineOptions = {},
   overrides: ContextOverrides = {},
 ): Promise<Pipeline> {
   const t = await startTestApi({
@@ -47,10 +47,10 @@ export async function startPipeline(
     return r;
   };
   const receiver = await newReceiver();
-  const tailer = startTailer(t.ctx, t.database.url);
-  await waitForLeader(tailer);
-  const worker = new DeliveryWorker(t.ctx, { pollMs: 25, tls: { ca: (await testCertificates()).ca }, ...workerOptions });
+  const worker = new DeliveryEngine(t.ctx, { pollMs: 25, tls: { ca: (await testCertificates()).ca }, ...workerOptions });
   worker.start();
+  const tailer = startTailer(t.ctx, t.database.url, { sink: worker });
+  await waitForLeader(tailer);
   return {
     t,
     writer,
@@ -69,8 +69,8 @@ export async function startPipeline(
       return rows;
     },
     async close() {
-      await worker.stop(2000);
       await tailer.stop();
+      await worker.stop(2000);
       await writer.end();
       for (const r of receivers) await r.stop();
       await t.close();

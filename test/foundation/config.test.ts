@@ -15,6 +15,7 @@ describe('configuration', () => {
       breakerFailures: 5,
       breakerCooldownMs: 120000,
       timeoutMs: 10000,
+      parkAfterMs: 60000,
     });
     expect(c.tailerPort).to.equal(3001);
     expect(c.logLevel).to.equal('info');
