@@ -69,6 +69,7 @@ export class DeliveryEngine implements DeliverySink {
       reportIntervalMs: options.reportIntervalMs ?? 30_000,
       leaseMs,
       streamLoad: () => this.#stream?.load() ?? new Map(),
+      streamActive: (id) => this.#stream?.active(id) ?? 0,
       openSecret,
     });
   }

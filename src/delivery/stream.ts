@@ -120,6 +120,11 @@ export class StreamDelivery implements DeliveryStream {
     if (this.#held >= this.#limits.maxHeld) return new Promise((resolve) => this.#roomWaiters.push(resolve));
   }
 
+  /** The stream's requests in flight for a subscription. */
+  active(webhookId: string): number {
+    return this.#lanes.get(webhookId)?.active ?? 0;
+  }
+
   /** Writes the journal has committed. */
   get batches(): number {
     return this.#journal.stats.batches;
@@ -150,7 +155,7 @@ export class StreamDelivery implements DeliveryStream {
 
   /** What a lane may queue before deliveries spill to the retry queue: about SPILL_SECONDS of its recent rate. */
   #spillAt(lane: Lane): number {
-    return Math.max(this.#limits.perWebhook * 64, (lane.finishedBefore + lane.finished) * SPILL_SECONDS);
+    return Math.max(this.#limits.perWebhook * 8, (lane.finishedBefore + lane.finished) * SPILL_SECONDS);
   }
 
   #tick(): void {

@@ -18,6 +18,8 @@ export interface QueueWorkerOptions {
   leaseMs?: number;
   /** What the stream holds per subscription in this process (claims leave it that much less room). */
   streamLoad: () => Map<string, number>;
+  /** The stream's requests in flight for a subscription: perWebhook is per process, shared with it. */
+  streamActive: (webhookId: string) => number;
   /** Opens a subscription's sealed signing secret. */
   openSecret: (sealed: Buffer) => string;
 }
@@ -151,7 +153,8 @@ export class QueueWorker {
   /** Starts queued deliveries while there are slots, at most perWebhook per subscription. */
   #pump(): void {
     for (const [webhookId, queue] of this.#queue) {
-      while (queue.length > 0 && this.#inflight.size < this.#o.concurrency && (this.#running.get(webhookId) ?? 0) < this.#o.perWebhook) {
+      const room = this.#o.perWebhook - this.#o.streamActive(webhookId);
+      while (queue.length > 0 && this.#inflight.size < this.#o.concurrency && (this.#running.get(webhookId) ?? 0) < room) {
         this.#dispatch(queue.shift()!);
       }
       if (queue.length === 0) this.#queue.delete(webhookId);
