@@ -40,6 +40,9 @@ export class DeliveryEngine implements DeliverySink {
   readonly #worker: QueueWorker;
   readonly #o: { concurrency: number; perWebhook: number; maxHeld: number };
   #stream: StreamDelivery | null = null;
+  /** Other tailer processes on this database (leaders and standbys each hold a walgate-tailer-lock connection). */
+  #peers = 0;
+  #peerTimer: NodeJS.Timeout | undefined;
 
   constructor(ctx: Context, options: DeliveryEngineOptions = {}) {
     this.#ctx = ctx;
@@ -88,6 +91,7 @@ export class DeliveryEngine implements DeliverySink {
         parkAfterMs: webhooks.parkAfterMs,
         timeoutMs: webhooks.timeoutMs,
         retryDelaysMs: webhooks.retryDelaysMs,
+        sharing: () => this.#peers > 0,
       },
       fenced,
       // A failed write ends the tailer's session: it restarts from the durable position.
@@ -100,6 +104,14 @@ export class DeliveryEngine implements DeliverySink {
   /** Starts draining the retry queue. */
   start(): void {
     this.#worker.start();
+    const count = () =>
+      this.#ctx.pool
+        .query<{ n: number }>(`SELECT count(*)::int AS n FROM pg_stat_activity WHERE datname = current_database() AND application_name = 'walgate-tailer-lock'`)
+        .then(({ rows }) => (this.#peers = Math.max(0, rows[0]!.n - 1)))
+        .catch(() => undefined);
+    void count();
+    this.#peerTimer = setInterval(count, 5000);
+    this.#peerTimer.unref();
   }
 
   /** Stops the retry queue's worker only (bounded): what it holds goes back to the queue. */
@@ -109,6 +121,7 @@ export class DeliveryEngine implements DeliverySink {
 
   /** Stops the retry queue's worker, then the sender. The tailer closes its stream itself, first. */
   async stop(timeoutMs = 15_000): Promise<void> {
+    clearInterval(this.#peerTimer);
     await this.#worker.stop(timeoutMs);
     this.#breakers.shutdown();
     await this.#sender.close().catch(() => undefined);

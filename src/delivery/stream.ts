@@ -19,6 +19,8 @@ export interface StreamLimits {
   /** The sender's time-out: a request parked while in flight holds its lease this long. */
   timeoutMs: number;
   retryDelaysMs: readonly number[];
+  /** Whether other tailer processes run (they drain the retry queue too). */
+  sharing: () => boolean;
 }
 
 interface Job {
@@ -153,9 +155,16 @@ export class StreamDelivery implements DeliveryStream {
     return lane;
   }
 
-  /** What a lane may queue before deliveries spill to the retry queue: about SPILL_SECONDS of its recent rate. */
+  /**
+   * What a lane may queue before its deliveries spill to the retry queue. With other tailer
+   * processes to share the work: about SPILL_SECONDS of its recent rate (they drain the queue).
+   * Alone, the WAL is the cheaper queue: a lane spills only when memory runs short, so that one
+   * slow subscription cannot stop the reader for the others.
+   */
   #spillAt(lane: Lane): number {
-    return Math.max(this.#limits.perWebhook * 8, (lane.finishedBefore + lane.finished) * SPILL_SECONDS);
+    const floor = this.#limits.perWebhook * 8;
+    if (this.#limits.sharing()) return Math.max(floor, (lane.finishedBefore + lane.finished) * SPILL_SECONDS);
+    return this.#held >= this.#limits.maxHeld * 0.75 ? floor : Number.POSITIVE_INFINITY;
   }
 
   #tick(): void {
