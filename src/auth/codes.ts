@@ -1,7 +1,7 @@
 import { randomInt } from 'node:crypto';
-import type { SecretBox } from '../crypto/secretbox.js';
-import { constantTimeEqual } from '../crypto/tokens.js';
-import type { Queryable } from '../db/pool.js';
+import type { SecretBox } from '../core/crypto/secretbox.js';
+import { constantTimeEqual } from '../core/crypto/tokens.js';
+import type { Queryable } from '../core/db/pool.js';
 
 // One-time codes (signup confirmation, password recovery): 6 digits from a CSPRNG, stored only as
 // a keyed hash (a bare hash of 10^6 possibilities would be reversed in a blink), limited in time

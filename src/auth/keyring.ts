@@ -1,6 +1,6 @@
 import { importJWK, importPKCS8, type CryptoKey } from 'jose';
-import type { Context } from '../context.js';
-import { PgCode, pgCode, withTransaction } from '../db/pool.js';
+import type { Context } from '../core/context.js';
+import { PgCode, pgCode, withTransaction } from '../core/db/pool.js';
 import { JWE_KEY_PURPOSE, type Environment, type SigningAlg } from '../projects/environments.js';
 import { createInitialSigningKeys, liveSigningKeys, SIGNING_KEY_PURPOSE, type SigningKeyRecord } from './keys.js';
 

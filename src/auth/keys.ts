@@ -1,6 +1,7 @@
 import { calculateJwkThumbprint, exportJWK, exportPKCS8, generateKeyPair, type JWK } from 'jose';
-import type { SecretBox } from '../crypto/secretbox.js';
-import { withTransaction, type Pool, type Queryable } from '../db/pool.js';
+import type { SecretBox } from '../core/crypto/secretbox.js';
+import { selectList } from '../core/db/columns.js';
+import { withTransaction, type Pool, type Queryable } from '../core/db/pool.js';
 import type { Environment, SigningAlg } from '../projects/environments.js';
 
 // Signing keys per environment, in three states: `next` is published but does not sign yet, so
@@ -26,19 +27,17 @@ export interface SigningKeyRecord {
   publishUntil: Date | null;
 }
 
-function fromRow(r: Record<string, any>): SigningKeyRecord {
-  return {
-    kid: r.kid,
-    alg: r.alg,
-    publicJwk: r.public_jwk,
-    privateKey: r.private_key,
-    state: r.state,
-    createdAt: r.created_at,
-    activatedAt: r.activated_at,
-    retiredAt: r.retired_at,
-    publishUntil: r.publish_until,
-  };
-}
+const COLUMNS = selectList<SigningKeyRecord>({
+  kid: 'kid',
+  alg: 'alg',
+  publicJwk: 'public_jwk',
+  privateKey: 'private_key',
+  state: 'state',
+  createdAt: 'created_at',
+  activatedAt: 'activated_at',
+  retiredAt: 'retired_at',
+  publishUntil: 'publish_until',
+});
 
 async function newKey(alg: SigningAlg): Promise<{ kid: string; publicJwk: JWK; pkcs8: string }> {
   const { publicKey, privateKey } = await generateKeyPair(alg, { extractable: true, ...(alg === 'EdDSA' ? { crv: 'Ed25519' } : {}) });
@@ -74,12 +73,12 @@ export async function createInitialSigningKeys(db: Queryable, secrets: SecretBox
 }
 
 export async function listSigningKeys(db: Queryable, projectId: string, environment: string): Promise<SigningKeyRecord[]> {
-  const { rows } = await db.query(
-    `SELECT * FROM walgate.signing_keys WHERE project_id = $1 AND environment = $2
+  const { rows } = await db.query<SigningKeyRecord>(
+    `SELECT ${COLUMNS} FROM walgate.signing_keys WHERE project_id = $1 AND environment = $2
       ORDER BY CASE state WHEN 'next' THEN 0 WHEN 'active' THEN 1 ELSE 2 END, created_at DESC`,
     [projectId, environment],
   );
-  return rows.map(fromRow);
+  return rows;
 }
 
 /** The keys a verifier may meet: next, active, and retired ones still within their window. */

@@ -1,4 +1,4 @@
-import type { Mail } from '../mail/mailer.js';
+import type { Mail } from '../core/mail/mailer.js';
 import type { CodePurpose } from './codes.js';
 
 const escapeHtml = (s: string) => s.replace(/[&<>"']/g, (c) => `&#${c.charCodeAt(0)};`);

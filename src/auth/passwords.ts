@@ -3,7 +3,7 @@ import { verify as bcryptVerify } from '@node-rs/bcrypt';
 import { ZxcvbnFactory } from '@zxcvbn-ts/core';
 import { adjacencyGraphs, dictionary as commonDictionary } from '@zxcvbn-ts/language-common';
 import { dictionary as englishDictionary, translations } from '@zxcvbn-ts/language-en';
-import type { Violation } from '../http/errors.js';
+import type { Violation } from '../core/errors.js';
 
 // argon2id with OWASP's parameters, through a native binding that hashes off the event loop.
 // Hashes of the bcrypt family (imported users) verify too, and are replaced on the next login.

@@ -1,9 +1,9 @@
-import { TtlCache } from '../cache.js';
-import type { Context } from '../context.js';
-import { PgCode, pgCode, withTransaction } from '../db/pool.js';
-import { AppError, rateLimited, validationError } from '../http/errors.js';
+import { TtlCache } from '../core/cache.js';
+import type { Context } from '../core/context.js';
+import { PgCode, pgCode, withTransaction } from '../core/db/pool.js';
+import { AppError, validationError } from '../core/errors.js';
 import type { Environment } from '../projects/environments.js';
-import type { RateLimitPolicy } from '../store/rate-limits.js';
+import { enforceRateLimit, type RateLimitPolicy } from '../core/store/rate-limits.js';
 import { consumeCode, issueCode, type CodePurpose } from './codes.js';
 import type { KeyRing } from './keyring.js';
 import { codeMail } from './mail.js';
@@ -245,8 +245,7 @@ export class AuthService {
   }
 
   async #limit(policy: RateLimitPolicy, key: string): Promise<void> {
-    const decision = await this.ctx.rateLimiter.consume(policy, key);
-    if (!decision.allowed) throw rateLimited(decision.retryAfterSeconds);
+    await enforceRateLimit(this.ctx.rateLimiter, policy, key);
   }
 }
 

@@ -1,6 +1,6 @@
 import { randomUUID } from 'node:crypto';
-import { hashToken, randomToken } from '../crypto/tokens.js';
-import { withTransaction, type Pool, type Queryable } from '../db/pool.js';
+import { hashToken, randomToken } from '../core/crypto/tokens.js';
+import { withTransaction, type Pool, type Queryable } from '../core/db/pool.js';
 
 // Sessions and their refresh tokens. A session is one login; its id is the access tokens' `sid`.
 // Refresh tokens are opaque 256-bit values, stored hashed, single use: each exchange retires the

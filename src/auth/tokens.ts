@@ -1,7 +1,7 @@
 import { randomUUID } from 'node:crypto';
 import { compactDecrypt, CompactEncrypt, decodeProtectedHeader, errors, jwtVerify, SignJWT } from 'jose';
 import type { Environment } from '../projects/environments.js';
-import { AppError } from '../http/errors.js';
+import { AppError } from '../core/errors.js';
 import type { KeyRing } from './keyring.js';
 
 // Access tokens: a signed JWT (JWS), or — for environments set to `jwe` — that JWT encrypted

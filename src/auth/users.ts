@@ -1,4 +1,5 @@
-import type { Queryable } from '../db/pool.js';
+import { selectList } from '../core/db/columns.js';
+import type { Queryable } from '../core/db/pool.js';
 
 // Every statement on walgate.users.
 
@@ -28,22 +29,18 @@ export function userView(u: User): UserView {
   return { id: u.id, email: u.email, name: u.name, emailVerified: u.emailVerifiedAt !== null, createdAt: u.createdAt.toISOString() };
 }
 
-const COLUMNS = 'id, project_id, environment, email, name, password_hash, email_verified_at, failed_logins, locked_until, created_at';
-
-function fromRow(r: Record<string, any>): User {
-  return {
-    id: r.id,
-    projectId: r.project_id,
-    environment: r.environment,
-    email: r.email,
-    name: r.name,
-    passwordHash: r.password_hash,
-    emailVerifiedAt: r.email_verified_at,
-    failedLogins: r.failed_logins,
-    lockedUntil: r.locked_until,
-    createdAt: r.created_at,
-  };
-}
+const COLUMNS = selectList<User>({
+  id: 'id',
+  projectId: 'project_id',
+  environment: 'environment',
+  email: 'email',
+  name: 'name',
+  passwordHash: 'password_hash',
+  emailVerifiedAt: 'email_verified_at',
+  failedLogins: 'failed_logins',
+  lockedUntil: 'locked_until',
+  createdAt: 'created_at',
+});
 
 /** The environment a user belongs to (an `Environment` will do). */
 export interface Scope {
@@ -57,12 +54,12 @@ export async function insertUser(
   input: { email: string; name: string | null; passwordHash: string },
   now: Date,
 ): Promise<User> {
-  const { rows } = await db.query(
+  const { rows } = await db.query<User>(
     `INSERT INTO walgate.users (project_id, environment, email, name, password_hash, created_at, updated_at)
      VALUES ($1, $2, $3, $4, $5, $6, $6) RETURNING ${COLUMNS}`,
     [scope.projectId, scope.name, input.email, input.name, input.passwordHash, now],
   );
-  return fromRow(rows[0]);
+  return rows[0]!;
 }
 
 /**
@@ -71,30 +68,32 @@ export async function insertUser(
  * (a Redis restarted without persistence).
  */
 export async function findSessionUser(db: Queryable, sessionId: string): Promise<{ user: User; sessionExpiresAt: Date } | undefined> {
-  const { rows } = await db.query(
-    `SELECT u.*, s.expires_at AS session_expires_at
+  const { rows } = await db.query<User & { sessionExpiresAt: Date }>(
+    `SELECT u.*, s.expires_at AS "sessionExpiresAt"
        FROM walgate.sessions s CROSS JOIN LATERAL (SELECT ${COLUMNS} FROM walgate.users WHERE id = s.user_id) u
       WHERE s.id = $1 AND s.revoked_at IS NULL`,
     [sessionId],
   );
-  return rows[0] ? { user: fromRow(rows[0]), sessionExpiresAt: rows[0].session_expires_at } : undefined;
+  if (!rows[0]) return undefined;
+  const { sessionExpiresAt, ...user } = rows[0];
+  return { user, sessionExpiresAt };
 }
 
 export async function findUserByEmail(db: Queryable, scope: Scope, email: string): Promise<User | undefined> {
-  const { rows } = await db.query(`SELECT ${COLUMNS} FROM walgate.users WHERE project_id = $1 AND environment = $2 AND email = $3`, [
+  const { rows } = await db.query<User>(`SELECT ${COLUMNS} FROM walgate.users WHERE project_id = $1 AND environment = $2 AND email = $3`, [
     scope.projectId,
     scope.name,
     email,
   ]);
-  return rows[0] ? fromRow(rows[0]) : undefined;
+  return rows[0];
 }
 
 export async function markVerified(db: Queryable, userId: string, now: Date): Promise<User> {
-  const { rows } = await db.query(
+  const { rows } = await db.query<User>(
     `UPDATE walgate.users SET email_verified_at = coalesce(email_verified_at, $2), updated_at = $2 WHERE id = $1 RETURNING ${COLUMNS}`,
     [userId, now],
   );
-  return fromRow(rows[0]);
+  return rows[0]!;
 }
 
 /**
@@ -110,7 +109,7 @@ export async function recordFailedLogin(
   lockUntil: Date,
   now: Date,
 ): Promise<Date | null> {
-  const { rows } = await db.query(
+  const { rows } = await db.query<{ locked_until: Date | null }>(
     `UPDATE walgate.users SET
        failed_logins = CASE WHEN locked_until > $4 THEN failed_logins
                             WHEN failed_logins + 1 >= $2 THEN 0 ELSE failed_logins + 1 END,

@@ -1,6 +1,5 @@
 import type { Command } from 'commander';
 import { countDeadDeliveries, replayDeadDeliveries } from '../delivery/history.js';
-import { DELIVERIES_CHANNEL } from '../delivery/store.js';
 import { isoDate } from './options.js';
 import { progress, withCliContext } from './runtime.js';
 
@@ -25,7 +24,6 @@ export function registerDeliveryCommands(program: Command): void {
         const bar = progress('replayed', total);
         const moved = await replayDeadDeliveries(ctx.pool, filter, ctx.clock(), (n) => bar.tick(n));
         bar.done(moved);
-        if (moved > 0) await ctx.pool.query(`NOTIFY ${DELIVERIES_CHANNEL}`);
         console.log(`replayed ${moved} dead-letter deliver${moved === 1 ? 'y' : 'ies'}: they are pending and will be sent by the tailer`);
       });
     });

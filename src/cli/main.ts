@@ -1,7 +1,7 @@
 // `walgate`: the operator CLI. Every command works on DATABASE_URL, or on the embedded cluster
 // under DATA_DIR whether or not `npm start` is running.
 import { Command, CommanderError } from 'commander';
-import { ConfigError } from '../config.js';
+import { ConfigError } from '../core/config.js';
 import { registerDeliveryCommands } from './deliveries.js';
 import { registerKeyCommands } from './keys.js';
 import { registerProjectCommands } from './project.js';

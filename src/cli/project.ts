@@ -1,6 +1,6 @@
 import type { Command } from 'commander';
 import { EnvironmentExistsError, listEnvironments, updateEnvironment, type EnvironmentSettings } from '../projects/environments.js';
-import { provisionEnvironment } from '../projects/provision.js';
+import { provisionEnvironment } from '../auth/provision.js';
 import { CliError, table, withCliContext } from './runtime.js';
 import { authOption, tokenFormatOption } from './options.js';
 

@@ -1,7 +1,7 @@
-import { loadConfig } from '../config.js';
-import { createContext, type Context } from '../context.js';
-import { migrate } from '../db/migrate.js';
-import { createLogger } from '../log.js';
+import { loadConfig } from '../core/config.js';
+import { createContext, type Context } from '../core/context.js';
+import { migrate } from '../core/db/migrate.js';
+import { createLogger } from '../core/log.js';
 import { openDatabase } from '../main/database.js';
 
 /** A user-facing failure: printed without a stack trace, exit code 1. */

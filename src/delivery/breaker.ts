@@ -1,7 +1,7 @@
 import CircuitBreaker from 'opossum';
-import type { Clock } from '../clock.js';
-import type { Pool } from '../db/pool.js';
-import type { Logger } from '../log.js';
+import type { Clock } from '../core/clock.js';
+import type { Pool } from '../core/db/pool.js';
+import type { Logger } from '../core/log.js';
 
 // Circuit breakers per subscriber origin (scheme + host + port).
 //

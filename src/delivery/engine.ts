@@ -1,10 +1,10 @@
 import type { ConnectionOptions } from 'node:tls';
-import type { Context } from '../context.js';
-import type { Queryable } from '../db/pool.js';
-import type { DeliverySink, DeliveryStream } from '../tailer/capture.js';
+import type { Context } from '../core/context.js';
+import type { Queryable } from '../core/db/pool.js';
+import type { DeliverySink, DeliveryStream } from '../tailer/capture/index.js';
 import type { AttemptDeps } from './attempt.js';
 import { EndpointBreakers } from './breaker.js';
-import { openWebhookSecret } from './secrets.js';
+import { openWebhookSecret } from './secret.js';
 import { Sender } from './sender.js';
 import { StreamDelivery } from './stream.js';
 import { Targets } from './targets.js';

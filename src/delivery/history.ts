@@ -1,4 +1,5 @@
-import type { Queryable } from '../db/pool.js';
+import type { Queryable } from '../core/db/pool.js';
+import { DELIVERIES_CHANNEL } from './store.js';
 
 // What the management API shows of deliveries, and what an operator may do with dead letters.
 // The delivery worker owns every other write to walgate.deliveries.
@@ -82,6 +83,9 @@ export async function replayDeadDeliveries(
     );
     moved += rowCount ?? 0;
     onBatch?.(moved);
-    if ((rowCount ?? 0) < batchSize) return moved;
+    if ((rowCount ?? 0) < batchSize) break;
   }
+  // Wake the workers: the replayed deliveries are due now, not at their next poll.
+  if (moved > 0) await db.query(`NOTIFY ${DELIVERIES_CHANNEL}`);
+  return moved;
 }

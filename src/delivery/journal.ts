@@ -1,9 +1,9 @@
-import { PgCode, pgCode, type Queryable } from '../db/pool.js';
-import type { CapturedDelivery, CapturedEvent } from '../tailer/capture.js';
+import { PgCode, pgCode, type Queryable } from '../core/db/pool.js';
+import type { CapturedDelivery, CapturedEvent } from '../tailer/capture/index.js';
 import { DELIVERIES_CHANNEL } from './store.js';
 
 // What the stream writes, in batches (group commit: while one write runs, the next gathers), each
-// through the connection that holds the tailer's leadership (capture.ts: the fence). Each entry's
+// through the connection that holds the tailer's leadership (tailer/capture: the fence). Each entry's
 // `done` runs once its row is committed; only then may the slot move past its change.
 
 /** A delivery that succeeded on its first attempt: its one row, with the attempt folded in. */

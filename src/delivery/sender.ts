@@ -1,7 +1,7 @@
 import type { ConnectionOptions } from 'node:tls';
 import { Agent } from 'undici';
-import { VERSION } from '../version.js';
-import type { HostLookup } from '../net/address-policy.js';
+import { VERSION } from '../core/version.js';
+import type { HostLookup } from '../core/net/address-policy.js';
 import { guardedConnector } from './connector.js';
 
 export interface SendResult {

@@ -1,4 +1,4 @@
-import type { Pool } from '../db/pool.js';
+import type { Pool } from '../core/db/pool.js';
 import { PAYLOAD_COLUMNS, type PayloadRow } from './payload.js';
 
 // The retry queue's statements on walgate.deliveries and walgate.delivery_attempts (the stream

@@ -1,4 +1,4 @@
-import type { Pool } from '../db/pool.js';
+import type { Pool } from '../core/db/pool.js';
 
 // Where a subscription's deliveries go and how they are signed, as walgate.webhooks says now
 // (the retry queue joins the same row when it claims). The stream asks per delivery, so this is a

@@ -1,6 +1,6 @@
 import { setTimeout as sleep } from 'node:timers/promises';
 import pg from 'pg';
-import type { Context } from '../context.js';
+import type { Context } from '../core/context.js';
 import { attempt as attemptOnce, breakerKey, nextStep, type AttemptDeps } from './attempt.js';
 import { renderPayload } from './payload.js';
 import { claimDue, DELIVERIES_CHANNEL, postpone, queueDepth, recordAttempts, renewLease, type AttemptResult, type ClaimedDelivery } from './store.js';
@@ -108,7 +108,7 @@ export class QueueWorker {
         await this.#idle(this.#o.pollMs);
         continue;
       }
-      let claimed: ClaimedDelivery[] = [];
+      let claimed: ClaimedDelivery[];
       try {
         const now = this.#ctx.clock();
         claimed = await claimDue(this.#ctx.pool, {

@@ -1,10 +1,10 @@
 import { z } from 'zod';
-import { authApi } from '../auth/operations.js';
-import type { ErrorCode } from '../http/errors.js';
+import { authApi } from '../http/auth/operations.js';
+import type { ErrorCode } from '../core/errors.js';
 import { errorBodySchema, errorExample, statusOf } from '../http/error-schema.js';
 import type { Operation, OperationGroup } from '../http/operation.js';
-import { VERSION } from '../version.js';
-import { webhooksApi } from '../webhooks/operations.js';
+import { VERSION } from '../core/version.js';
+import { webhooksApi } from '../http/webhooks/operations.js';
 
 // The OpenAPI 3.1 document of the api, generated from the operation declarations that the routers
 // register and parse with (src/http/operation.ts). Nothing here restates a schema, a path or a code.

@@ -1,6 +1,6 @@
 import { GraphQLError } from 'graphql';
 import { toAppError } from '../http/error-handler.js';
-import type { Logger } from '../log.js';
+import type { Logger } from '../core/log.js';
 
 // GraphQL errors carry the REST error model: `extensions.code` is the REST `error` code, and the
 // same details ride along (`violations`, `lockedUntil`, `retryAfter`). One mapping for both

@@ -1,6 +1,6 @@
 import type { Request } from 'express';
 import type { AuthService } from '../auth/service.js';
-import { authApi } from '../auth/operations.js';
+import { authApi } from '../http/auth/operations.js';
 import { clientIp } from '../http/client-ip.js';
 import { authEnvironment } from '../http/scope.js';
 import { parse } from '../http/validate.js';

@@ -2,7 +2,7 @@ import { Router, type Request } from 'express';
 import { GraphQLError, NoSchemaIntrospectionCustomRule, specifiedRules } from 'graphql';
 import { createHandler } from 'graphql-http/lib/use/express';
 import type { AuthService } from '../auth/service.js';
-import type { Context } from '../context.js';
+import type { Context } from '../core/context.js';
 import type { EnvironmentCache } from '../projects/environments.js';
 import { formatError } from './errors.js';
 import { sizeLimits } from './limits.js';

@@ -1,7 +1,7 @@
 import { randomUUID } from 'node:crypto';
 import express, { type Router } from 'express';
 import { pinoHttp } from 'pino-http';
-import type { Context } from '../context.js';
+import type { Context } from '../core/context.js';
 import { errorHandler, notFound, requireJsonBody } from './error-handler.js';
 
 export interface Mounts {

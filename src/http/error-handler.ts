@@ -1,9 +1,9 @@
 import type { ErrorRequestHandler, RequestHandler } from 'express';
 import { ZodError } from 'zod';
-import { isConnectionError, pgCode } from '../db/pool.js';
-import type { Logger } from '../log.js';
-import { StoreUnavailableError } from '../store/unavailable.js';
-import { AppError, validationError, violationsOf } from './errors.js';
+import { isConnectionError, PgCode, pgCode } from '../core/db/pool.js';
+import type { Logger } from '../core/log.js';
+import { StoreUnavailableError } from '../core/store/unavailable.js';
+import { AppError, validationError, violationsOf } from '../core/errors.js';
 
 /** Turns anything thrown into the error envelope. Unknown errors are logged and answered as 500. */
 export function toAppError(err: unknown): AppError {
@@ -35,7 +35,7 @@ export function toAppError(err: unknown): AppError {
   // Text Postgres cannot store (U+0000; 22021 character_not_in_repertoire, 22P05 in jsonb) that
   // reached a query by a path `parse` does not see — a GraphQL string literal, for one.
   const code = pgCode(err);
-  if (code === '22021' || code === '22P05') {
+  if (code === PgCode.characterNotInRepertoire || code === PgCode.untranslatableCharacter) {
     return validationError([{ path: '(input)', message: 'must not contain a NUL character' }]);
   }
   return new AppError('INTERNAL_ERROR');

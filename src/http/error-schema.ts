@@ -1,5 +1,5 @@
 import { z } from 'zod';
-import { ERRORS, type ErrorCode } from './errors.js';
+import { ERRORS, type ErrorCode } from '../core/errors.js';
 
 // The error envelope `{ error, message, ...extra }` as a schema, per code, for the API reference.
 // The extras are the ones errors.ts and the services attach: `violations` (validationError),

@@ -1,6 +1,6 @@
 import type { Request, Response, Router } from 'express';
 import type { z } from 'zod';
-import { AppError, type ErrorCode } from './errors.js';
+import { AppError, type ErrorCode } from '../core/errors.js';
 
 // An HTTP operation is declared once: the router registers its handler at the declared method and
 // path, parses with the declared schemas and answers with the declared status, and the OpenAPI

@@ -1,13 +1,13 @@
 import type { Request } from 'express';
 import { z } from 'zod';
-import { DEFAULT_ENVIRONMENT, type Environment, type EnvironmentCache } from '../projects/environments.js';
-import { AppError } from './errors.js';
+import { DEFAULT_ENVIRONMENT, TENANT_NAME, TENANT_NAME_RULE, type Environment, type EnvironmentCache } from '../projects/environments.js';
+import { AppError } from '../core/errors.js';
 import { parse } from './validate.js';
 
 // Every auth and management request names a project (`X-Project-Id`) and an environment
 // (`environment`, default `master`).
 
-const name = z.string().regex(/^[A-Za-z0-9][A-Za-z0-9_-]{0,62}$/, 'must be 1-63 letters, digits, `_` or `-`');
+const name = z.string().regex(TENANT_NAME, TENANT_NAME_RULE);
 
 export const projectHeaders = z.object({
   'x-project-id': name.meta({ description: 'The project.', examples: ['demo'] }),

@@ -1,5 +1,5 @@
 import type { z } from 'zod';
-import { validationError, violationsOf, type Violation } from './errors.js';
+import { validationError, violationsOf, type Violation } from '../core/errors.js';
 
 /**
  * Parses a request part with its zod schema; failures become 400 VALIDATION_ERROR with

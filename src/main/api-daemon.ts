@@ -1,8 +1,8 @@
 // The api daemon alone, for production (needs DATABASE_URL); started by api.ts.
-import { loadConfig } from '../config.js';
-import { createContext } from '../context.js';
-import { migrate } from '../db/migrate.js';
-import { startApi } from '../http/api.js';
+import { loadConfig } from '../core/config.js';
+import { createContext } from '../core/context.js';
+import { migrate } from '../core/db/migrate.js';
+import { startApi } from './api-app.js';
 import { exitOnStartupError, stopOnSignals } from './lifecycle.js';
 
 async function main(): Promise<void> {

@@ -1,6 +1,6 @@
-import type { Config } from '../config.js';
-import { startEmbeddedPostgres, type EmbeddedCluster } from '../db/embedded.js';
-import type { Logger } from '../log.js';
+import type { Config } from '../core/config.js';
+import { startEmbeddedPostgres, type EmbeddedCluster } from '../core/db/embedded.js';
+import type { Logger } from '../core/log.js';
 
 export interface Database {
   url: string;

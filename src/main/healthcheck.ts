@@ -1,7 +1,7 @@
 // `node dist/src/main/healthcheck.js api|tailer`: the container health check. It asks the daemon's
 // own /readyz, on the port and address the daemon's configuration gives (so it cannot disagree with
 // it), and needs nothing but the node binary that the image already has (no curl in node:*-slim).
-import { loadConfig } from '../config.js';
+import { loadConfig } from '../core/config.js';
 
 const TIMEOUT_MS = 4000;
 

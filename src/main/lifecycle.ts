@@ -1,4 +1,4 @@
-import type { Logger } from '../log.js';
+import type { Logger } from '../core/log.js';
 
 /**
  * SIGINT/SIGTERM: the first drains (stop taking work, finish what is in flight, close), bounded

@@ -1,5 +1,5 @@
 import { Router } from 'express';
-import type { Context } from '../context.js';
+import type { Context } from '../core/context.js';
 import { databaseCheck, readiness, redisCheck } from './checks.js';
 
 /** /healthz (the process answers), /readyz (its dependencies do), /metrics (Prometheus). */

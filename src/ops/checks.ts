@@ -1,6 +1,6 @@
 import type { Redis } from 'ioredis';
-import { pendingMigrations } from '../db/migrate.js';
-import type { Pool } from '../db/pool.js';
+import { pendingMigrations } from '../core/db/migrate.js';
+import type { Pool } from '../core/db/pool.js';
 
 export interface Check {
   name: string;

@@ -1,7 +1,7 @@
 import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { Gauge } from 'prom-client';
-import type { Context } from '../context.js';
+import type { Context } from '../core/context.js';
 import { queueDepth } from '../delivery/store.js';
 import type { DeliveryEngine } from '../delivery/engine.js';
 import type { WalTailer } from '../tailer/tailer.js';

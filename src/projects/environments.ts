@@ -1,8 +1,9 @@
 import { randomBytes } from 'node:crypto';
-import { TtlCache } from '../cache.js';
-import type { SecretBox } from '../crypto/secretbox.js';
-import { defaultSchemaName, isPlainIdentifier, quoteIdent } from '../db/identifiers.js';
-import type { PoolClient, Queryable } from '../db/pool.js';
+import { TtlCache } from '../core/cache.js';
+import type { SecretBox } from '../core/crypto/secretbox.js';
+import { defaultSchemaName, isPlainIdentifier, quoteIdent } from '../core/db/identifiers.js';
+import { selectList } from '../core/db/columns.js';
+import type { PoolClient, Queryable } from '../core/db/pool.js';
 
 export type TokenFormat = 'jws' | 'jwe';
 export type SigningAlg = 'ES256' | 'RS256' | 'EdDSA';
@@ -27,49 +28,45 @@ export interface Environment {
 
 export const JWE_KEY_PURPOSE = 'environment-jwe-key';
 export const DEFAULT_ENVIRONMENT = 'master';
-const NAME = /^[A-Za-z0-9][A-Za-z0-9_-]{0,62}$/;
+/** What a project id or an environment name may be (the tables' CHECK constraints say the same). */
+export const TENANT_NAME = /^[A-Za-z0-9][A-Za-z0-9_-]{0,62}$/;
+export const TENANT_NAME_RULE = 'must be 1-63 letters, digits, `_` or `-`';
 
 export function isValidName(name: string): boolean {
-  return NAME.test(name);
+  return TENANT_NAME.test(name);
 }
 
-const COLUMNS = `project_id, name, schema_name, auth_enabled, token_format, signing_alg, jwe_key,
-  access_token_ttl_seconds, refresh_token_ttl_seconds, code_ttl_seconds, code_max_attempts,
-  lockout_threshold, lockout_seconds, created_at`;
-
-function fromRow(r: Record<string, unknown>): Environment {
-  return {
-    projectId: r.project_id as string,
-    name: r.name as string,
-    schemaName: r.schema_name as string,
-    authEnabled: r.auth_enabled as boolean,
-    tokenFormat: r.token_format as TokenFormat,
-    signingAlg: r.signing_alg as SigningAlg,
-    jweKey: r.jwe_key as Buffer | null,
-    accessTokenTtlSeconds: r.access_token_ttl_seconds as number,
-    refreshTokenTtlSeconds: r.refresh_token_ttl_seconds as number,
-    codeTtlSeconds: r.code_ttl_seconds as number,
-    codeMaxAttempts: r.code_max_attempts as number,
-    lockoutThreshold: r.lockout_threshold as number,
-    lockoutSeconds: r.lockout_seconds as number,
-    createdAt: r.created_at as Date,
-  };
-}
+const COLUMNS = selectList<Environment>({
+  projectId: 'project_id',
+  name: 'name',
+  schemaName: 'schema_name',
+  authEnabled: 'auth_enabled',
+  tokenFormat: 'token_format',
+  signingAlg: 'signing_alg',
+  jweKey: 'jwe_key',
+  accessTokenTtlSeconds: 'access_token_ttl_seconds',
+  refreshTokenTtlSeconds: 'refresh_token_ttl_seconds',
+  codeTtlSeconds: 'code_ttl_seconds',
+  codeMaxAttempts: 'code_max_attempts',
+  lockoutThreshold: 'lockout_threshold',
+  lockoutSeconds: 'lockout_seconds',
+  createdAt: 'created_at',
+});
 
 export async function findEnvironment(db: Queryable, projectId: string, name: string): Promise<Environment | undefined> {
-  const { rows } = await db.query(`SELECT ${COLUMNS} FROM walgate.environments WHERE project_id = $1 AND name = $2`, [
+  const { rows } = await db.query<Environment>(`SELECT ${COLUMNS} FROM walgate.environments WHERE project_id = $1 AND name = $2`, [
     projectId,
     name,
   ]);
-  return rows[0] ? fromRow(rows[0]) : undefined;
+  return rows[0];
 }
 
 export async function listEnvironments(db: Queryable, projectId?: string): Promise<Environment[]> {
-  const { rows } = await db.query(
+  const { rows } = await db.query<Environment>(
     `SELECT ${COLUMNS} FROM walgate.environments WHERE $1::text IS NULL OR project_id = $1 ORDER BY project_id, name`,
     [projectId ?? null],
   );
-  return rows.map(fromRow);
+  return rows;
 }
 
 export interface EnvironmentSettings {
@@ -82,6 +79,27 @@ export interface EnvironmentSettings {
   codeMaxAttempts?: number;
   lockoutThreshold?: number;
   lockoutSeconds?: number;
+}
+
+/** Each setting's column. Its default lives in one place: the column's DEFAULT in sql/. */
+const SETTING_COLUMNS = {
+  authEnabled: 'auth_enabled',
+  tokenFormat: 'token_format',
+  signingAlg: 'signing_alg',
+  accessTokenTtlSeconds: 'access_token_ttl_seconds',
+  refreshTokenTtlSeconds: 'refresh_token_ttl_seconds',
+  codeTtlSeconds: 'code_ttl_seconds',
+  codeMaxAttempts: 'code_max_attempts',
+  lockoutThreshold: 'lockout_threshold',
+  lockoutSeconds: 'lockout_seconds',
+} as const satisfies Record<keyof EnvironmentSettings, string>;
+
+/** The settings given, as [column, value] pairs (an omitted setting keeps its default or its value). */
+function givenSettings(settings: EnvironmentSettings): [string, unknown][] {
+  return Object.entries(SETTING_COLUMNS).flatMap(([key, column]) => {
+    const value = settings[key as keyof EnvironmentSettings];
+    return value === undefined ? [] : [[column, value] as [string, unknown]];
+  });
 }
 
 export interface CreateEnvironmentInput extends EnvironmentSettings {
@@ -115,29 +133,14 @@ export async function createEnvironment(
   }
   await client.query(`CREATE SCHEMA IF NOT EXISTS ${quoteIdent(schemaName)}`);
   const jweKey = secrets.seal(randomBytes(32), JWE_KEY_PURPOSE);
-  const { rows } = await client.query(
-    `INSERT INTO walgate.environments (project_id, name, schema_name, jwe_key, auth_enabled, token_format, signing_alg,
-       access_token_ttl_seconds, refresh_token_ttl_seconds, code_ttl_seconds, code_max_attempts, lockout_threshold, lockout_seconds)
-     VALUES ($1, $2, $3, $4, coalesce($5, true), coalesce($6, 'jws'), coalesce($7, 'ES256'),
-       coalesce($8, 900), coalesce($9, 2592000), coalesce($10, 600), coalesce($11, 5), coalesce($12, 5), coalesce($13, 900))
-     RETURNING ${COLUMNS}`,
-    [
-      input.projectId,
-      input.name,
-      schemaName,
-      jweKey,
-      input.authEnabled ?? null,
-      input.tokenFormat ?? null,
-      input.signingAlg ?? null,
-      input.accessTokenTtlSeconds ?? null,
-      input.refreshTokenTtlSeconds ?? null,
-      input.codeTtlSeconds ?? null,
-      input.codeMaxAttempts ?? null,
-      input.lockoutThreshold ?? null,
-      input.lockoutSeconds ?? null,
-    ],
+  const settings = givenSettings(input);
+  const columns = ['project_id', 'name', 'schema_name', 'jwe_key', ...settings.map(([column]) => column)];
+  const values = [input.projectId, input.name, schemaName, jweKey, ...settings.map(([, value]) => value)];
+  const { rows } = await client.query<Environment>(
+    `INSERT INTO walgate.environments (${columns.join(', ')}) VALUES (${values.map((_, i) => `$${i + 1}`).join(', ')}) RETURNING ${COLUMNS}`,
+    values,
   );
-  return fromRow(rows[0]!);
+  return rows[0]!;
 }
 
 /** Changes settings of an existing environment; returns undefined when there is no such environment. */
@@ -147,35 +150,15 @@ export async function updateEnvironment(
   name: string,
   settings: EnvironmentSettings,
 ): Promise<Environment | undefined> {
-  const { rows } = await db.query(
-    `UPDATE walgate.environments SET
-       auth_enabled = coalesce($3, auth_enabled),
-       token_format = coalesce($4, token_format),
-       signing_alg = coalesce($5, signing_alg),
-       access_token_ttl_seconds = coalesce($6, access_token_ttl_seconds),
-       refresh_token_ttl_seconds = coalesce($7, refresh_token_ttl_seconds),
-       code_ttl_seconds = coalesce($8, code_ttl_seconds),
-       code_max_attempts = coalesce($9, code_max_attempts),
-       lockout_threshold = coalesce($10, lockout_threshold),
-       lockout_seconds = coalesce($11, lockout_seconds),
-       updated_at = now()
+  const given = givenSettings(settings);
+  const assignments = given.map(([column], i) => `${column} = $${i + 3}`);
+  const { rows } = await db.query<Environment>(
+    `UPDATE walgate.environments SET ${[...assignments, 'updated_at = now()'].join(', ')}
      WHERE project_id = $1 AND name = $2
      RETURNING ${COLUMNS}`,
-    [
-      projectId,
-      name,
-      settings.authEnabled ?? null,
-      settings.tokenFormat ?? null,
-      settings.signingAlg ?? null,
-      settings.accessTokenTtlSeconds ?? null,
-      settings.refreshTokenTtlSeconds ?? null,
-      settings.codeTtlSeconds ?? null,
-      settings.codeMaxAttempts ?? null,
-      settings.lockoutThreshold ?? null,
-      settings.lockoutSeconds ?? null,
-    ],
+    [projectId, name, ...given.map(([, value]) => value)],
   );
-  return rows[0] ? fromRow(rows[0]) : undefined;
+  return rows[0];
 }
 
 /**

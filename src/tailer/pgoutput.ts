@@ -139,13 +139,13 @@ export function parsePgoutput(b: Buffer): PgoutputMessage {
     }
     case 0x55 /* U */: {
       const relationOid = r.uint32();
-      let kind = r.byte();
+      const kind = r.byte();
       let old: RawTuple | null = null;
       let oldIsKeyOnly = false;
       if (kind === 0x4b /* K */ || kind === 0x4f /* O */) {
         oldIsKeyOnly = kind === 0x4b;
         old = tuple(r);
-        kind = r.byte(); // 'N'
+        r.byte(); // 'N': the new tuple follows
       }
       return { tag: 'update', relationOid, old, oldIsKeyOnly, new: tuple(r) };
     }

@@ -1,11 +1,10 @@
-import { PgCode, pgCode, type Queryable } from '../db/pool.js';
-import { qualified } from '../db/identifiers.js';
+import { PgCode, pgCode, type Queryable } from '../core/db/pool.js';
+import { qualified } from '../core/db/identifiers.js';
 
 export const PUBLICATION = 'walgate';
 
 /** How long watching a table waits for the transactions that use it. */
 const WATCH_LOCK_TIMEOUT = '2s';
-const LOCK_NOT_AVAILABLE = '55P03';
 
 export class WatchError extends Error {
   override name = 'WatchError';
@@ -65,7 +64,7 @@ export async function watchTable(db: Queryable, schema: string, table: string): 
     if (pgCode(err) === PgCode.insufficientPrivilege) {
       throw new WatchError(`walgate's database role may not alter ${schema}.${table} (it must own the table)`, 'forbidden');
     }
-    if (pgCode(err) === LOCK_NOT_AVAILABLE) {
+    if (pgCode(err) === PgCode.lockNotAvailable) {
       throw new WatchError(`${schema}.${table} is locked by a long transaction; retry in a moment`, 'busy');
     }
     throw err;
@@ -87,7 +86,7 @@ export async function unwatchTable(db: Queryable, schema: string, table: string)
     await db.query(`SET LOCAL lock_timeout = '${WATCH_LOCK_TIMEOUT}'`);
     await db.query(`ALTER PUBLICATION ${PUBLICATION} DROP TABLE ${qualified(schema, table)}`);
   } catch (err) {
-    if (pgCode(err) === LOCK_NOT_AVAILABLE) {
+    if (pgCode(err) === PgCode.lockNotAvailable) {
       throw new WatchError(`${schema}.${table} is locked by another session; retry in a moment`, 'busy');
     }
     throw err;

@@ -1,6 +1,6 @@
 import pg from 'pg';
-import { PgCode, pgCode, withTransaction, type Pool, type Queryable } from '../db/pool.js';
-import type { Logger } from '../log.js';
+import { PgCode, pgCode, withTransaction, type Pool, type Queryable } from '../core/db/pool.js';
+import type { Logger } from '../core/log.js';
 import { formatLsn, parseLsn, type Lsn } from './lsn.js';
 import { currentSubscriptions, loadSavedView, replaceSavedView, type SubscriptionSpec } from './subscriptions.js';
 

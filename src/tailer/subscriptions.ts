@@ -1,4 +1,5 @@
-import type { Queryable } from '../db/pool.js';
+import { selectList } from '../core/db/columns.js';
+import type { Queryable } from '../core/db/pool.js';
 
 /** What the tailer needs of a webhook subscription to decide which changes it gets. */
 export interface SubscriptionSpec {
@@ -56,26 +57,22 @@ export class SubscriptionView {
   }
 }
 
-const SPEC_COLUMNS = `id, project_id, environment, schema_name, table_name, events, active, filter, select_fields`;
-
-function specFromRow(r: Record<string, any>): SubscriptionSpec {
-  return {
-    id: r.id,
-    projectId: r.project_id,
-    environment: r.environment,
-    schema: r.schema_name,
-    table: r.table_name,
-    events: r.events,
-    active: r.active,
-    filter: r.filter ?? null,
-    select: r.select_fields ?? null,
-  };
-}
+const SPEC_COLUMNS = selectList<SubscriptionSpec>({
+  id: 'id',
+  projectId: 'project_id',
+  environment: 'environment',
+  schema: 'schema_name',
+  table: 'table_name',
+  events: 'events',
+  active: 'active',
+  filter: 'filter',
+  select: 'select_fields',
+});
 
 /** Today's subscriptions, straight from walgate.webhooks (used when the tailer's own view starts). */
 export async function currentSubscriptions(db: Queryable): Promise<SubscriptionSpec[]> {
-  const { rows } = await db.query(`SELECT ${SPEC_COLUMNS} FROM walgate.webhooks`);
-  return rows.map(specFromRow);
+  const { rows } = await db.query<SubscriptionSpec>(`SELECT ${SPEC_COLUMNS} FROM walgate.webhooks`);
+  return rows;
 }
 
 /**

@@ -1,9 +1,9 @@
 import { setTimeout as sleep } from 'node:timers/promises';
 import pg from 'pg';
 import { LogicalReplicationService } from 'pg-logical-replication';
-import type { Context } from '../context.js';
-import type { Queryable } from '../db/pool.js';
-import type { DeliverySink } from './capture.js';
+import type { Context } from '../core/context.js';
+import type { Queryable } from '../core/db/pool.js';
+import type { DeliverySink } from './capture/index.js';
 import { formatLsn, parseLsn, type Lsn } from './lsn.js';
 import { RawPgoutputPlugin } from './pgoutput.js';
 import { ensurePublication, PUBLICATION } from './publication.js';

@@ -1,4 +1,4 @@
-import type { Queryable } from '../db/pool.js';
+import type { Queryable } from '../core/db/pool.js';
 import {
   renderArray,
   renderBool,

@@ -1,5 +1,5 @@
-import { hashToken, randomId, randomToken } from '../crypto/tokens.js';
-import type { Queryable } from '../db/pool.js';
+import { hashToken, randomId, randomToken } from '../core/crypto/tokens.js';
+import type { Queryable } from '../core/db/pool.js';
 
 // Management API tokens: `wgm_` + 256 random bits, shown once, stored as SHA-256, scoped to one
 // project, revocable. The id (`mt_…`) names a token in lists and in `token revoke`.

@@ -1,13 +1,12 @@
-import type { Context } from '../context.js';
-import { randomId } from '../crypto/tokens.js';
-import { pgCode, withTransaction, type Queryable } from '../db/pool.js';
+import type { Context } from '../core/context.js';
+import { randomId } from '../core/crypto/tokens.js';
+import { PgCode, pgCode, withTransaction, type Queryable } from '../core/db/pool.js';
 import { recentDeliveries, replayDeadDeliveries, type DeliveryView } from '../delivery/history.js';
-import { AppError, validationError, type Violation } from '../http/errors.js';
+import { AppError, validationError, type Violation } from '../core/errors.js';
 import type { Environment } from '../projects/environments.js';
-import { DELIVERIES_CHANNEL } from '../delivery/store.js';
-import { ensureSlot, lockPublication, unwatchTable, watchTable, WatchError } from '../tailer/capture.js';
+import { CaptureError, captureTable, lockCapturedTables, releaseTable, retainChanges } from '../tailer/capture/index.js';
 import type { CreateBody, UpdateBody } from './schemas.js';
-import { sealWebhookSecret } from './secret.js';
+import { sealWebhookSecret } from '../delivery/secret.js';
 import * as store from './store.js';
 import { columnViolations, tableColumns, urlViolations } from './validation.js';
 import { webhookView, type WebhookView } from './view.js';
@@ -68,7 +67,7 @@ export class WebhookService {
         createdAt: now,
         updatedAt: now,
       });
-      await watchTable(c, env.schemaName, body.table);
+      await captureTable(c, env.schemaName, body.table);
       return created;
     });
     return webhookView(row);
@@ -95,7 +94,7 @@ export class WebhookService {
       // The publication, then the row: what the body does not name is taken from the row as it is
       // now, under its lock — not as it was read before a concurrent PATCH committed, which would
       // write that PATCH's changes back (a PATCH of `active` undoing one of `table`).
-      await lockPublication(c);
+      await lockCapturedTables(c);
       const locked = id.length <= 128 ? await store.findWebhook(c, env.projectId, env.name, id, true) : undefined;
       if (!locked) throw new AppError('WEBHOOK_NOT_FOUND');
       const table = body.table ?? locked.table;
@@ -116,8 +115,8 @@ export class WebhookService {
         updatedAt: now,
       });
       if (table !== locked.table) {
-        await watchTable(c, env.schemaName, table);
-        if (!(await store.tableIsWatched(c, locked.schemaName, locked.table))) await unwatchTable(c, locked.schemaName, locked.table);
+        await captureTable(c, env.schemaName, table);
+        if (!(await store.tableIsWatched(c, locked.schemaName, locked.table))) await releaseTable(c, locked.schemaName, locked.table);
       }
       return updated;
     });
@@ -129,15 +128,14 @@ export class WebhookService {
       const row = await store.findWebhook(c, env.projectId, env.name, id, true);
       if (!row) throw new AppError('WEBHOOK_NOT_FOUND');
       await store.deleteWebhook(c, id); // its deliveries go with it (ON DELETE CASCADE)
-      await lockPublication(c);
-      if (!(await store.tableIsWatched(c, row.schemaName, row.table))) await unwatchTable(c, row.schemaName, row.table);
+      await lockCapturedTables(c);
+      if (!(await store.tableIsWatched(c, row.schemaName, row.table))) await releaseTable(c, row.schemaName, row.table);
     });
   }
 
   async replay(env: Environment, id: string, range: { since?: Date; until?: Date }): Promise<{ replayed: number }> {
     const row = await this.#find(env, id);
     const replayed = await replayDeadDeliveries(this.ctx.pool, { webhookId: row.id, ...range }, this.ctx.clock());
-    if (replayed > 0) await this.ctx.pool.query(`NOTIFY ${DELIVERIES_CHANNEL}`);
     return { replayed };
   }
 
@@ -172,10 +170,10 @@ export class WebhookService {
   /** The slot exists before the first subscription does, so no change after it is ever missed. */
   async #ensureSlot(): Promise<void> {
     try {
-      await ensureSlot(this.ctx.pool);
+      await retainChanges(this.ctx.pool);
     } catch (err) {
-      // 55000: wal_level is not logical (object not in prerequisite state).
-      if (pgCode(err) === '55000') {
+      // wal_level is not logical.
+      if (pgCode(err) === PgCode.objectNotInPrerequisiteState) {
         throw new AppError('SERVICE_UNAVAILABLE', 'Postgres is not set up for logical replication (wal_level=logical is required).');
       }
       throw err;
@@ -186,13 +184,13 @@ export class WebhookService {
     try {
       return await withTransaction(this.ctx.pool, fn);
     } catch (err) {
-      if (err instanceof WatchError && err.reason === 'not_a_table') {
+      if (err instanceof CaptureError && err.reason === 'not_a_table') {
         throw validationError([{ path: 'table', message: err.message }]);
       }
-      if (err instanceof WatchError && err.reason === 'busy') {
+      if (err instanceof CaptureError && err.reason === 'busy') {
         throw new AppError('SERVICE_UNAVAILABLE', `The table cannot be watched now: ${err.message}.`, {}, { 'Retry-After': '5' });
       }
-      if (err instanceof WatchError) {
+      if (err instanceof CaptureError) {
         // Nothing was saved; the operator must give walgate's role ownership of the table.
         throw new AppError('SERVICE_UNAVAILABLE', `The table cannot be watched: ${err.message}.`);
       }

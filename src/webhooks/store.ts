@@ -1,4 +1,5 @@
-import type { Queryable } from '../db/pool.js';
+import { selectList } from '../core/db/columns.js';
+import type { Queryable } from '../core/db/pool.js';
 
 // Every statement on walgate.webhooks. The tailer reads this table's changes from the WAL, so every
 // change writes updated_at, and the secret is only ever stored sealed.
@@ -19,41 +20,37 @@ export interface WebhookRow {
   updatedAt: Date;
 }
 
-const COLUMNS = 'id, project_id, environment, schema_name, table_name, events, url, secret, active, filter, select_fields, created_at, updated_at';
-
-function fromRow(r: Record<string, any>): WebhookRow {
-  return {
-    id: r.id,
-    projectId: r.project_id,
-    environment: r.environment,
-    schemaName: r.schema_name,
-    table: r.table_name,
-    events: r.events,
-    url: r.url,
-    secret: r.secret,
-    active: r.active,
-    filter: r.filter,
-    select: r.select_fields,
-    createdAt: r.created_at,
-    updatedAt: r.updated_at,
-  };
-}
+const COLUMNS = selectList<WebhookRow>({
+  id: 'id',
+  projectId: 'project_id',
+  environment: 'environment',
+  schemaName: 'schema_name',
+  table: 'table_name',
+  events: 'events',
+  url: 'url',
+  secret: 'secret',
+  active: 'active',
+  filter: 'filter',
+  select: 'select_fields',
+  createdAt: 'created_at',
+  updatedAt: 'updated_at',
+});
 
 export async function insertWebhook(db: Queryable, w: WebhookRow): Promise<WebhookRow> {
-  const { rows } = await db.query(
+  const { rows } = await db.query<WebhookRow>(
     `INSERT INTO walgate.webhooks (id, project_id, environment, schema_name, table_name, events, url, secret, active, filter, select_fields, created_at, updated_at)
      VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13) RETURNING ${COLUMNS}`,
     [w.id, w.projectId, w.environment, w.schemaName, w.table, w.events, w.url, w.secret, w.active, w.filter === null ? null : JSON.stringify(w.filter), w.select, w.createdAt, w.updatedAt],
   );
-  return fromRow(rows[0]);
+  return rows[0]!;
 }
 
 export async function findWebhook(db: Queryable, projectId: string, environment: string, id: string, lock = false): Promise<WebhookRow | undefined> {
-  const { rows } = await db.query(
+  const { rows } = await db.query<WebhookRow>(
     `SELECT ${COLUMNS} FROM walgate.webhooks WHERE id = $1 AND project_id = $2 AND environment = $3${lock ? ' FOR UPDATE' : ''}`,
     [id, projectId, environment],
   );
-  return rows[0] ? fromRow(rows[0]) : undefined;
+  return rows[0];
 }
 
 /** One page, newest first, after the (createdAt, id) of the cursor. */
@@ -64,22 +61,22 @@ export async function listWebhooks(
   limit: number,
   after: { createdAt: Date; id: string } | undefined,
 ): Promise<WebhookRow[]> {
-  const { rows } = await db.query(
+  const { rows } = await db.query<WebhookRow>(
     `SELECT ${COLUMNS} FROM walgate.webhooks
       WHERE project_id = $1 AND environment = $2 AND ($3::timestamptz IS NULL OR (created_at, id) < ($3, $4))
       ORDER BY created_at DESC, id DESC LIMIT $5`,
     [projectId, environment, after?.createdAt ?? null, after?.id ?? null, limit],
   );
-  return rows.map(fromRow);
+  return rows;
 }
 
 export async function updateWebhook(db: Queryable, w: WebhookRow): Promise<WebhookRow> {
-  const { rows } = await db.query(
+  const { rows } = await db.query<WebhookRow>(
     `UPDATE walgate.webhooks SET table_name = $2, events = $3, url = $4, secret = $5, active = $6, filter = $7, select_fields = $8, updated_at = $9
       WHERE id = $1 RETURNING ${COLUMNS}`,
     [w.id, w.table, w.events, w.url, w.secret, w.active, w.filter === null ? null : JSON.stringify(w.filter), w.select, w.updatedAt],
   );
-  return fromRow(rows[0]);
+  return rows[0]!;
 }
 
 export async function deleteWebhook(db: Queryable, id: string): Promise<void> {

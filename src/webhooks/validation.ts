@@ -1,6 +1,6 @@
-import type { Queryable } from '../db/pool.js';
-import type { Violation } from '../http/errors.js';
-import { checkHost, systemLookup, type HostLookup } from '../net/address-policy.js';
+import type { Queryable } from '../core/db/pool.js';
+import type { Violation } from '../core/errors.js';
+import { checkHost, systemLookup, type HostLookup } from '../core/net/address-policy.js';
 
 /** The columns of a table in the schema, or undefined when there is no such table. */
 export async function tableColumns(db: Queryable, schema: string, table: string): Promise<string[] | undefined> {

@@ -66,7 +66,7 @@ describe('auth: with Redis unreachable, protected requests fail closed', functio
   this.timeout(30_000);
   let t: TestApi;
   before(async () => {
-    const { freePort } = await import('../../src/db/embedded.js');
+    const { freePort } = await import('../../src/core/db/embedded.js');
     t = await startAuthApi({ redisUrl: `redis://127.0.0.1:${await freePort()}` });
   });
   after(() => t?.close());

@@ -1,8 +1,8 @@
 import { expect } from 'chai';
-import { systemClock } from '../../src/clock.js';
-import { createPool, type Pool } from '../../src/db/pool.js';
+import { systemClock } from '../../src/core/clock.js';
+import { createPool, type Pool } from '../../src/core/db/pool.js';
 import { EndpointBreakers } from '../../src/delivery/breaker.js';
-import { createLogger } from '../../src/log.js';
+import { createLogger } from '../../src/core/log.js';
 import { createTestDatabase, type TestDatabase } from '../support/database.js';
 
 // A worker reads the shared breaker state after every claim while its attempts record outcomes.

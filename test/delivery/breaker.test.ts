@@ -1,5 +1,5 @@
 import { expect } from 'chai';
-import { systemLookup, type HostLookup } from '../../src/net/address-policy.js';
+import { systemLookup, type HostLookup } from '../../src/core/net/address-policy.js';
 import { HttpClient } from '../support/http.js';
 import { eventually, startPipeline, type Pipeline } from './support.js';
 

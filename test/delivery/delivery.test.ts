@@ -1,7 +1,7 @@
 import { createHmac, randomBytes } from 'node:crypto';
 import { expect } from 'chai';
 import { Webhook } from 'standardwebhooks';
-import { VERSION } from '../../src/version.js';
+import { VERSION } from '../../src/core/version.js';
 import { eventually, startPipeline, type Pipeline } from './support.js';
 
 const SECRET = `whsec_${randomBytes(24).toString('base64')}`;
@@ -63,7 +63,7 @@ describe('delivery: WAL change → signed HTTPS POST, end to end', function () {
     expect(r!.headers['x-webhook-signature']).to.equal(createHmac('sha256', plain).update(r!.body).digest('hex'));
     const mac = createHmac('sha256', plain).update(`${r!.headers['webhook-id']}.${r!.headers['webhook-timestamp']}.${r!.body}`).digest('base64');
     expect(r!.headers['webhook-signature']).to.equal(`v1,${mac}`);
-    const { sealWebhookSecret } = await import('../../src/webhooks/secret.js');
+    const { sealWebhookSecret } = await import('../../src/delivery/secret.js');
     await p.t.ctx.pool.query('UPDATE walgate.webhooks SET secret = $2 WHERE id = $1', [wh, sealWebhookSecret(p.t.ctx.secrets, 'the-rotated-secret-value')]);
     await p.writer.query(`INSERT INTO shop_master.orders VALUES (3, 'new', 1)`);
     const [, r2] = await p.receiver.waitFor(2);

@@ -1,7 +1,7 @@
 import { expect } from 'chai';
 import { claimDue } from '../../src/delivery/store.js';
 import { replayDeadDeliveries } from '../../src/delivery/history.js';
-import { freePort } from '../../src/db/embedded.js';
+import { freePort } from '../../src/core/db/embedded.js';
 import { eventually, startPipeline, type Pipeline } from './support.js';
 
 describe('delivery: retries, dead letters and failures of every kind', function () {

@@ -1,6 +1,6 @@
 import pg from 'pg';
-import { systemClock } from '../../src/clock.js';
-import type { ContextOverrides } from '../../src/context.js';
+import { systemClock } from '../../src/core/clock.js';
+import type { ContextOverrides } from '../../src/core/context.js';
 import { DeliveryEngine, type DeliveryEngineOptions } from '../../src/delivery/engine.js';
 import type { WalTailer } from '../../src/tailer/tailer.js';
 import { startTestApi, type TestApi } from '../support/api.js';

@@ -2,10 +2,10 @@ import { existsSync, readFileSync } from 'node:fs';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { expect } from 'chai';
-import { ENV_VARIABLES } from '../../src/config.js';
-import type { Context } from '../../src/context.js';
+import { ENV_VARIABLES } from '../../src/core/config.js';
+import type { Context } from '../../src/core/context.js';
 import type { DeliveryEngine } from '../../src/delivery/engine.js';
-import { Metrics } from '../../src/metrics.js';
+import { Metrics } from '../../src/core/metrics.js';
 import { registerTailerGauges } from '../../src/ops/tailer-ops.js';
 import type { WalTailer } from '../../src/tailer/tailer.js';
 

@@ -1,7 +1,7 @@
 import { expect } from 'chai';
 import pg from 'pg';
-import { loadMigrations, migrate, pendingMigrations } from '../../src/db/migrate.js';
-import { createPool } from '../../src/db/pool.js';
+import { loadMigrations, migrate, pendingMigrations } from '../../src/core/db/migrate.js';
+import { createPool } from '../../src/core/db/pool.js';
 import { createTestDatabase, type TestDatabase } from '../support/database.js';
 
 describe('migrations', () => {

@@ -4,7 +4,7 @@ import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { expect } from 'chai';
-import { freePort } from '../../src/db/embedded.js';
+import { freePort } from '../../src/core/db/embedded.js';
 
 const DEV = fileURLToPath(new URL('../../src/main/dev.js', import.meta.url));
 

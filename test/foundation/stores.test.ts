@@ -1,9 +1,9 @@
 import { randomUUID } from 'node:crypto';
 import { expect } from 'chai';
-import { createRedis } from '../../src/context.js';
-import { createPool, type Pool } from '../../src/db/pool.js';
-import { SharedRateLimiter, type RateLimiter } from '../../src/store/rate-limits.js';
-import { PostgresRevocationStore, RedisRevocationStore, type RevocationStore } from '../../src/store/revocations.js';
+import { createRedis } from '../../src/core/context.js';
+import { createPool, type Pool } from '../../src/core/db/pool.js';
+import { SharedRateLimiter, type RateLimiter } from '../../src/core/store/rate-limits.js';
+import { PostgresRevocationStore, RedisRevocationStore, type RevocationStore } from '../../src/core/store/revocations.js';
 import { TestClock } from '../support/clock.js';
 import { createTestDatabase, type TestDatabase } from '../support/database.js';
 import { redisUrlOrSkip } from '../support/api.js';

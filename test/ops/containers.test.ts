@@ -5,8 +5,8 @@ import { fileURLToPath } from 'node:url';
 import { promisify } from 'node:util';
 import { expect } from 'chai';
 import { parse as parseYaml } from 'yaml';
-import { ENV_VARIABLES, loadConfig } from '../../src/config.js';
-import { freePort } from '../../src/db/embedded.js';
+import { ENV_VARIABLES, loadConfig } from '../../src/core/config.js';
+import { freePort } from '../../src/core/db/embedded.js';
 import { startTestApi, type TestApi } from '../support/api.js';
 import { commandWords, envAssignments, parseDockerfile, type Stage } from '../support/dockerfile.js';
 

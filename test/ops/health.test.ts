@@ -1,5 +1,5 @@
 import { expect } from 'chai';
-import { freePort } from '../../src/db/embedded.js';
+import { freePort } from '../../src/core/db/embedded.js';
 import { registerTailerGauges, startTailerOps } from '../../src/ops/tailer-ops.js';
 import { closeServer } from '../../src/http/server.js';
 import { startAuthApi } from '../auth/support.js';

@@ -2,7 +2,7 @@
 import { expect } from 'chai';
 import fc from 'fast-check';
 import pg from 'pg';
-import { quoteIdent } from '../../src/db/identifiers.js';
+import { quoteIdent } from '../../src/core/db/identifiers.js';
 import type { WalTailer } from '../../src/tailer/tailer.js';
 import { startTestApi, type TestApi } from '../support/api.js';
 import { HttpClient } from '../support/http.js';

@@ -1,9 +1,9 @@
 import { expect } from 'chai';
 import fc from 'fast-check';
-import { authApi } from '../../src/auth/operations.js';
-import { ERRORS } from '../../src/http/errors.js';
+import { authApi } from '../../src/http/auth/operations.js';
+import { ERRORS } from '../../src/core/errors.js';
 import type { OperationGroup } from '../../src/http/operation.js';
-import { webhooksApi } from '../../src/webhooks/operations.js';
+import { webhooksApi } from '../../src/http/webhooks/operations.js';
 import type { TestApi } from '../support/api.js';
 import { startAuthApi } from '../auth/support.js';
 

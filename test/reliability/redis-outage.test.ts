@@ -1,7 +1,7 @@
 import { spawn, type ChildProcess } from 'node:child_process';
 import { existsSync } from 'node:fs';
 import { expect } from 'chai';
-import { freePort } from '../../src/db/embedded.js';
+import { freePort } from '../../src/core/db/embedded.js';
 import type { TestApi } from '../support/api.js';
 import { bearer, signUpAndConfirm, startAuthApi } from '../auth/support.js';
 

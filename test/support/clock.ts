@@ -1,4 +1,4 @@
-import type { Clock } from '../../src/clock.js';
+import type { Clock } from '../../src/core/clock.js';
 
 /** A clock that tests move by hand. */
 export class TestClock {

@@ -4,9 +4,9 @@ import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import pg from 'pg';
-import { startEmbeddedPostgres, type EmbeddedCluster } from '../../src/db/embedded.js';
-import { migrate } from '../../src/db/migrate.js';
-import { createPool } from '../../src/db/pool.js';
+import { startEmbeddedPostgres, type EmbeddedCluster } from '../../src/core/db/embedded.js';
+import { migrate } from '../../src/core/db/migrate.js';
+import { createPool } from '../../src/core/db/pool.js';
 
 export const TEMPLATE_DATABASE = 'walgate_template';
 

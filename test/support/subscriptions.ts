@@ -1,9 +1,9 @@
 import { randomBytes } from 'node:crypto';
-import type { Context } from '../../src/context.js';
-import { withTransaction } from '../../src/db/pool.js';
+import type { Context } from '../../src/core/context.js';
+import { withTransaction } from '../../src/core/db/pool.js';
 import { watchTable } from '../../src/tailer/publication.js';
 import { ensureSlot } from '../../src/tailer/slot.js';
-import { sealWebhookSecret } from '../../src/webhooks/secret.js';
+import { sealWebhookSecret } from '../../src/delivery/secret.js';
 
 export interface TestSubscription {
   projectId: string;

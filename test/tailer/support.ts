@@ -1,5 +1,5 @@
 import { setTimeout as sleep } from 'node:timers/promises';
-import type { Context } from '../../src/context.js';
+import type { Context } from '../../src/core/context.js';
 import { PAYLOAD_COLUMNS, renderPayload } from '../../src/delivery/payload.js';
 import { DeliveryEngine } from '../../src/delivery/engine.js';
 import { WalTailer, type WalTailerOptions } from '../../src/tailer/tailer.js';

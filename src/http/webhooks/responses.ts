@@ -1,5 +1,5 @@
 import { z } from 'zod';
-import { EVENTS } from './schemas.js';
+import { EVENTS } from '../../webhooks/schemas.js';
 
 // What the management API answers, as schemas for the API reference. test/docs/contract.test.ts
 // checks real answers against the generated document, so a field added or renamed in view.ts or

@@ -1,11 +1,12 @@
 import type { Request } from 'express';
-import type { Context } from '../context.js';
-import { bearerToken } from '../auth/tokens.js';
-import { AppError, rateLimited, validationError } from '../http/errors.js';
-import { projectHeaders } from '../http/scope.js';
-import { parse } from '../http/validate.js';
-import type { Environment, EnvironmentCache } from '../projects/environments.js';
-import { authenticateManagementToken } from './management-tokens.js';
+import type { Context } from '../../core/context.js';
+import { bearerToken } from '../../auth/tokens.js';
+import { AppError, validationError } from '../../core/errors.js';
+import { enforceRateLimit } from '../../core/store/rate-limits.js';
+import { projectHeaders } from '../scope.js';
+import { parse } from '../validate.js';
+import type { Environment, EnvironmentCache } from '../../projects/environments.js';
+import { authenticateManagementToken } from '../../webhooks/management-tokens.js';
 
 export interface ManagementScope {
   tokenId: string;
@@ -26,7 +27,6 @@ export async function managementScope(ctx: Context, environments: EnvironmentCac
   if (h['x-project-id'] !== token.projectId) throw new AppError('FORBIDDEN');
   const env = await environments.get(h['x-project-id'], h.environment);
   if (!env) throw validationError([{ path: 'environment', message: `project ${h['x-project-id']} has no environment ${h.environment}` }]);
-  const decision = await ctx.rateLimiter.consume(ctx.rateLimits.management, token.id);
-  if (!decision.allowed) throw rateLimited(decision.retryAfterSeconds);
+  await enforceRateLimit(ctx.rateLimiter, ctx.rateLimits.management, token.id);
   return { tokenId: token.id, env };
 }

@@ -1,7 +1,7 @@
-import { createInitialSigningKeys } from '../auth/keys.js';
-import type { Context } from '../context.js';
-import { withTransaction } from '../db/pool.js';
-import { createEnvironment, type CreateEnvironmentInput, type Environment } from './environments.js';
+import { createInitialSigningKeys } from './keys.js';
+import type { Context } from '../core/context.js';
+import { withTransaction } from '../core/db/pool.js';
+import { createEnvironment, type CreateEnvironmentInput, type Environment } from '../projects/environments.js';
 
 /** A new project environment, ready to serve: settings, data schema and signing keys, in one transaction. */
 export async function provisionEnvironment(

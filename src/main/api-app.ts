@@ -1,17 +1,17 @@
 import type { Server } from 'node:http';
 import type express from 'express';
 import { KeyRing } from '../auth/keyring.js';
-import { authRouter } from '../auth/routes.js';
+import { authRouter } from '../http/auth/routes.js';
 import { AuthService } from '../auth/service.js';
-import type { Context } from '../context.js';
+import type { Context } from '../core/context.js';
 import { docsRouter } from '../docs/router.js';
 import { apiOpsRouter } from '../ops/api-ops.js';
 import { graphqlRouter } from '../graphql/router.js';
 import { EnvironmentCache } from '../projects/environments.js';
-import { webhooksRouter } from '../webhooks/routes.js';
+import { webhooksRouter } from '../http/webhooks/routes.js';
 import { WebhookService } from '../webhooks/service.js';
-import { createApp } from './app.js';
-import { closeServer, listen } from './server.js';
+import { createApp } from '../http/app.js';
+import { closeServer, listen } from '../http/server.js';
 
 /** The api daemon's HTTP surface. The seed addresses the management API through a `/gw` gateway prefix too. */
 export function createApiApp(ctx: Context): express.Express {

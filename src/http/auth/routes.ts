@@ -1,11 +1,11 @@
 import { Router, type Request } from 'express';
-import { clientIp } from '../http/client-ip.js';
-import { handle, refuseOtherMethods, reply } from '../http/operation.js';
-import { authEnvironment } from '../http/scope.js';
-import { parse } from '../http/validate.js';
-import type { EnvironmentCache } from '../projects/environments.js';
+import { clientIp } from '../client-ip.js';
+import { handle, refuseOtherMethods, reply } from '../operation.js';
+import { authEnvironment } from '../scope.js';
+import { parse } from '../validate.js';
+import type { EnvironmentCache } from '../../projects/environments.js';
 import { authApi } from './operations.js';
-import type { AuthService } from './service.js';
+import type { AuthService } from '../../auth/service.js';
 
 /** The authentication API under /auth: parse, call the service, shape the response. */
 export function authRouter(service: AuthService, environments: EnvironmentCache): Router {

@@ -7,6 +7,7 @@ import {
   type RateLimiterAbstract,
 } from 'rate-limiter-flexible';
 import type { Pool } from '../db/pool.js';
+import { rateLimited } from '../errors.js';
 
 export interface RateLimitPolicy {
   /** Stable name; part of the stored key, so two policies never share a counter. */
@@ -39,6 +40,12 @@ export type RateLimitDecision = { allowed: true } | { allowed: false; retryAfter
  */
 export interface RateLimiter {
   consume(policy: RateLimitPolicy, key: string): Promise<RateLimitDecision>;
+}
+
+/** Spends one point of `policy` for `key`, or throws 429 RATE_LIMIT_EXCEEDED with Retry-After. */
+export async function enforceRateLimit(limiter: RateLimiter, policy: RateLimitPolicy, key: string): Promise<void> {
+  const decision = await limiter.consume(policy, key);
+  if (!decision.allowed) throw rateLimited(decision.retryAfterSeconds);
 }
 
 type Backend = { kind: 'redis'; redis: Redis } | { kind: 'postgres'; pool: Pool };

@@ -1,11 +1,30 @@
-// Change capture as the rest of walgate sees it: the one module outside src/tailer may import.
-// The tailer reads the WAL, matches each change to the subscriptions as they stood at its commit,
-// and hands the matches to a DeliverySink (src/delivery/engine.ts); the management API keeps the
-// slot and the publication in step with the subscriptions it saves.
-import type { Queryable } from '../db/pool.js';
+// Change capture as the rest of walgate sees it: which tables are captured, and that changes are
+// retained from the first subscription on (the webhook service calls only these; the publication,
+// replica identity and slot behind them are the tailer's business); and what a captured change is
+// and where it goes (the delivery engine implements DeliverySink). The tailer reads the WAL,
+// matches each change to the subscriptions as they stood at its commit, and hands the matches on.
+import type { Queryable } from '../../core/db/pool.js';
+import { lockPublication, unwatchTable, watchTable } from '../publication.js';
+import { ensureSlot } from '../slot.js';
 
-export { ensureSlot } from './slot.js';
-export { lockPublication, unwatchTable, watchTable, WatchError } from './publication.js';
+export { WatchError as CaptureError } from '../publication.js';
+
+/**
+ * Serializes changes to the set of captured tables. Call it first in a transaction that may start
+ * or stop capturing a table, before deciding whether a table is still in use.
+ */
+export const lockCapturedTables = (db: Queryable): Promise<void> => lockPublication(db);
+
+/** Captures a table's changes from this transaction's commit on, with its old rows (replica identity full). */
+export const captureTable = (db: Queryable, schema: string, table: string): Promise<void> => watchTable(db, schema, table);
+
+/** Stops capturing a table that no subscription watches any more. */
+export const releaseTable = (db: Queryable, schema: string, table: string): Promise<void> => unwatchTable(db, schema, table);
+
+/** Makes Postgres retain changes from now on, even before any tailer runs (creates the slot when missing). */
+export async function retainChanges(db: Queryable): Promise<void> {
+  await ensureSlot(db);
+}
 
 export type Operation = 'INSERT' | 'UPDATE' | 'DELETE';
 

@@ -79,6 +79,10 @@ export const PgCode = {
   insufficientPrivilege: '42501',
   wrongObjectType: '42809',
   invalidTextRepresentation: '22P02',
+  characterNotInRepertoire: '22021',
+  untranslatableCharacter: '22P05',
+  objectNotInPrerequisiteState: '55000',
+  duplicateDatabase: '42P04',
 } as const;
 
 export function pgCode(err: unknown): string | undefined {

@@ -6,6 +6,7 @@ import { arch, platform, userInfo } from 'node:os';
 import path from 'node:path';
 import { promisify } from 'node:util';
 import pg from 'pg';
+import { PgCode } from './pool.js';
 
 const execFile = promisify(execFileCb);
 
@@ -224,7 +225,7 @@ async function ensureDatabase(adminUrl: string, database: string): Promise<void>
     const { rowCount } = await client.query('SELECT 1 FROM pg_database WHERE datname = $1', [database]);
     if (!rowCount) {
       await client.query(`CREATE DATABASE "${database.replaceAll('"', '""')}"`).catch((err: { code?: string }) => {
-        if (err.code !== '42P04') throw err; // created meanwhile by another process
+        if (err.code !== PgCode.duplicateDatabase) throw err; // created meanwhile by another process
       });
     }
   } finally {

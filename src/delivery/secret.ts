@@ -1,8 +1,7 @@
-import type { SecretBox } from '../crypto/secretbox.js';
+import type { SecretBox } from '../core/crypto/secretbox.js';
 
 // Webhook signing secrets are needed in plaintext to sign, so they are encrypted at rest (not
-// hashed) under KEY_ENCRYPTION_KEY, bound to this purpose. The management API seals them; the
-// sender opens them.
+// hashed) under KEY_ENCRYPTION_KEY, bound to this purpose.
 const PURPOSE = 'webhook-secret';
 
 export function sealWebhookSecret(secrets: SecretBox, secret: string): Buffer {

@@ -1,11 +1,11 @@
 import { Router } from 'express';
-import type { Context } from '../context.js';
-import { handle, refuseOtherMethods, reply } from '../http/operation.js';
-import { parse } from '../http/validate.js';
-import type { EnvironmentCache } from '../projects/environments.js';
+import type { Context } from '../../core/context.js';
+import { handle, refuseOtherMethods, reply } from '../operation.js';
+import { parse } from '../validate.js';
+import type { EnvironmentCache } from '../../projects/environments.js';
 import { managementScope } from './access.js';
 import { webhooksApi } from './operations.js';
-import type { WebhookService } from './service.js';
+import type { WebhookService } from '../../webhooks/service.js';
 
 /** The management API for webhook subscriptions: /api/rest/_webhooks (and /gw/…). */
 export function webhooksRouter(ctx: Context, service: WebhookService, environments: EnvironmentCache): Router {

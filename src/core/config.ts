@@ -71,40 +71,52 @@ export type Env = z.infer<typeof schema>;
 /** The name of every variable walgate reads (the container files are checked against it). */
 export const ENV_VARIABLES: readonly string[] = Object.keys(schema.shape);
 
-export interface Config {
-  env: Env['NODE_ENV'];
-  port: number;
-  host: string;
-  databaseUrl: string | undefined;
-  dataDir: string;
-  redisUrl: string | undefined;
-  smtpUrl: string | undefined;
-  mailFrom: string;
-  publicUrl: string;
-  trustProxy: string | undefined;
-  keyEncryptionKey: Buffer | undefined;
+/** Rules that tie variables together, each reported under the variable to change. */
+function checkTogether(e: Env, ctx: z.RefinementCtx): void {
+  const production = e.NODE_ENV === 'production';
+  if (production && !e.KEY_ENCRYPTION_KEY) ctx.addIssue({ code: 'custom', path: ['KEY_ENCRYPTION_KEY'], message: 'required when NODE_ENV=production' });
+  if (production && !e.DATABASE_URL) ctx.addIssue({ code: 'custom', path: ['DATABASE_URL'], message: 'required when NODE_ENV=production' });
+  if (e.WEBHOOK_RETRY_DELAYS_MS.length < 1) ctx.addIssue({ code: 'custom', path: ['WEBHOOK_RETRY_DELAYS_MS'], message: 'needs at least one delay' });
+}
+
+/** The variables as the code uses them: grouped by area, in their units, defaults applied. */
+const configSchema = schema.superRefine(checkTogether).transform((e) => ({
+  env: e.NODE_ENV,
+  port: e.PORT,
+  host: e.HOST,
+  databaseUrl: e.DATABASE_URL,
+  dataDir: e.DATA_DIR,
+  redisUrl: e.REDIS_URL,
+  smtpUrl: e.SMTP_URL,
+  mailFrom: e.MAIL_FROM,
+  /** The issuer of tokens. */
+  publicUrl: (e.PUBLIC_URL ?? `http://localhost:${e.PORT}`).replace(/\/+$/, ''),
+  trustProxy: e.TRUST_PROXY,
+  keyEncryptionKey: e.KEY_ENCRYPTION_KEY ? Buffer.from(e.KEY_ENCRYPTION_KEY, 'base64') : undefined,
   webhooks: {
-    allowPrivateNetworks: boolean;
-    retryDelaysMs: number[];
-    breakerFailures: number;
-    breakerCooldownMs: number;
-    timeoutMs: number;
+    allowPrivateNetworks: e.WEBHOOK_ALLOW_PRIVATE_NETWORKS,
+    retryDelaysMs: e.WEBHOOK_RETRY_DELAYS_MS,
+    breakerFailures: e.WEBHOOK_BREAKER_FAILURES,
+    breakerCooldownMs: e.WEBHOOK_BREAKER_COOLDOWN_MS,
+    timeoutMs: e.WEBHOOK_TIMEOUT_MS,
     /** A delivery not delivered this long after the tailer read it is parked in the retry queue. */
-    parkAfterMs: number;
-  };
-  tailerPort: number;
+    parkAfterMs: e.WEBHOOK_PARK_AFTER_MS,
+  },
+  tailerPort: e.TAILER_PORT,
   /** Retained WAL that makes the slot watchdog warn when max_slot_wal_keep_size is unlimited. */
-  slotWalWarnBytes: number;
-  logLevel: Env['LOG_LEVEL'];
+  slotWalWarnBytes: e.SLOT_WAL_WARN_BYTES,
+  logLevel: e.LOG_LEVEL,
   graphql: {
     /** Schema introspection: on unless NODE_ENV=production, or as GRAPHQL_INTROSPECTION says. */
-    introspection: boolean;
-    maxDepth: number;
+    introspection: e.GRAPHQL_INTROSPECTION ?? e.NODE_ENV !== 'production',
+    maxDepth: e.GRAPHQL_MAX_DEPTH,
     /** Fields a document may select, fragments expanded (aliases count each time). */
-    maxCost: number;
-    maxDocumentBytes: number;
-  };
-}
+    maxCost: e.GRAPHQL_MAX_COST,
+    maxDocumentBytes: e.GRAPHQL_MAX_DOCUMENT_BYTES,
+  },
+}));
+
+export type Config = z.output<typeof configSchema>;
 
 export class ConfigError extends Error {
   override name = 'ConfigError';
@@ -114,49 +126,10 @@ export class ConfigError extends Error {
 export function loadConfig(source: Record<string, string | undefined> = process.env): Config {
   // Empty strings mean "unset": `FOO= npm start` should behave like no FOO at all.
   const cleaned = Object.fromEntries(Object.entries(source).filter(([, v]) => v !== undefined && v !== ''));
-  const parsed = schema.safeParse(cleaned);
+  const parsed = configSchema.safeParse(cleaned);
   if (!parsed.success) {
     const lines = parsed.error.issues.map((i) => `  ${i.path.join('.')}: ${i.message}`);
     throw new ConfigError(`invalid configuration:\n${lines.join('\n')}`);
   }
-  const e = parsed.data;
-  if (e.NODE_ENV === 'production' && !e.KEY_ENCRYPTION_KEY) {
-    throw new ConfigError('invalid configuration:\n  KEY_ENCRYPTION_KEY: required when NODE_ENV=production');
-  }
-  if (e.NODE_ENV === 'production' && !e.DATABASE_URL) {
-    throw new ConfigError('invalid configuration:\n  DATABASE_URL: required when NODE_ENV=production');
-  }
-  if (e.WEBHOOK_RETRY_DELAYS_MS.length < 1) {
-    throw new ConfigError('invalid configuration:\n  WEBHOOK_RETRY_DELAYS_MS: needs at least one delay');
-  }
-  return {
-    env: e.NODE_ENV,
-    port: e.PORT,
-    host: e.HOST,
-    databaseUrl: e.DATABASE_URL,
-    dataDir: e.DATA_DIR,
-    redisUrl: e.REDIS_URL,
-    smtpUrl: e.SMTP_URL,
-    mailFrom: e.MAIL_FROM,
-    publicUrl: (e.PUBLIC_URL ?? `http://localhost:${e.PORT}`).replace(/\/+$/, ''),
-    trustProxy: e.TRUST_PROXY,
-    keyEncryptionKey: e.KEY_ENCRYPTION_KEY ? Buffer.from(e.KEY_ENCRYPTION_KEY, 'base64') : undefined,
-    webhooks: {
-      allowPrivateNetworks: e.WEBHOOK_ALLOW_PRIVATE_NETWORKS,
-      retryDelaysMs: e.WEBHOOK_RETRY_DELAYS_MS,
-      breakerFailures: e.WEBHOOK_BREAKER_FAILURES,
-      breakerCooldownMs: e.WEBHOOK_BREAKER_COOLDOWN_MS,
-      timeoutMs: e.WEBHOOK_TIMEOUT_MS,
-      parkAfterMs: e.WEBHOOK_PARK_AFTER_MS,
-    },
-    tailerPort: e.TAILER_PORT,
-    slotWalWarnBytes: e.SLOT_WAL_WARN_BYTES,
-    logLevel: e.LOG_LEVEL,
-    graphql: {
-      introspection: e.GRAPHQL_INTROSPECTION ?? e.NODE_ENV !== 'production',
-      maxDepth: e.GRAPHQL_MAX_DEPTH,
-      maxCost: e.GRAPHQL_MAX_COST,
-      maxDocumentBytes: e.GRAPHQL_MAX_DOCUMENT_BYTES,
-    },
-  };
+  return parsed.data;
 }

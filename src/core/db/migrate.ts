@@ -2,7 +2,7 @@ import { readdir, readFile } from 'node:fs/promises';
 import { fileURLToPath } from 'node:url';
 import { withClient, type Pool } from './pool.js';
 
-const SQL_DIR = fileURLToPath(new URL('../../../sql/', import.meta.url));
+const SQL_DIR = fileURLToPath(new URL('../../../../sql/', import.meta.url));
 
 // Any constant works; it only has to be the same in every walgate process.
 const MIGRATION_LOCK = 7_244_101;

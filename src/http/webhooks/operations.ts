@@ -1,8 +1,8 @@
-import type { ErrorCode } from '../http/errors.js';
-import { ANY_REQUEST_ERRORS, JSON_BODY_ERRORS, type Operation, type OperationGroup } from '../http/operation.js';
+import type { ErrorCode } from '../../core/errors.js';
+import { ANY_REQUEST_ERRORS, JSON_BODY_ERRORS, type Operation, type OperationGroup } from '../operation.js';
 import { managementHeaders } from './access.js';
 import * as res from './responses.js';
-import * as body from './schemas.js';
+import * as body from '../../webhooks/schemas.js';
 
 // The webhook management API, declared once for the router (routes.ts) and the reference.
 

@@ -1,9 +1,9 @@
 import { z } from 'zod';
-import type { ErrorCode } from '../http/errors.js';
-import { ANY_REQUEST_ERRORS, JSON_BODY_ERRORS, type Operation, type OperationGroup } from '../http/operation.js';
-import { projectHeaders } from '../http/scope.js';
+import type { ErrorCode } from '../../core/errors.js';
+import { ANY_REQUEST_ERRORS, JSON_BODY_ERRORS, type Operation, type OperationGroup } from '../operation.js';
+import { projectHeaders } from '../scope.js';
 import * as res from './responses.js';
-import * as body from './schemas.js';
+import * as body from '../../auth/schemas.js';
 
 // The authentication API under /auth, declared once for the router (routes.ts) and the reference.
 

@@ -1,0 +1,82 @@
+// Lint: typescript-eslint's recommended rules, and the layer rule that keeps imports pointing one way
+// (core ← domains ← adapters ← main). A wrong-way import fails `npm run lint`, and so CI.
+import js from '@eslint/js';
+import boundaries from 'eslint-plugin-boundaries';
+import tseslint from 'typescript-eslint';
+
+/** Each folder of src/ and the layer it belongs to. The first pattern that matches a file wins. */
+const elements = [
+  { type: 'core', pattern: 'src/core/**', partialMatch: false },
+  { type: 'projects', pattern: 'src/projects/**', partialMatch: false },
+  { type: 'auth', pattern: 'src/auth/**', partialMatch: false },
+  // Change capture's one narrow interface: what the webhook service may call of the tailer.
+  { type: 'capture', pattern: 'src/tailer/capture/**', partialMatch: false },
+  { type: 'tailer', pattern: 'src/tailer/**', partialMatch: false },
+  { type: 'delivery', pattern: 'src/delivery/**', partialMatch: false },
+  { type: 'webhooks', pattern: 'src/webhooks/**', partialMatch: false },
+  { type: 'http', pattern: 'src/http/**', partialMatch: false },
+  { type: 'graphql', pattern: 'src/graphql/**', partialMatch: false },
+  { type: 'docs', pattern: 'src/docs/**', partialMatch: false },
+  { type: 'ops', pattern: 'src/ops/**', partialMatch: false },
+  { type: 'cli', pattern: 'src/cli/**', partialMatch: false },
+  { type: 'main', pattern: 'src/main/**', partialMatch: false },
+];
+
+/** Who may import whom. Every folder may import itself; anything not listed is an error. */
+const layers = {
+  core: [],
+  projects: ['core'],
+  auth: ['core', 'projects'],
+  tailer: ['core'],
+  capture: ['core', 'tailer'],
+  delivery: ['core', 'tailer'],
+  webhooks: ['core', 'projects', 'delivery', 'capture'],
+  http: ['core', 'projects', 'auth', 'webhooks', 'delivery'],
+  graphql: ['core', 'projects', 'auth', 'http'],
+  docs: ['core', 'http'],
+  ops: ['core', 'tailer', 'delivery'],
+  main: ['core', 'projects', 'auth', 'tailer', 'capture', 'delivery', 'webhooks', 'http', 'graphql', 'docs', 'ops'],
+  cli: ['core', 'projects', 'auth', 'tailer', 'capture', 'delivery', 'webhooks', 'main'],
+};
+
+export default tseslint.config(
+  { ignores: ['dist/**', 'node_modules/**', '.data/**', 'test/fixtures/lint/**', 'src/console/assets/**'] },
+  js.configs.recommended,
+  ...tseslint.configs.recommended,
+  {
+    rules: {
+      '@typescript-eslint/no-unused-vars': ['error', { argsIgnorePattern: '^_', varsIgnorePattern: '^_', caughtErrors: 'none' }],
+      '@typescript-eslint/no-explicit-any': 'error',
+    },
+  },
+  {
+    files: ['src/**/*.ts', 'src/**/*.cts'],
+    plugins: { boundaries },
+    settings: {
+      'boundaries/elements': elements,
+      'boundaries/include': ['src/**/*'],
+      'import/resolver': { typescript: { project: './tsconfig.json' } },
+    },
+    rules: {
+      'boundaries/dependencies': [
+        'error',
+        {
+          default: 'disallow',
+          policies: Object.entries(layers).map(([from, to]) => ({
+            from: { element: { type: from } },
+            allow: { to: { element: { types: { anyOf: [from, ...to] } } } },
+          })),
+        },
+      ],
+    },
+  },
+  {
+    // chai's `expect(x).to.be.true` is an expression statement; test doubles may be loosely typed.
+    files: ['test/**/*.ts', 'scripts/**/*.ts'],
+    rules: { '@typescript-eslint/no-unused-expressions': 'off', '@typescript-eslint/no-explicit-any': 'off' },
+  },
+  {
+    files: ['src/main/api.cts'],
+    languageOptions: { sourceType: 'commonjs' },
+  },
+);

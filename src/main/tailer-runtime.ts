@@ -1,0 +1,45 @@
+// The tailer side of walgate, wired once: the WAL reader, the delivery engine it feeds (the stream
+// and the retry queue's worker), their gauges and the health/metrics listener. `npm run tailer` runs it alone; `npm start` beside the api.
+import type { Context } from '../core/context.js';
+import { DeliveryEngine } from '../delivery/engine.js';
+import { closeServer } from '../http/server.js';
+import { registerTailerGauges, startTailerOps } from '../ops/tailer-ops.js';
+import { WalTailer } from '../tailer/tailer.js';
+
+export interface TailerRuntime {
+  tailer: WalTailer;
+  worker: DeliveryEngine;
+  /** The health and metrics listener's URL; undefined when it could not start and that was allowed. */
+  opsUrl: string | undefined;
+  stop(): Promise<void>;
+}
+
+export interface TailerRuntimeOptions {
+  databaseUrl: string;
+  /** Carry on without the health listener when its port is busy (the dev setup); production fails. */
+  opsOptional?: boolean;
+}
+
+export async function startTailerRuntime(ctx: Context, options: TailerRuntimeOptions): Promise<TailerRuntime> {
+  const worker = new DeliveryEngine(ctx);
+  worker.start();
+  const tailer = new WalTailer(ctx, { databaseUrl: options.databaseUrl, sink: worker });
+  tailer.start();
+  registerTailerGauges(ctx, tailer, worker);
+  const port = ctx.config.tailerPort;
+  const ops = await startTailerOps(ctx, tailer, port, ctx.config.host).catch((err: Error) => {
+    if (!options.opsOptional) throw err;
+    ctx.log.warn({ port, err: err.message }, 'the tailer health listener could not start');
+    return undefined;
+  });
+  return {
+    tailer,
+    worker,
+    opsUrl: ops?.url,
+    async stop() {
+      if (ops) await closeServer(ops.server, 2000);
+      await tailer.stop();
+      await worker.stop();
+    },
+  };
+}
