@@ -1,5 +1,5 @@
 import type { Clock } from '../core/clock.js';
-import type { Operation } from '../tailer/capture/index.js';
+import type { Operation } from '../tailer/sink.js';
 import type { EndpointBreakers } from './breaker.js';
 import { delayBefore, maxAttempts } from './schedule.js';
 import type { SendResult, Sender } from './sender.js';

@@ -1,7 +1,7 @@
 import type { ConnectionOptions } from 'node:tls';
 import type { Context } from '../core/context.js';
 import type { Queryable } from '../core/db/pool.js';
-import type { DeliverySink, DeliveryStream } from '../tailer/capture/index.js';
+import type { DeliverySink, DeliveryStream } from '../tailer/sink.js';
 import type { AttemptDeps } from './attempt.js';
 import { EndpointBreakers } from './breaker.js';
 import { openWebhookSecret } from './secret.js';

@@ -1,5 +1,5 @@
 import { PgCode, pgCode, type Queryable } from '../core/db/pool.js';
-import type { CapturedDelivery, CapturedEvent } from '../tailer/capture/index.js';
+import type { CapturedDelivery, CapturedEvent } from '../tailer/sink.js';
 import { DELIVERIES_CHANNEL } from './store.js';
 
 // What the stream writes, in batches (group commit: while one write runs, the next gathers), each

@@ -1,4 +1,4 @@
-import type { CapturedEvent, Operation } from '../tailer/capture/index.js';
+import type { CapturedEvent, Operation } from '../tailer/sink.js';
 
 // A delivery's body, rendered from its event, its subscription and the selection it was matched
 // with. Deterministic: the same event, subscription and selection give the same bytes on every

@@ -1,6 +1,6 @@
 import type { Context } from '../core/context.js';
 import type { Queryable } from '../core/db/pool.js';
-import type { CapturedDelivery, CapturedEvent, DeliveryStream } from '../tailer/capture/index.js';
+import type { CapturedDelivery, CapturedEvent, DeliveryStream } from '../tailer/sink.js';
 import { attempt, nextStep, type AttemptDeps } from './attempt.js';
 import { Journal, type ParkedEntry } from './journal.js';
 import { buildPayload } from './payload.js';

@@ -1,4 +1,4 @@
-import type { CapturedDelivery, CapturedEvent, Operation } from './capture/index.js';
+import type { CapturedDelivery, CapturedEvent, Operation } from './sink.js';
 import { lsnHex, type Lsn } from './lsn.js';
 import { matchesFilter, type Row } from './match.js';
 import type { SubscriptionSpec } from './subscriptions.js';

@@ -1,7 +1,7 @@
 import type { Clock } from '../core/clock.js';
 import type { Queryable } from '../core/db/pool.js';
 import type { Logger } from '../core/log.js';
-import type { DeliveryStream } from './capture/index.js';
+import type { DeliveryStream } from './sink.js';
 import { decodeChange, decodeRow, describeRelation, type Relation } from './decode.js';
 import { eventId, matchDeliveries, toEventRecord, type Operation } from './events.js';
 import { formatLsn, type Lsn } from './lsn.js';

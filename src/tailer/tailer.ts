@@ -3,7 +3,7 @@ import pg from 'pg';
 import { LogicalReplicationService } from 'pg-logical-replication';
 import type { Context } from '../core/context.js';
 import type { Queryable } from '../core/db/pool.js';
-import type { DeliverySink } from './capture/index.js';
+import type { DeliverySink } from './sink.js';
 import { formatLsn, parseLsn, type Lsn } from './lsn.js';
 import { RawPgoutputPlugin } from './pgoutput.js';
 import { ensurePublication, PUBLICATION } from './publication.js';
