@@ -11,8 +11,9 @@ const SECONDS = Number(process.env.BENCH_HTTP_SECONDS ?? 4);
 const RUNS = 3;
 const PASSWORD = 'correct horse battery staple 42';
 
-// Every request from its own address (TRUST_PROXY is on for the benchmark api): the per-IP
-// limits are the same for everyone, and this measures the work, not the limiter saying no.
+// Every request from its own address (TRUST_PROXY=1 for the benchmark api: it trusts the one
+// X-Forwarded-For entry sent here): the per-IP limits are the same for everyone, and this
+// measures the work, not the limiter saying no.
 const randomIp = () => `10.${randomBytes(1)[0]}.${randomBytes(1)[0]}.${randomBytes(1)[0]}`;
 
 function cannon(opts: autocannon.Options): Promise<autocannon.Result> {

@@ -4,6 +4,81 @@ import { fileURLToPath } from 'node:url';
 
 // Daemons run as child processes, as in production, so that their CPU, peak RSS and event-loop
 // delay can be read per run.
+//
+// Every child the bench starts is tracked here, and SIGINT / SIGTERM stop them all (TERM, then
+// KILL after a deadline) and then run the shutdown steps (Postgres last) before the bench exits:
+// a stopped bench leaves nothing running.
+
+const children = new Set<ChildProcess>();
+const shutdownSteps: Array<() => Promise<void>> = [];
+const CHILD_STOP_MS = 5000;
+const STEP_MS = 30_000;
+
+/** Tracks a child process: stopped with the bench. */
+export function track<C extends ChildProcess>(child: C): C {
+  children.add(child);
+  child.once('exit', () => children.delete(child));
+  return child;
+}
+
+/** A step run when the bench is stopped by a signal, after the children are gone (in reverse order of registration). */
+export function onShutdown(step: () => Promise<void>): void {
+  shutdownSteps.push(step);
+}
+
+/** Stops every tracked child: SIGTERM, then SIGKILL for any still there after the deadline. */
+export async function stopChildren(deadlineMs = CHILD_STOP_MS): Promise<void> {
+  const running = [...children].filter((c) => c.exitCode === null && c.signalCode === null);
+  const exited = running.map((c) => new Promise<void>((resolve) => (c.exitCode !== null || c.signalCode !== null ? resolve() : c.once('exit', () => resolve()))));
+  for (const c of running) c.kill('SIGTERM');
+  const all = Promise.all(exited);
+  if (await withDeadline(all, deadlineMs).then(() => true, () => false)) return;
+  for (const c of running) if (c.exitCode === null && c.signalCode === null) c.kill('SIGKILL');
+  await withDeadline(all, deadlineMs).catch(() => undefined);
+}
+
+/** Resolves or rejects with `promise`, or rejects with a message naming `what` after `ms`. */
+export async function withDeadline<T>(promise: Promise<T>, ms: number, what = 'operation'): Promise<T> {
+  let timer: NodeJS.Timeout | undefined;
+  const late = new Promise<never>((_, reject) => {
+    timer = setTimeout(() => reject(new Error(`${what}: no result within ${Math.round(ms / 1000)} s`)), ms);
+  });
+  try {
+    return await Promise.race([promise, late]);
+  } finally {
+    clearTimeout(timer);
+  }
+}
+
+let shuttingDown: Promise<void> | undefined;
+
+/**
+ * Runs the shutdown steps once, each bounded, the last registered first. The signal handler and
+ * the bench's own end both call it: whichever comes second waits for the same run (two would
+ * stop Postgres while the other removes its directory).
+ */
+export function runShutdown(log: (msg: string) => void): Promise<void> {
+  return (shuttingDown ??= (async () => {
+    for (const step of [...shutdownSteps].reverse()) {
+      await withDeadline(step(), STEP_MS, 'shutdown step').catch((err: unknown) => log(`shutdown: ${(err as Error).message}`));
+    }
+  })());
+}
+
+/** On SIGINT / SIGTERM: stop the children, run the shutdown steps, exit 130 / 143. */
+export function stopOnSignals(log: (msg: string) => void, childStopMs = CHILD_STOP_MS): void {
+  let stopping = false;
+  const stop = async (signal: NodeJS.Signals) => {
+    if (stopping) return;
+    stopping = true;
+    log(`${signal}: stopping child processes and Postgres`);
+    await stopChildren(childStopMs);
+    await runShutdown(log);
+    process.exit(signal === 'SIGINT' ? 130 : 143);
+  };
+  process.on('SIGINT', () => void stop('SIGINT'));
+  process.on('SIGTERM', () => void stop('SIGTERM'));
+}
 
 // The entries production runs (the api's is CommonJS: it sizes libuv's pool first).
 const MAIN = (name: 'api' | 'tailer') => fileURLToPath(new URL(`../../src/main/${name === 'api' ? 'api.cjs' : 'tailer.js'}`, import.meta.url));
@@ -20,14 +95,17 @@ export class Daemon {
   static async start(name: 'api' | 'tailer', env: NodeJS.ProcessEnv, metricsUrl: string): Promise<Daemon> {
     // BENCH_PROFILE=tailer (or api) writes a CPU profile of that daemon under bench/profiles/.
     const profile = process.env.BENCH_PROFILE === name ? ['--cpu-prof', `--cpu-prof-dir=${fileURLToPath(new URL('../../../bench/profiles/', import.meta.url))}`] : [];
-    const child = spawn(process.execPath, [...profile, MAIN(name)], { env, stdio: ['ignore', 'ignore', 'pipe'] });
+    const child = track(spawn(process.execPath, [...profile, MAIN(name)], { env, stdio: ['ignore', 'ignore', 'pipe'] }));
     child.stderr!.on('data', (d: Buffer) => process.stderr.write(`[${name}] ${d}`));
     const daemon = new Daemon(name, child, metricsUrl);
     const until = Date.now() + 30_000;
     for (;;) {
       const ok = await fetch(metricsUrl.replace('/metrics', '/healthz')).then((r) => r.ok, () => false);
       if (ok) break;
-      if (child.exitCode !== null || Date.now() > until) throw new Error(`${name} did not start`);
+      if (child.exitCode !== null || Date.now() > until) {
+        child.kill('SIGKILL');
+        throw new Error(`${name} did not answer /healthz within 30 s${child.exitCode !== null ? ` (exited with ${child.exitCode})` : ''}`);
+      }
       await new Promise((r) => setTimeout(r, 100));
     }
     return daemon;
@@ -61,9 +139,13 @@ export class Daemon {
   }
 
   async stop(signal: NodeJS.Signals = 'SIGTERM'): Promise<void> {
-    if (this.child.exitCode !== null) return;
+    if (this.child.exitCode !== null || this.child.signalCode !== null) return;
     const exited = new Promise((resolve) => this.child.once('exit', resolve));
     this.child.kill(signal);
-    await exited;
+    // A daemon that does not stop within its shutdown bound is killed: the bench never hangs here.
+    await withDeadline(exited, 30_000, `${this.name} stop`).catch(() => {
+      this.child.kill('SIGKILL');
+      return exited;
+    });
   }
 }

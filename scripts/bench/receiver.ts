@@ -1,5 +1,6 @@
 import { fork } from 'node:child_process';
 import { fileURLToPath } from 'node:url';
+import { track, withDeadline } from './processes.js';
 
 // The subscriber of the benchmark and the soak (receiver-process.ts) seen from the parent: an
 // HTTPS URL, and questions over IPC. Questions carry a number and answers name it: several may
@@ -15,6 +16,8 @@ export interface ReceiverStats {
 
 export interface CountingReceiver {
   url: string;
+  /** The receiver process. */
+  pid: number;
   stats(): Promise<ReceiverStats>;
   /** Counts from zero, and only requests under these paths (earlier deliveries may still arrive). */
   reset(paths: string[]): Promise<ReceiverStats>;
@@ -24,13 +27,19 @@ export interface CountingReceiver {
 }
 
 export async function startCountingReceiver(secret: string, tls: { cert: string; key: string }): Promise<CountingReceiver> {
-  const child = fork(fileURLToPath(new URL('./receiver-process.js', import.meta.url)), {
-    env: { ...process.env, BENCH_SECRET: secret, BENCH_TLS: JSON.stringify(tls) },
-  });
-  const port = await new Promise<number>((resolve) => child.once('message', (m: { port: number }) => resolve(m.port)));
+  const child = track(
+    fork(fileURLToPath(new URL('./receiver-process.js', import.meta.url)), {
+      env: { ...process.env, BENCH_SECRET: secret, BENCH_TLS: JSON.stringify(tls) },
+    }),
+  );
+  const port = await withDeadline(
+    new Promise<number>((resolve) => child.once('message', (m: { port: number }) => resolve(m.port))),
+    30_000,
+    'the receiver process did not start',
+  );
   let asked = 0;
   const ask = (cmd: string, paths?: string[]) =>
-    new Promise<ReceiverStats>((resolve) => {
+    withDeadline(new Promise<ReceiverStats>((resolve) => {
       const seq = ++asked;
       const onAnswer = (m: ReceiverStats & { seq: number }) => {
         if (m.seq !== seq) return;
@@ -39,9 +48,10 @@ export async function startCountingReceiver(secret: string, tls: { cert: string;
       };
       child.on('message', onAnswer);
       child.send({ cmd, paths, seq });
-    });
+    }), 30_000, `the receiver did not answer '${cmd}'`);
   return {
     url: `https://127.0.0.1:${port}`,
+    pid: child.pid!,
     stats: () => ask('stats'),
     reset: (paths) => ask('reset', paths),
     latency: () => ask('latency'),

@@ -15,7 +15,7 @@ import { createLogger } from '../../src/core/log.js';
 import { provisionEnvironment } from '../../src/auth/provision.js';
 import { testCertificates } from '../../test/support/tls.js';
 import { login, protectedRead, refresh } from './http-paths.js';
-import { Daemon } from './processes.js';
+import { Daemon, onShutdown, runShutdown, stopChildren, stopOnSignals } from './processes.js';
 import { startCountingReceiver, type CountingReceiver } from './receiver.js';
 import type { Summary } from './stats.js';
 import { walPaths } from './wal-paths.js';
@@ -58,15 +58,20 @@ const results: Result[] = [];
 const dir = await mkdtemp(path.join(tmpdir(), 'walgate-bench-'));
 const log = (msg: string) => process.stderr.write(`[bench ${Math.round((Date.now() - started) / 1000)}s] ${msg}\n`);
 
+// SIGINT / SIGTERM: the receiver, the daemons and Postgres stop with the bench.
+stopOnSignals(log);
+onShutdown(() => rm(dir, { recursive: true, force: true }));
 log('starting Postgres');
 const cluster = await startEmbeddedPostgres({
   dir,
   settings: { max_wal_size: '8GB', shared_buffers: '512MB', wal_writer_delay: '10ms', max_slot_wal_keep_size: '20GB' },
 });
+onShutdown(() => cluster.stop());
 const kek = randomBytes(32).toString('base64');
 const secret = `bench-secret-${randomBytes(8).toString('hex')}`;
 const config = loadConfig({ KEY_ENCRYPTION_KEY: kek, DATA_DIR: dir, LOG_LEVEL: 'warn' });
 const ctx = await createContext(config, cluster.url, { log: createLogger('warn') });
+onShutdown(() => ctx.close());
 await migrate(ctx.pool);
 await provisionEnvironment(ctx, { projectId: 'bench', name: 'master' });
 const { ca, cert, key } = await testCertificates();
@@ -104,7 +109,7 @@ const bench: Bench = {
     const url = `http://127.0.0.1:${port}`;
     const daemon = await Daemon.start(
       'api',
-      daemonEnv({ PORT: String(port), HOST: '127.0.0.1', TRUST_PROXY: 'true', REDIS_URL: store === 'redis' ? process.env.REDIS_URL! : '' }),
+      daemonEnv({ PORT: String(port), HOST: '127.0.0.1', TRUST_PROXY: '1', REDIS_URL: store === 'redis' ? process.env.REDIS_URL! : '' }),
       `${url}/metrics`,
     );
     return { url, daemon, stop: () => daemon.stop() };
@@ -142,10 +147,9 @@ try {
     }
   }
 } finally {
-  receiver.close();
-  await ctx.close();
-  await cluster.stop();
-  await rm(dir, { recursive: true, force: true });
+  // The same steps as on a signal: the receiver and any daemon left, then ctx, Postgres, the directory.
+  await stopChildren();
+  await runShutdown(log);
 }
 
 const machine = { cpus: cpus().length, cpuModel: cpus()[0]?.model, memoryGb: Math.round(totalmem() / 1024 ** 3), node: process.version };

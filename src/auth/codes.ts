@@ -13,7 +13,7 @@ function codeHash(secrets: SecretBox, userId: string, purpose: CodePurpose, code
   return secrets.mac(`code:${purpose}:${userId}:${code}`);
 }
 
-/** A fresh code for the user and purpose; it replaces any earlier one. */
+/** A fresh code for the user and purpose; it replaces any earlier one (but not its guess count). */
 export async function issueCode(
   db: Queryable,
   secrets: SecretBox,
@@ -34,10 +34,57 @@ export async function issueCode(
 }
 
 /**
- * True when `code` is the user's live code for the purpose, which is then gone. Each call spends
- * an attempt first (one statement, so concurrent guesses cannot exceed the limit); the delete that
- * consumes it can succeed only once, so two right answers at the same moment make one winner.
+ * Wrong guesses allowed per user and purpose over a window, across codes: asking for a new code
+ * gives fresh attempts on that code (5), but not a fresh budget here, so guessing by requesting
+ * codes is capped at `limit` guesses per window (240 a day) instead of 5 per code requested.
  */
+export const CODE_GUESSES = { limit: 10, windowSeconds: 3600 } as const;
+
+/** The user's live code for a purpose, once the guess that matched it was counted. */
+export interface MatchedCode {
+  readonly hash: Buffer;
+}
+
+/**
+ * The live code when `code` is it. Each call spends an attempt of the code and a guess of the
+ * user's window first, in one statement, so concurrent guesses cannot exceed either limit; a
+ * code out of attempts, or a window out of guesses, matches nothing. The code stays until taken.
+ */
+export async function matchCode(
+  db: Queryable,
+  secrets: SecretBox,
+  userId: string,
+  purpose: CodePurpose,
+  code: string,
+  maxAttempts: number,
+  now: Date,
+): Promise<MatchedCode | undefined> {
+  const windowStart = new Date(now.getTime() - CODE_GUESSES.windowSeconds * 1000);
+  const { rows } = await db.query<{ code_hash: Buffer }>(
+    `UPDATE walgate.verification_codes SET attempts = attempts + 1,
+       guesses = CASE WHEN guesses_since > $5 THEN guesses + 1 ELSE 1 END,
+       guesses_since = CASE WHEN guesses_since > $5 THEN guesses_since ELSE $4 END
+      WHERE user_id = $1 AND purpose = $2 AND attempts < $3 AND expires_at > $4
+        AND (guesses_since IS NULL OR guesses_since <= $5 OR guesses < $6)
+      RETURNING code_hash`,
+    [userId, purpose, maxAttempts, now, windowStart, CODE_GUESSES.limit],
+  );
+  const stored = rows[0]?.code_hash;
+  if (!stored || !constantTimeEqual(stored, codeHash(secrets, userId, purpose, code))) return undefined;
+  return { hash: stored };
+}
+
+/** Uses up a matched code: true for exactly one caller, so two right answers make one winner. */
+export async function takeCode(db: Queryable, userId: string, purpose: CodePurpose, matched: MatchedCode): Promise<boolean> {
+  const consumed = await db.query('DELETE FROM walgate.verification_codes WHERE user_id = $1 AND purpose = $2 AND code_hash = $3', [
+    userId,
+    purpose,
+    matched.hash,
+  ]);
+  return (consumed.rowCount ?? 0) === 1;
+}
+
+/** True when `code` is the user's live code for the purpose, which is then gone. */
 export async function consumeCode(
   db: Queryable,
   secrets: SecretBox,
@@ -47,18 +94,6 @@ export async function consumeCode(
   maxAttempts: number,
   now: Date,
 ): Promise<boolean> {
-  const { rows } = await db.query<{ code_hash: Buffer }>(
-    `UPDATE walgate.verification_codes SET attempts = attempts + 1
-      WHERE user_id = $1 AND purpose = $2 AND attempts < $3 AND expires_at > $4
-      RETURNING code_hash`,
-    [userId, purpose, maxAttempts, now],
-  );
-  const stored = rows[0]?.code_hash;
-  if (!stored || !constantTimeEqual(stored, codeHash(secrets, userId, purpose, code))) return false;
-  const consumed = await db.query('DELETE FROM walgate.verification_codes WHERE user_id = $1 AND purpose = $2 AND code_hash = $3', [
-    userId,
-    purpose,
-    stored,
-  ]);
-  return (consumed.rowCount ?? 0) === 1;
+  const matched = await matchCode(db, secrets, userId, purpose, code, maxAttempts, now);
+  return matched !== undefined && (await takeCode(db, userId, purpose, matched));
 }

@@ -16,13 +16,16 @@ const UNKNOWN_KID_RELOAD_MS = 1000;
 
 /**
  * The keys of each environment, imported once and kept for ctx.cacheTtlMs: signing and verifying
- * cost no query on the hot path. A rotation made by the CLI in another process shows within the
- * TTL; a token signed with a key we have not seen yet triggers one early reload.
+ * cost no query on the hot path. A rotation made by the CLI in another process is announced
+ * (src/core/cache-events.ts) and forgotten at once, within the TTL otherwise; a token signed with a
+ * key we have not seen yet triggers one early reload.
  */
 export class KeyRing {
   readonly #cache = new Map<string, EnvironmentKeys>();
   readonly #loading = new Map<string, Promise<EnvironmentKeys>>();
   readonly #jwe = new Map<string, Uint8Array>();
+  /** Bumped by forget/clear: a load that started before must not store what it read. */
+  #generation = 0;
 
   constructor(private readonly ctx: Pick<Context, 'pool' | 'secrets' | 'clock' | 'cacheTtlMs'>) {}
 
@@ -52,6 +55,19 @@ export class KeyRing {
     return (await this.#keys(env)).published;
   }
 
+  forget(projectId: string, name: string): void {
+    const id = `${projectId}\0${name}`;
+    this.#generation++;
+    this.#cache.delete(id);
+    this.#loading.delete(id);
+  }
+
+  clear(): void {
+    this.#generation++;
+    this.#cache.clear();
+    this.#loading.clear();
+  }
+
   /** The environment's `dir` key for JWE access tokens (never published). */
   jweKey(env: Environment): Uint8Array {
     const id = `${env.projectId}\0${env.name}`;
@@ -70,12 +86,19 @@ export class KeyRing {
     if (!force && cached && Date.now() - cached.loadedAt < this.ctx.cacheTtlMs) return cached;
     let loading = this.#loading.get(id);
     if (!loading) {
-      loading = this.#load(env).finally(() => this.#loading.delete(id));
+      const generation = this.#generation;
+      const load: Promise<EnvironmentKeys> = this.#load(env)
+        .then((keys) => {
+          if (generation === this.#generation) this.#cache.set(id, keys);
+          return keys;
+        })
+        .finally(() => {
+          if (this.#loading.get(id) === load) this.#loading.delete(id);
+        });
+      loading = load;
       this.#loading.set(id, loading);
     }
-    const keys = await loading;
-    this.#cache.set(id, keys);
-    return keys;
+    return loading;
   }
 
   async #load(env: Environment): Promise<EnvironmentKeys> {

@@ -1,4 +1,5 @@
 import { createInitialSigningKeys } from './keys.js';
+import { publishCacheEvent } from '../core/cache-events.js';
 import type { Context } from '../core/context.js';
 import { withTransaction } from '../core/db/pool.js';
 import { createEnvironment, type CreateEnvironmentInput, type Environment } from '../projects/environments.js';
@@ -11,6 +12,8 @@ export async function provisionEnvironment(
   return withTransaction(ctx.pool, async (client) => {
     const env = await createEnvironment(client, ctx.secrets, input);
     await createInitialSigningKeys(client, ctx.secrets, env, ctx.clock());
+    // An api that was asked for it before may remember that it did not exist.
+    await publishCacheEvent(client, { kind: 'environment', projectId: env.projectId, name: env.name });
     return env;
   });
 }

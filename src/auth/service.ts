@@ -4,10 +4,11 @@ import { PgCode, pgCode, withTransaction } from '../core/db/pool.js';
 import { AppError, validationError } from '../core/errors.js';
 import type { Environment } from '../projects/environments.js';
 import { enforceRateLimit, type RateLimitPolicy } from '../core/store/rate-limits.js';
-import { consumeCode, issueCode, type CodePurpose } from './codes.js';
+import { consumeCode, issueCode, matchCode, takeCode, type CodePurpose } from './codes.js';
 import type { KeyRing } from './keyring.js';
+import { accountKey, clearLoginFailures, recordLoginSuccess, reserveLoginAttempt } from './lockout.js';
 import { codeMail } from './mail.js';
-import { hashPassword, needsRehash, passwordViolations, spendVerificationTime, verifyPassword } from './passwords.js';
+import { hashPassword, lengthViolations, needsRehash, passwordViolations, spendVerificationTime, verifyPassword } from './passwords.js';
 import { createSession, revokeSessionRow, revokeUserSessions, rotateRefreshToken } from './sessions.js';
 import { bearerToken, issueAccessToken, verifyAccessToken, type AccessClaims } from './tokens.js';
 import * as users from './users.js';
@@ -23,8 +24,12 @@ export const MESSAGES = {
 } as const;
 
 export interface RequestMeta {
+  /** The client's key for per-IP limits and lockouts (IPv6: its /64). */
   ip: string;
 }
+
+/** A user id that matches no row: unknown addresses run the same statements as known ones. */
+const NOBODY = '00000000-0000-0000-0000-000000000000';
 
 export interface TokenPair {
   accessToken: string;
@@ -57,20 +62,23 @@ export class AuthService {
   }
 
   async signup(env: Environment, input: { email: string; password: string; name?: string | null }, meta: RequestMeta) {
+    // Cheap checks first (limit, a full mail queue, a taken address), then the expensive ones.
     await this.#limit(this.ctx.rateLimits.signup, meta.ip);
+    if (this.ctx.mailQueue.full) throw mailUnavailable();
+    if (await users.findUserByEmail(this.ctx.pool, env, input.email)) throw new AppError('AUTH_EMAIL_EXISTS');
     const violations = passwordViolations(input.password, input.email);
     if (violations.length) throw validationError(violations, 'The password does not meet the policy.');
     const passwordHash = await hashPassword(input.password);
     const now = this.ctx.clock();
     try {
-      // User, code and e-mail succeed together: a mail server failure rolls the account back
-      // rather than leaving one nobody can confirm. Concurrent signups with one address wait on
-      // the unique index; one commits, the others get 409.
-      const user = await withTransaction(this.ctx.pool, async (c) => {
+      // User and code commit together; the e-mail leaves after the commit, through the queue, so a
+      // slow mail server holds no connection. Concurrent signups with one address wait on the
+      // unique index; one commits, the others get 409.
+      const { user, code } = await withTransaction(this.ctx.pool, async (c) => {
         const created = await users.insertUser(c, env, { email: input.email, name: input.name ?? null, passwordHash }, now);
-        await this.#sendCode(c, env, created, 'signup', now);
-        return created;
+        return { user: created, code: await issueCode(c, this.ctx.secrets, created.id, 'signup', this.#codeExpiry(env, now), now) };
       });
+      this.#mailCode(env, user, 'signup', code);
       this.#count('signup');
       return { userId: user.id, message: MESSAGES.signup };
     } catch (err) {
@@ -79,10 +87,13 @@ export class AuthService {
     }
   }
 
-  async confirmSignup(env: Environment, input: { email: string; code: string }) {
+  async confirmSignup(env: Environment, input: { email: string; code: string }, meta: RequestMeta) {
+    await this.#limit(this.ctx.rateLimits.confirmSignupPerIp, meta.ip);
+    await this.#limit(this.ctx.rateLimits.confirmSignupPerEmail, emailKey(env, input.email));
     const now = this.ctx.clock();
     const user = await users.findUserByEmail(this.ctx.pool, env, input.email);
-    if (!user || !(await consumeCode(this.ctx.pool, this.ctx.secrets, user.id, 'signup', input.code, env.codeMaxAttempts, now))) {
+    const confirmed = await consumeCode(this.ctx.pool, this.ctx.secrets, user?.id ?? NOBODY, 'signup', input.code, env.codeMaxAttempts, now);
+    if (!user || !confirmed) {
       this.#count('confirm_failed');
       throw new AppError('AUTH_INVALID_CODE');
     }
@@ -95,58 +106,68 @@ export class AuthService {
   async login(env: Environment, input: { email: string; password: string }, meta: RequestMeta): Promise<TokenPair> {
     await this.#limit(this.ctx.rateLimits.login, meta.ip);
     const now = this.ctx.clock();
+    const account = accountKey(this.ctx.secrets, env, input.email);
     const user = await users.findUserByEmail(this.ctx.pool, env, input.email);
-    if (!user) {
-      await spendVerificationTime(input.password); // the same time as a wrong password
-      this.#count('login_failed');
+    // Counted before the password is checked, known address or not (see lockout.ts).
+    const attempt = await reserveLoginAttempt(this.ctx.pool, account, meta.ip, { threshold: env.lockoutThreshold, lockoutSeconds: env.lockoutSeconds }, now);
+    if (!attempt.allowed) {
+      this.#count('login_refused');
+      throw locked(attempt.lockedUntil);
+    }
+    const right = user ? await verifyPassword(user.passwordHash, input.password) : await spendVerificationTime(input.password);
+    if (!user || !right) {
+      this.#count(attempt.lockedHere ? 'login_locked' : 'login_failed');
+      if (attempt.lockedHere) throw locked(attempt.lockedHere);
       throw new AppError('AUTH_INVALID_CREDENTIALS');
     }
-    if (user.lockedUntil && user.lockedUntil > now) {
-      this.#count('login_locked');
-      throw locked(user.lockedUntil);
-    }
-    if (!(await verifyPassword(user.passwordHash, input.password))) {
-      const lockUntil = new Date(now.getTime() + env.lockoutSeconds * 1000);
-      const lockedNow = await users.recordFailedLogin(this.ctx.pool, user.id, env.lockoutThreshold, lockUntil, now);
-      this.#count(lockedNow ? 'login_locked' : 'login_failed');
-      if (lockedNow) throw locked(lockedNow);
-      throw new AppError('AUTH_INVALID_CREDENTIALS');
-    }
+    await recordLoginSuccess(this.ctx.pool, account, meta.ip, attempt.lockedHere, now);
     // Only someone who knows the password learns that the address is unconfirmed.
     if (!user.emailVerifiedAt) {
       this.#count('login_unverified');
       throw new AppError('AUTH_EMAIL_NOT_VERIFIED');
     }
     this.#count('login_ok');
-    const rehash = needsRehash(user.passwordHash) ? await hashPassword(input.password) : null;
-    await users.recordSuccessfulLogin(this.ctx.pool, user.id, rehash, now);
+    if (needsRehash(user.passwordHash)) await users.replacePasswordHash(this.ctx.pool, user.id, await hashPassword(input.password), now);
     return this.#startSession(env, user, now);
   }
 
-  /** Always the same answer; the code is made and mailed after it, off the request's path. */
+  /**
+   * Always the same answer, given before the address is even looked up; the code is made and
+   * queued for mailing afterwards, off the request's path.
+   */
   async recoverPassword(env: Environment, input: { email: string }) {
-    await this.#limit(this.ctx.rateLimits.recoverPassword, `${env.projectId}:${env.name}:${input.email}`);
+    await this.#limit(this.ctx.rateLimits.recoverPassword, emailKey(env, input.email));
     const now = this.ctx.clock();
     setImmediate(() => {
       void (async () => {
         const user = await users.findUserByEmail(this.ctx.pool, env, input.email);
-        if (user) await withTransaction(this.ctx.pool, (c) => this.#sendCode(c, env, user, 'recovery', now));
+        if (!user) return;
+        const code = await issueCode(this.ctx.pool, this.ctx.secrets, user.id, 'recovery', this.#codeExpiry(env, now), now);
+        this.#mailCode(env, user, 'recovery', code);
       })().catch((err: unknown) => this.ctx.log.error({ err }, 'could not send a password recovery e-mail'));
     });
     return { message: MESSAGES.recover };
   }
 
-  async resetPassword(env: Environment, input: { email: string; code: string; newPassword: string }) {
-    const violations = passwordViolations(input.newPassword, input.email, 'newPassword');
-    if (violations.length) throw validationError(violations, 'The password does not meet the policy.');
+  async resetPassword(env: Environment, input: { email: string; code: string; newPassword: string }, meta: RequestMeta) {
+    // Cheap checks first: limits, the length rule, the code (one statement, known address or not);
+    // the strength estimate and the hash only for the holder of a right code.
+    await this.#limit(this.ctx.rateLimits.resetPasswordPerIp, meta.ip);
+    await this.#limit(this.ctx.rateLimits.resetPasswordPerEmail, emailKey(env, input.email));
+    const tooShortOrLong = lengthViolations(input.newPassword, 'newPassword');
+    if (tooShortOrLong.length) throw validationError(tooShortOrLong, 'The password does not meet the policy.');
     const now = this.ctx.clock();
     const user = await users.findUserByEmail(this.ctx.pool, env, input.email);
-    if (!user || !(await consumeCode(this.ctx.pool, this.ctx.secrets, user.id, 'recovery', input.code, env.codeMaxAttempts, now))) {
-      throw new AppError('AUTH_INVALID_CODE');
-    }
+    const matched = await matchCode(this.ctx.pool, this.ctx.secrets, user?.id ?? NOBODY, 'recovery', input.code, env.codeMaxAttempts, now);
+    if (!user || !matched) throw new AppError('AUTH_INVALID_CODE');
+    // A weak password keeps the code (minus the attempt): the user tries again with a better one.
+    const violations = passwordViolations(input.newPassword, input.email, 'newPassword');
+    if (violations.length) throw validationError(violations, 'The password does not meet the policy.');
+    if (!(await takeCode(this.ctx.pool, user.id, 'recovery', matched))) throw new AppError('AUTH_INVALID_CODE');
     const passwordHash = await hashPassword(input.newPassword);
     const revoked = await withTransaction(this.ctx.pool, async (c) => {
       await users.resetPassword(c, user.id, passwordHash, now);
+      await clearLoginFailures(c, accountKey(this.ctx.secrets, env, input.email));
       return revokeUserSessions(c, user.id, 'password reset', now);
     });
     await this.#revokeAccess(env, revoked, now);
@@ -173,10 +194,11 @@ export class AuthService {
   async authenticate(env: Environment, authorization: string | undefined): Promise<AccessClaims> {
     const token = bearerToken(authorization);
     const now = this.ctx.clock();
+    const skew = this.ctx.config.tokenClockSkewSeconds;
     const claims = await this.#verified.get(`${env.projectId}\0${env.name}\0${token}`, () =>
-      verifyAccessToken(this.keys, env, token, this.ctx.config.publicUrl, now),
+      verifyAccessToken(this.keys, env, token, this.ctx.config.publicUrl, now, skew),
     );
-    if (claims.exp * 1000 <= now.getTime()) throw new AppError('AUTH_TOKEN_EXPIRED');
+    if ((claims.exp + skew) * 1000 <= now.getTime()) throw new AppError('AUTH_TOKEN_EXPIRED');
     // A signature cannot say that the session was logged out: the revocation list can.
     if (await this.ctx.revocations.isRevoked(claims.sid)) throw new AppError('AUTH_TOKEN_INVALID', 'The token has been revoked.');
     return claims;
@@ -207,14 +229,14 @@ export class AuthService {
     return { keys: keys.map((k) => k.publicJwk) };
   }
 
-  /** Ends every session of a user at once (operators: `walgate users logout`). */
-  async forceLogout(env: Environment, email: string): Promise<number> {
+  /** Ends every session of a user at once (operators: `walgate users logout`); returns their ids. */
+  async forceLogout(env: Environment, email: string): Promise<string[]> {
     const user = await users.findUserByEmail(this.ctx.pool, env, email);
-    if (!user) return 0;
+    if (!user) return [];
     const now = this.ctx.clock();
     const revoked = await revokeUserSessions(this.ctx.pool, user.id, 'forced logout', now);
     await this.#revokeAccess(env, revoked, now);
-    return revoked.length;
+    return revoked;
   }
 
   async #startSession(env: Environment, user: users.User, now: Date): Promise<TokenPair> {
@@ -223,15 +245,13 @@ export class AuthService {
     return { accessToken: access.token, refreshToken: session.refreshToken, tokenType: 'Bearer', expiresIn: access.expiresIn };
   }
 
-  async #sendCode(c: Parameters<typeof issueCode>[0], env: Environment, user: users.User, purpose: CodePurpose, now: Date) {
-    const expiresAt = new Date(now.getTime() + env.codeTtlSeconds * 1000);
-    const code = await issueCode(c, this.ctx.secrets, user.id, purpose, expiresAt, now);
-    try {
-      await this.ctx.mailer.send(codeMail(purpose, user.email, code, Math.round(env.codeTtlSeconds / 60), env.projectId));
-    } catch (err) {
-      this.ctx.log.error({ err: { message: (err as Error).message } }, 'e-mail delivery failed');
-      throw new AppError('SERVICE_UNAVAILABLE', 'The e-mail could not be sent; try again later.');
-    }
+  #codeExpiry(env: Environment, now: Date): Date {
+    return new Date(now.getTime() + env.codeTtlSeconds * 1000);
+  }
+
+  /** Queues the code's e-mail: called after the code is committed, never inside a transaction. */
+  #mailCode(env: Environment, user: users.User, purpose: CodePurpose, code: string): void {
+    this.ctx.mailQueue.enqueue(codeMail(purpose, user.email, code, Math.round(env.codeTtlSeconds / 60), env.projectId));
   }
 
   /** Access tokens of these sessions stop working now, although they would verify until they expire. */
@@ -247,6 +267,15 @@ export class AuthService {
   async #limit(policy: RateLimitPolicy, key: string): Promise<void> {
     await enforceRateLimit(this.ctx.rateLimiter, policy, key);
   }
+}
+
+/** The per-e-mail limit key: an address counts per environment. */
+function emailKey(env: Environment, email: string): string {
+  return `${env.projectId}:${env.name}:${email}`;
+}
+
+function mailUnavailable(): AppError {
+  return new AppError('SERVICE_UNAVAILABLE', 'E-mail cannot be sent at the moment; try again later.');
 }
 
 function locked(until: Date): AppError {

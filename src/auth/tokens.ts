@@ -52,7 +52,15 @@ const MAX_TOKEN_LENGTH = 8192;
  * `alg: none` or HMAC-with-the-public-key tricks all fail; the accepted algorithm is the key's own.
  * An expired token says so only once its signature has proved it genuine.
  */
-export async function verifyAccessToken(ring: KeyRing, env: Environment, token: string, issuer: string, now: Date): Promise<AccessClaims> {
+export async function verifyAccessToken(
+  ring: KeyRing,
+  env: Environment,
+  token: string,
+  issuer: string,
+  now: Date,
+  /** Seconds another instance's clock may be ahead or behind (TOKEN_CLOCK_SKEW_SECONDS): exp, nbf and iat get that much slack. */
+  clockToleranceSeconds = 0,
+): Promise<AccessClaims> {
   if (token.length > MAX_TOKEN_LENGTH) throw invalid();
   const parts = token.split('.');
   let jws = token;
@@ -84,6 +92,7 @@ export async function verifyAccessToken(ring: KeyRing, env: Environment, token: 
       issuer,
       audience: env.projectId,
       currentDate: now,
+      clockTolerance: clockToleranceSeconds,
     });
     if (payload.env !== env.name || typeof payload.sid !== 'string' || typeof payload.sub !== 'string') throw invalid();
     return payload as unknown as AccessClaims;

@@ -11,8 +11,6 @@ export interface User {
   name: string | null;
   passwordHash: string;
   emailVerifiedAt: Date | null;
-  failedLogins: number;
-  lockedUntil: Date | null;
   createdAt: Date;
 }
 
@@ -37,8 +35,6 @@ const COLUMNS = selectList<User>({
   name: 'name',
   passwordHash: 'password_hash',
   emailVerifiedAt: 'email_verified_at',
-  failedLogins: 'failed_logins',
-  lockedUntil: 'locked_until',
   createdAt: 'created_at',
 });
 
@@ -96,45 +92,15 @@ export async function markVerified(db: Queryable, userId: string, now: Date): Pr
   return rows[0]!;
 }
 
-/**
- * Counts a failed login. One statement under the row lock, so concurrent failures count exactly
- * and only one of them locks; the failure that reaches the threshold locks the account and starts
- * the count again. Returns the end of the lock when the account is locked now (by this failure or
- * by a concurrent one that got there first), else null.
- */
-export async function recordFailedLogin(
-  db: Queryable,
-  userId: string,
-  threshold: number,
-  lockUntil: Date,
-  now: Date,
-): Promise<Date | null> {
-  const { rows } = await db.query<{ locked_until: Date | null }>(
-    `UPDATE walgate.users SET
-       failed_logins = CASE WHEN locked_until > $4 THEN failed_logins
-                            WHEN failed_logins + 1 >= $2 THEN 0 ELSE failed_logins + 1 END,
-       locked_until = CASE WHEN locked_until > $4 THEN locked_until
-                           WHEN failed_logins + 1 >= $2 THEN $3::timestamptz ELSE locked_until END,
-       updated_at = $4
-     WHERE id = $1
-     RETURNING CASE WHEN locked_until > $4 THEN locked_until END AS locked_until`,
-    [userId, threshold, lockUntil, now],
-  );
-  return rows[0]?.locked_until ?? null;
+/** A stronger hash of the same password (an imported bcrypt hash, or older argon2 parameters). */
+export async function replacePasswordHash(db: Queryable, userId: string, newHash: string, now: Date): Promise<void> {
+  await db.query('UPDATE walgate.users SET password_hash = $2, updated_at = $3 WHERE id = $1', [userId, newHash, now]);
 }
 
-export async function recordSuccessfulLogin(db: Queryable, userId: string, newHash: string | null, now: Date): Promise<void> {
-  await db.query(
-    `UPDATE walgate.users SET failed_logins = 0, locked_until = NULL, password_hash = coalesce($2, password_hash), updated_at = $3
-     WHERE id = $1`,
-    [userId, newHash, now],
-  );
-}
-
-/** A new password ends any lockout; the code that allowed it proved the address, too. */
+/** A new password; the code that allowed it proved the address, too. (The lockout is lockout.ts's.) */
 export async function resetPassword(db: Queryable, userId: string, passwordHash: string, now: Date): Promise<void> {
   await db.query(
-    `UPDATE walgate.users SET password_hash = $2, failed_logins = 0, locked_until = NULL,
+    `UPDATE walgate.users SET password_hash = $2,
        email_verified_at = coalesce(email_verified_at, $3), updated_at = $3 WHERE id = $1`,
     [userId, passwordHash, now],
   );

@@ -1,5 +1,6 @@
 import type { Command } from 'commander';
 import { listSigningKeys, rotateSigningKeys } from '../auth/keys.js';
+import { publishCacheEvent } from '../core/cache-events.js';
 import { findEnvironment, listEnvironments } from '../projects/environments.js';
 import { CliError, progress, table, withCliContext } from './runtime.js';
 
@@ -21,11 +22,12 @@ export function registerKeyCommands(program: Command): void {
         let done = 0;
         for (const env of envs) {
           const r = await rotateSigningKeys(ctx.pool, ctx.secrets, env, ctx.clock());
+          await publishCacheEvent(ctx.pool, { kind: 'keys', projectId: env.projectId, name: env.name });
           console.log(`${env.projectId}/${env.name}: signing with ${r.active}; next ${r.next}; retired ${r.retired ?? '-'}`);
           bar.tick(++done);
         }
         bar.done(done);
-        console.log('api instances pick the new signing key up within a few seconds; tokens of the retired key keep working until they expire');
+        console.log('running api instances sign with the new key at once; tokens of the retired key keep working until they expire');
       });
     });
 

@@ -1,5 +1,5 @@
 import type { Command } from 'commander';
-import { EnvironmentExistsError, listEnvironments, updateEnvironment, type EnvironmentSettings } from '../projects/environments.js';
+import { EnvironmentExistsError, listEnvironments, SchemaTakenError, updateEnvironment, type EnvironmentSettings } from '../projects/environments.js';
 import { provisionEnvironment } from '../auth/provision.js';
 import { CliError, table, withCliContext } from './runtime.js';
 import { authOption, tokenFormatOption } from './options.js';
@@ -26,7 +26,7 @@ export function registerProjectCommands(program: Command): void {
           });
           console.log(`created ${env.projectId}/${env.name} (schema ${env.schemaName}, auth ${env.authEnabled ? 'on' : 'off'}, tokens ${env.tokenFormat})`);
         } catch (err) {
-          if (err instanceof EnvironmentExistsError) throw new CliError(err.message);
+          if (err instanceof EnvironmentExistsError || err instanceof SchemaTakenError) throw new CliError(err.message);
           if (err instanceof Error && /^invalid /.test(err.message)) throw new CliError(err.message);
           throw err;
         }

@@ -1,5 +1,6 @@
 import type { Command } from 'commander';
 import { KeyRing } from '../auth/keyring.js';
+import { publishCacheEvent } from '../core/cache-events.js';
 import { AuthService } from '../auth/service.js';
 import { email as emailSchema } from '../auth/schemas.js';
 import { findEnvironment } from '../projects/environments.js';
@@ -21,7 +22,12 @@ export function registerUserCommands(program: Command): void {
         const env = await findEnvironment(ctx.pool, o.project, o.environment);
         if (!env) throw new CliError(`no environment ${o.project}/${o.environment}`);
         const ended = await new AuthService(ctx, new KeyRing(ctx)).forceLogout(env, email.data);
-        console.log(`ended ${ended} session${ended === 1 ? '' : 's'} of ${email.data} in ${o.project}/${o.environment}`);
+        // Revoked above in this shell's revocation list (Redis with REDIS_URL, else Postgres) and in
+        // the session rows; every api adds the sessions to its own list too, wherever that is.
+        const until = new Date(ctx.clock().getTime() + env.accessTokenTtlSeconds * 1000).toISOString();
+        await publishCacheEvent(ctx.pool, { kind: 'sessions', sessionIds: ended, until });
+        const n = ended.length;
+        console.log(`ended ${n} session${n === 1 ? '' : 's'} of ${email.data} in ${o.project}/${o.environment}`);
       });
     });
 }

@@ -11,6 +11,10 @@ const port = z.coerce.number().int().min(0).max(65535);
 
 const positiveMs = z.coerce.number().int().min(0);
 
+const DAY_MS = 24 * 60 * 60 * 1000;
+// A retention window shorter than a second would prune history before anyone could read it.
+const retentionMs = z.coerce.number().int().min(1000);
+
 const retryDelays = z
   .string()
   .transform((s, ctx) => {
@@ -57,6 +61,8 @@ const schema = z.object({
   WEBHOOK_BREAKER_COOLDOWN_MS: positiveMs.default(120000),
   WEBHOOK_TIMEOUT_MS: z.coerce.number().int().min(1).default(10000),
   WEBHOOK_PARK_AFTER_MS: positiveMs.default(60000),
+  WEBHOOK_RETENTION_MS: retentionMs.default(7 * DAY_MS),
+  WEBHOOK_DEAD_RETENTION_MS: retentionMs.default(30 * DAY_MS),
   TAILER_PORT: port.default(3001),
   SLOT_WAL_WARN_BYTES: z.coerce.number().int().min(1).default(1024 ** 3),
   LOG_LEVEL: z.enum(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent']).default('info'),
@@ -64,6 +70,7 @@ const schema = z.object({
   GRAPHQL_MAX_DEPTH: z.coerce.number().int().min(1).default(8),
   GRAPHQL_MAX_COST: z.coerce.number().int().min(1).default(100),
   GRAPHQL_MAX_DOCUMENT_BYTES: z.coerce.number().int().min(64).default(8192),
+  TOKEN_CLOCK_SKEW_SECONDS: z.coerce.number().int().min(0).max(300).default(30),
 });
 
 export type Env = z.infer<typeof schema>;
@@ -77,6 +84,16 @@ function checkTogether(e: Env, ctx: z.RefinementCtx): void {
   if (production && !e.KEY_ENCRYPTION_KEY) ctx.addIssue({ code: 'custom', path: ['KEY_ENCRYPTION_KEY'], message: 'required when NODE_ENV=production' });
   if (production && !e.DATABASE_URL) ctx.addIssue({ code: 'custom', path: ['DATABASE_URL'], message: 'required when NODE_ENV=production' });
   if (e.WEBHOOK_RETRY_DELAYS_MS.length < 1) ctx.addIssue({ code: 'custom', path: ['WEBHOOK_RETRY_DELAYS_MS'], message: 'needs at least one delay' });
+  if (production && e.TRUST_PROXY?.toLowerCase() === 'true') {
+    // `true` trusts every X-Forwarded-For entry, so the left-most one, which the client writes
+    // itself, would key every per-IP limit: a fresh value per request escapes them all.
+    ctx.addIssue({
+      code: 'custom',
+      path: ['TRUST_PROXY'],
+      message:
+        '`true` is refused when NODE_ENV=production (clients could choose their own address); set the number of proxies in front of walgate (e.g. 1) or their addresses (e.g. 10.0.0.0/8)',
+    });
+  }
 }
 
 /** The variables as the code uses them: grouped by area, in their units, defaults applied. */
@@ -102,10 +119,14 @@ const configSchema = schema.superRefine(checkTogether).transform((e) => ({
     /** A delivery not delivered this long after the tailer read it is parked in the retry queue. */
     parkAfterMs: e.WEBHOOK_PARK_AFTER_MS,
   },
+  /** Delivered history is removed this long after delivery, dead letters this long after their capture. */
+  retention: { deliveredMs: e.WEBHOOK_RETENTION_MS, deadMs: e.WEBHOOK_DEAD_RETENTION_MS },
   tailerPort: e.TAILER_PORT,
   /** Retained WAL that makes the slot watchdog warn when max_slot_wal_keep_size is unlimited. */
   slotWalWarnBytes: e.SLOT_WAL_WARN_BYTES,
   logLevel: e.LOG_LEVEL,
+  /** Seconds by which another instance's clock may differ when token times (exp, nbf, iat) are checked. */
+  tokenClockSkewSeconds: e.TOKEN_CLOCK_SKEW_SECONDS,
   graphql: {
     /** Schema introspection: on unless NODE_ENV=production, or as GRAPHQL_INTROSPECTION says. */
     introspection: e.GRAPHQL_INTROSPECTION ?? e.NODE_ENV !== 'production',

@@ -8,6 +8,7 @@ import { createLogger, type Logger } from './log.js';
 import { systemLookup, type HostLookup } from './net/address-policy.js';
 import { Metrics } from './metrics.js';
 import { devMailbox, smtpMailer, type Mailer } from './mail/mailer.js';
+import { MailQueue } from './mail/queue.js';
 import { DEFAULT_RATE_LIMITS, SharedRateLimiter, type RateLimiter, type RateLimitSettings } from './store/rate-limits.js';
 import { PostgresRevocationStore, RedisRevocationStore, type RevocationStore } from './store/revocations.js';
 
@@ -26,6 +27,8 @@ export interface Context {
   rateLimiter: RateLimiter;
   rateLimits: RateLimitSettings;
   mailer: Mailer;
+  /** How e-mail is sent: after commit, bounded, off every request's path. */
+  mailQueue: MailQueue;
   metrics: Metrics;
   /** How subscriber host names are resolved, when a subscription is checked and when a delivery connects. */
   lookup: HostLookup;
@@ -80,6 +83,7 @@ export async function createContext(config: Config, databaseUrl: string, overrid
     (config.smtpUrl
       ? smtpMailer(config.smtpUrl, config.mailFrom)
       : devMailbox(config.dataDir, config.mailFrom, log, config.env === 'production'));
+  const mailQueue = new MailQueue(mailer, log);
   return {
     config,
     pool,
@@ -91,10 +95,12 @@ export async function createContext(config: Config, databaseUrl: string, overrid
     rateLimiter: new SharedRateLimiter(redis ? { kind: 'redis', redis } : { kind: 'postgres', pool }, redisPrefix),
     rateLimits: { ...DEFAULT_RATE_LIMITS, ...overrides.rateLimits },
     mailer,
+    mailQueue,
     metrics: overrides.metrics ?? new Metrics(),
     lookup: overrides.lookup ?? systemLookup,
     cacheTtlMs: overrides.cacheTtlMs ?? 5000,
     async close() {
+      mailQueue.close();
       mailer.close();
       redis?.disconnect();
       await pool.end();

@@ -1,4 +1,4 @@
-import { collectDefaultMetrics, Counter, Histogram, Registry } from 'prom-client';
+import { collectDefaultMetrics, Counter, Gauge, Histogram, Registry } from 'prom-client';
 
 // Prometheus metrics of one process (each daemon has its own registry, served at /metrics).
 // Gauges that live in Postgres (queue depth, replication lag) are read at scrape time by the
@@ -17,7 +17,7 @@ export class Metrics {
 
   readonly authEvents = new Counter({
     name: 'walgate_auth_events_total',
-    help: 'Authentication outcomes: login_ok, login_failed, login_locked, login_unverified, signup, confirm_ok, confirm_failed, refresh_ok, refresh_reuse, reset_ok, logout',
+    help: 'Authentication outcomes: login_ok, login_failed, login_locked, login_refused, login_unverified, signup, confirm_ok, confirm_failed, refresh_ok, refresh_reuse, reset_ok, logout',
     labelNames: ['event'] as const,
     registers: [this.registry],
   });
@@ -36,6 +36,12 @@ export class Metrics {
     registers: [this.registry],
   });
 
+  readonly webhooksDisabled = new Counter({
+    name: 'walgate_webhooks_disabled_total',
+    help: 'Subscriptions disabled by delivery because their receiver answered 410 Gone',
+    registers: [this.registry],
+  });
+
   readonly attemptDuration = new Histogram({
     name: 'walgate_delivery_attempt_duration_seconds',
     help: 'Duration of delivery attempts, by outcome (success, failure)',
@@ -48,6 +54,20 @@ export class Metrics {
     name: 'walgate_delivery_latency_seconds',
     help: 'From the commit of a change to its successful delivery',
     buckets: [0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 300],
+    registers: [this.registry],
+  });
+
+  readonly retentionRemoved = new Counter({
+    name: 'walgate_retention_removed_rows_total',
+    help: 'Rows removed by retention, by table (and status, for deliveries: delivered, dead)',
+    labelNames: ['table', 'status'] as const,
+    registers: [this.registry],
+  });
+
+  readonly retentionOldest = new Gauge({
+    name: 'walgate_retention_oldest_row_age_seconds',
+    help: 'After each retention pass: age of the oldest kept row, by the time retention counts from (delivered_at, dead letters created_at, events committed_at, attempts started_at; for expiring rows, expires_at: above zero means expired rows wait for a pass)',
+    labelNames: ['table', 'status'] as const,
     registers: [this.registry],
   });
 

@@ -1,44 +1,75 @@
-import CircuitBreaker from 'opossum';
 import type { Clock } from '../core/clock.js';
 import type { Pool } from '../core/db/pool.js';
 import type { Logger } from '../core/log.js';
 
-// Circuit breakers per subscriber origin (scheme + host + port).
+// Circuit breakers per subscription endpoint: (project, environment, exact URL). Never per origin:
+// a failing path must not pause another path on the same host, and one tenant's failing endpoint
+// must not pause another tenant's subscription to the same URL.
 //
-// The truth is shared, in walgate.endpoint_breakers, because the rule is about an endpoint, not a
-// process: WEBHOOK_BREAKER_FAILURES consecutive failures — whichever tailer saw them, before or
-// after a restart — open it for WEBHOOK_BREAKER_COOLDOWN_MS; then exactly one probe (claimed with
-// a lease, so two processes cannot both probe); its success closes it, its failure re-opens it.
-// While open, deliveries wait and spend no attempts.
+// The rule: WEBHOOK_BREAKER_FAILURES consecutive failures — whichever tailer saw them, before or
+// after a restart — open the breaker for WEBHOOK_BREAKER_COOLDOWN_MS; then exactly one probe; its
+// success closes it, its failure opens it again. While it is open no request starts.
 //
-// Each process mirrors that state in an opossum breaker per origin, through which every request is
-// fired: opossum's own rolling-window tripping is switched off (it counts error percentages in one
-// process, not consecutive failures across processes); it serves as the local gate that refuses
-// at once while the shared state says open, and as the place where open/close transitions are seen.
+// Two layers, one rule:
+// - walgate.endpoint_breakers is the shared, durable truth (every tailer process, restarts); the
+//   probe is claimed there with a lease, so two processes cannot both probe.
+// - Each process keeps the state it knows per key and changes it synchronously, the moment an
+//   answer arrives, before any round trip: a failure that reaches the threshold closes the gate
+//   for every request of this process at once. (Learning it from the database's answer instead
+//   let requests that were admitted meanwhile, and retries, through an open breaker.) What the
+//   database returns is merged monotonically — a later opening wins, a reset wins only if no
+//   failure was seen here after it began — so an out-of-order answer cannot reopen the gate.
+// Another process learns an opening at its next refresh (each claim), or when its own requests fail.
+//
+// Why not opossum: its breaker trips on an error percentage over a rolling window in one process,
+// not on consecutive failures across processes; its half-open timer starts when this process saw
+// the opening, not at the shared end of the cool-down; its probe is one per process, not one per
+// endpoint; and it gates by wrapping the call (fire), whereas the engine needs "may I start now?"
+// and "here is the answer" as separate steps (it parks what may not start). Used as a mirror of
+// the shared state it was a second state machine to keep in step — the source of the defect above.
 
-export interface SharedState {
-  consecutiveFailures: number;
-  openedUntil: Date | null;
-  probeUntil: Date | null;
+export interface BreakerKey {
+  projectId: string;
+  environment: string;
+  /** The subscription's URL, exactly as stored. */
+  url: string;
 }
 
 export type Admission = { kind: 'send'; probe: boolean } | { kind: 'wait'; until: Date };
 
+export type BreakerState = 'closed' | 'open' | 'half-open';
+
 export interface BreakerSettings {
   failures: number;
   cooldownMs: number;
-  /** How long a probe may take before another process may probe instead. */
+  /** How long a probe may take before another process (or request) may probe instead. */
   probeLeaseMs: number;
 }
 
+interface Known {
+  consecutiveFailures: number;
+  /** Open until then (ms); null when closed. Once past, the next admission is the probe. */
+  openedUntil: number | null;
+  /** A probe of this process is in flight until then (ms). */
+  probingUntil: number | null;
+  /** Bumped by every outcome seen here: a database read that began before it is stale. */
+  version: number;
+}
+
+const keyOf = (k: BreakerKey) => JSON.stringify([k.projectId, k.environment, k.url]);
+
+/** An endpoint's row in walgate.endpoint_breakers, as refresh reads it. */
+interface SharedBreakerRow {
+  project_id: string;
+  environment: string;
+  url: string;
+  consecutive_failures: number;
+  opened_until: Date | null;
+}
+
 export class EndpointBreakers {
-  readonly #local = new Map<string, CircuitBreaker<[() => Promise<unknown>], unknown>>();
-  readonly #known = new Map<string, SharedState>();
-  // When each origin's state was last learnt here (a counter): a refresh whose read began before
-  // an outcome recorded here must not bring the older state back (it would let a request through
-  // a breaker that just opened).
-  readonly #learnt = new Map<string, number>();
-  #clock = 0;
+  readonly #known = new Map<string, Known>();
+  #version = 0;
 
   constructor(
     private readonly pool: Pool,
@@ -47,136 +78,157 @@ export class EndpointBreakers {
     private readonly log: Logger,
   ) {}
 
-  /** Reads the shared state of these origins (once per claimed batch). */
-  async refresh(origins: string[]): Promise<void> {
-    if (origins.length === 0) return;
-    const began = ++this.#clock;
-    const { rows } = await this.pool.query(
-      'SELECT origin, consecutive_failures, opened_until, probe_until FROM walgate.endpoint_breakers WHERE origin = ANY($1)',
-      [origins],
+  /** Reads the shared state of these endpoints (once per claimed batch). */
+  async refresh(keys: BreakerKey[]): Promise<void> {
+    const unique = new Map(keys.map((k) => [keyOf(k), k]));
+    if (unique.size === 0) return;
+    const began = this.#version;
+    const list = [...unique.values()];
+    const { rows } = await this.pool.query<SharedBreakerRow>(
+      `SELECT b.project_id, b.environment, b.url, b.consecutive_failures, b.opened_until
+         FROM walgate.endpoint_breakers b
+         JOIN unnest($1::text[], $2::text[], $3::text[]) AS k(project_id, environment, url) USING (project_id, environment, url)`,
+      [list.map((k) => k.projectId), list.map((k) => k.environment), list.map((k) => k.url)],
     );
-    const found = new Set<string>();
-    for (const r of rows) {
-      found.add(r.origin);
-      if (this.#newer(r.origin, began)) continue;
-      this.#known.set(r.origin, { consecutiveFailures: r.consecutive_failures, openedUntil: r.opened_until, probeUntil: r.probe_until });
-    }
-    for (const o of origins) if (!found.has(o) && !this.#newer(o, began)) this.#known.delete(o);
-  }
-
-  /** May a request go to this origin now? */
-  async admit(origin: string): Promise<Admission> {
-    const state = this.#known.get(origin);
-    const now = this.clock();
-    if (!state?.openedUntil) {
-      this.#mirror(origin, false);
-      return { kind: 'send', probe: false };
-    }
-    if (state.openedUntil > now) {
-      this.#mirror(origin, true);
-      return { kind: 'wait', until: state.openedUntil };
-    }
-    // The cool-down is over: one probe, whoever claims it first.
-    const { rowCount } = await this.pool.query(
-      `UPDATE walgate.endpoint_breakers SET probe_until = $2, updated_at = $3
-        WHERE origin = $1 AND opened_until <= $3 AND (probe_until IS NULL OR probe_until <= $3)`,
-      [origin, new Date(now.getTime() + this.settings.probeLeaseMs), now],
-    );
-    if (rowCount) {
-      this.#learn(origin, { ...state, probeUntil: new Date(now.getTime() + this.settings.probeLeaseMs) });
-      this.#mirror(origin, false); // the probe must pass the local gate
-      return { kind: 'send', probe: true };
-    }
-    // Someone else probes: look again shortly.
-    return { kind: 'wait', until: new Date(now.getTime() + Math.min(1000, this.settings.cooldownMs || 1000)) };
-  }
-
-  /** Fires a request through the origin's local breaker (refused at once while it is open). */
-  fire<T>(origin: string, request: () => Promise<T>): Promise<T> {
-    return this.#breaker(origin).fire(request) as Promise<T>;
-  }
-
-  /** Records an attempt's outcome; returns the end of the cool-down when this failure opened the breaker. */
-  async record(origin: string, ok: boolean, probe: boolean): Promise<Date | null> {
-    const now = this.clock();
-    const known = this.#known.get(origin);
-    if (ok) {
-      // Successes write only when there is something to reset: the hot path stays read-only.
-      if (known && (known.consecutiveFailures > 0 || known.openedUntil || known.probeUntil || probe)) {
-        await this.pool.query(
-          `UPDATE walgate.endpoint_breakers SET consecutive_failures = 0, opened_until = NULL, probe_until = NULL, updated_at = $2
-            WHERE origin = $1`,
-          [origin, now],
-        );
-        if (known.openedUntil) this.log.info({ origin }, 'circuit breaker closed: the endpoint answers again');
+    const found = new Map<string, SharedBreakerRow>();
+    for (const r of rows) found.set(keyOf({ projectId: r.project_id, environment: r.environment, url: r.url }), r);
+    for (const [id] of unique) {
+      const k = this.#known.get(id);
+      if (k && k.version > began) continue; // an outcome seen here since the read began is newer
+      const r = found.get(id);
+      const failures: number = r?.consecutive_failures ?? 0;
+      const opened: number | null = r?.opened_until ? (r.opened_until as Date).getTime() : null;
+      if (!k) {
+        if (r) this.#known.set(id, { consecutiveFailures: failures, openedUntil: opened, probingUntil: null, version: 0 });
+        continue;
       }
-      this.#learn(origin, undefined);
-      this.#mirror(origin, false);
-      return null;
+      k.consecutiveFailures = failures;
+      k.openedUntil = opened;
     }
-    const opensAt = new Date(now.getTime() + this.settings.cooldownMs);
+  }
+
+  /**
+   * May a request to this endpoint start now? While open: wait. Once the cool-down is over: one
+   * probe, claimed in the database (the others wait). Call confirm() right before sending.
+   */
+  async admit(key: BreakerKey): Promise<Admission> {
+    const id = keyOf(key);
+    const k = this.#known.get(id);
+    const now = this.clock().getTime();
+    if (!k || k.openedUntil === null) return { kind: 'send', probe: false };
+    if (k.openedUntil > now) return { kind: 'wait', until: new Date(k.openedUntil) };
+    if (k.probingUntil !== null && k.probingUntil > now) return this.#retryShortly(now);
+    // The cool-down is over: this request is the probe, if the database agrees no one else probes.
+    // Taken here before the round trip, so no other request of this process can take it meanwhile.
+    k.probingUntil = now + this.settings.probeLeaseMs;
+    const at = new Date(now);
+    const { rowCount } = await this.pool.query(
+      `UPDATE walgate.endpoint_breakers SET probe_until = $4, updated_at = $5
+        WHERE project_id = $1 AND environment = $2 AND url = $3
+          AND (opened_until IS NULL OR opened_until <= $5) AND (probe_until IS NULL OR probe_until <= $5)`,
+      [key.projectId, key.environment, key.url, new Date(k.probingUntil), at],
+    );
+    if (rowCount) return { kind: 'send', probe: true };
+    k.probingUntil = null;
+    return this.#retryShortly(now);
+  }
+
+  /**
+   * The last check, synchronous, right before the request starts: an admission granted before an
+   * opening failure arrived (while the admission's caller was busy) no longer holds.
+   */
+  confirm(key: BreakerKey, admission: Admission): Admission {
+    if (admission.kind !== 'send' || admission.probe) return admission;
+    const k = this.#known.get(keyOf(key));
+    if (k?.openedUntil != null) return { kind: 'wait', until: new Date(Math.max(k.openedUntil, this.clock().getTime() + 100)) };
+    return admission;
+  }
+
+  /** The endpoint answered (2xx). Closes the breaker only when this was its probe, or it was closed. */
+  async recordSuccess(key: BreakerKey, probe: boolean): Promise<void> {
+    const id = keyOf(key);
+    const k = this.#known.get(id);
+    // The hot path stays read-only: nothing to reset, nothing written.
+    if (!k || (k.consecutiveFailures === 0 && k.openedUntil === null && !probe)) return;
+    // An answer to a request sent before the breaker opened does not close it: only the probe does.
+    if (k.openedUntil !== null && !probe) return;
+    const wasOpen = k.openedUntil !== null;
+    k.consecutiveFailures = 0;
+    k.openedUntil = null;
+    k.probingUntil = null;
+    k.version = ++this.#version;
+    const now = this.clock();
+    await this.pool.query(
+      `UPDATE walgate.endpoint_breakers SET consecutive_failures = 0, opened_until = NULL, probe_until = NULL, updated_at = $4
+        WHERE project_id = $1 AND environment = $2 AND url = $3`,
+      [key.projectId, key.environment, key.url, now],
+    );
+    if (wasOpen) this.log.info({ ...key }, 'circuit breaker closed: the endpoint answers again');
+  }
+
+  /**
+   * The attempt failed. Returns the end of the cool-down when the breaker is open after it (the
+   * caller schedules the delivery's next attempt no earlier).
+   */
+  async recordFailure(key: BreakerKey, probe: boolean): Promise<Date | null> {
+    const id = keyOf(key);
+    const nowMs = this.clock().getTime();
+    let k = this.#known.get(id);
+    if (!k) this.#known.set(id, (k = { consecutiveFailures: 0, openedUntil: null, probingUntil: null, version: 0 }));
+    // First, synchronously: the gate closes for this process now, not after the write below.
+    k.consecutiveFailures++;
+    k.version = ++this.#version;
+    const opensNow = probe || (k.openedUntil === null && k.consecutiveFailures >= this.settings.failures);
+    if (opensNow) k.openedUntil = nowMs + this.settings.cooldownMs;
+    if (probe) k.probingUntil = null;
     const { rows } = await this.pool.query(
-      `INSERT INTO walgate.endpoint_breakers AS b (origin, consecutive_failures, opened_until, updated_at)
-       VALUES ($1, 1, CASE WHEN $4 OR 1 >= $2 THEN $3::timestamptz END, $5)
-       ON CONFLICT (origin) DO UPDATE SET
+      `INSERT INTO walgate.endpoint_breakers AS b (project_id, environment, url, consecutive_failures, opened_until, updated_at)
+       VALUES ($1, $2, $3, 1, CASE WHEN $7 OR 1 >= $4 THEN $5::timestamptz END, $6)
+       ON CONFLICT (project_id, environment, url) DO UPDATE SET
          consecutive_failures = b.consecutive_failures + 1,
-         opened_until = CASE WHEN $4 OR b.consecutive_failures + 1 >= $2 THEN $3::timestamptz ELSE b.opened_until END,
-         probe_until = CASE WHEN $4 THEN NULL ELSE b.probe_until END,
-         updated_at = $5
-       RETURNING consecutive_failures, opened_until, probe_until`,
-      [origin, this.settings.failures, opensAt, probe, now],
+         opened_until = CASE WHEN $7 OR (b.opened_until IS NULL AND b.consecutive_failures + 1 >= $4) THEN $5::timestamptz
+                             ELSE b.opened_until END,
+         probe_until = CASE WHEN $7 THEN NULL ELSE b.probe_until END,
+         updated_at = $6
+       RETURNING consecutive_failures, opened_until`,
+      [key.projectId, key.environment, key.url, this.settings.failures, new Date(nowMs + this.settings.cooldownMs), new Date(nowMs), probe],
     );
     const r = rows[0];
-    this.#learn(origin, { consecutiveFailures: r.consecutive_failures, openedUntil: r.opened_until, probeUntil: r.probe_until });
-    const opened = r.opened_until && r.opened_until > now ? (r.opened_until as Date) : null;
-    if (opened) {
-      if (probe || r.consecutive_failures === this.settings.failures) {
-        this.log.warn({ origin, until: opened.toISOString(), failures: r.consecutive_failures }, 'circuit breaker opened: deliveries to this endpoint wait');
-      }
-      this.#mirror(origin, true);
+    // Merged monotonically: more failures and a later opening win (another process may have
+    // counted some); nothing here closes the gate.
+    k.consecutiveFailures = Math.max(k.consecutiveFailures, r.consecutive_failures);
+    const shared: number | null = r.opened_until ? (r.opened_until as Date).getTime() : null;
+    if (shared !== null && (k.openedUntil === null || shared > k.openedUntil)) k.openedUntil = shared;
+    if (opensNow || (probe && shared !== null)) {
+      this.log.warn(
+        { ...key, until: new Date(k.openedUntil!).toISOString(), failures: k.consecutiveFailures },
+        'circuit breaker opened: deliveries to this endpoint wait',
+      );
     }
-    return opened;
+    return k.openedUntil !== null && k.openedUntil > nowMs ? new Date(k.openedUntil) : null;
   }
 
-  #learn(origin: string, state: SharedState | undefined): void {
-    if (state) this.#known.set(origin, state);
-    else this.#known.delete(origin);
-    this.#learnt.set(origin, ++this.#clock);
+  /** What this process knows of an endpoint's breaker (the health view shows it). */
+  state(key: BreakerKey): BreakerState {
+    return this.#stateOf(this.#known.get(keyOf(key)));
   }
 
-  #newer(origin: string, than: number): boolean {
-    return (this.#learnt.get(origin) ?? 0) > than;
-  }
-
-  #breaker(origin: string): CircuitBreaker<[() => Promise<unknown>], unknown> {
-    let b = this.#local.get(origin);
-    if (!b) {
-      b = new CircuitBreaker((request: () => Promise<unknown>) => request(), {
-        timeout: false, // the sender times each attempt out itself
-        volumeThreshold: Number.MAX_SAFE_INTEGER, // never trips on its own: the shared state decides
-        resetTimeout: Math.max(1, this.settings.cooldownMs),
-        name: origin,
-      });
-      this.#local.set(origin, b);
+  /** Every endpoint this process knows a non-closed breaker for: key → state. */
+  states(): Array<BreakerKey & { state: BreakerState }> {
+    const out: Array<BreakerKey & { state: BreakerState }> = [];
+    for (const [id, k] of this.#known) {
+      const [projectId, environment, url] = JSON.parse(id) as [string, string, string];
+      out.push({ projectId, environment, url, state: this.#stateOf(k) });
     }
-    return b;
-  }
-
-  #mirror(origin: string, open: boolean): void {
-    const b = this.#breaker(origin);
-    if (open && !b.opened) b.open();
-    else if (!open && !b.closed) b.close();
-  }
-
-  /** Local states for metrics: origin → 'open' | 'half-open' | 'closed'. */
-  states(): Map<string, string> {
-    const out = new Map<string, string>();
-    for (const [origin, b] of this.#local) out.set(origin, b.opened ? 'open' : b.halfOpen ? 'half-open' : 'closed');
     return out;
   }
 
-  shutdown(): void {
-    for (const b of this.#local.values()) b.shutdown();
-    this.#local.clear();
+  #stateOf(k: Known | undefined): BreakerState {
+    if (!k || k.openedUntil === null) return 'closed';
+    return k.openedUntil > this.clock().getTime() ? 'open' : 'half-open';
+  }
+
+  #retryShortly(now: number): Admission {
+    return { kind: 'wait', until: new Date(now + Math.min(1000, Math.max(50, this.settings.cooldownMs))) };
   }
 }

@@ -24,6 +24,11 @@ export interface DeliveryEngineOptions {
   reportIntervalMs?: number;
   /** How long a retry-queue claim lasts from its send (default: twice the time-out plus 5 s). */
   leaseMs?: number;
+  /**
+   * Turns a subscription off because its receiver answered 410 Gone; true when this call did it.
+   * Subscriptions are the webhook domain's: the assembly passes its store's function in.
+   */
+  disableSubscription: (webhookId: string, reason: string, at: Date) => Promise<boolean>;
 }
 
 /**
@@ -44,7 +49,7 @@ export class DeliveryEngine implements DeliverySink {
   #peers = 0;
   #peerTimer: NodeJS.Timeout | undefined;
 
-  constructor(ctx: Context, options: DeliveryEngineOptions = {}) {
+  constructor(ctx: Context, options: DeliveryEngineOptions) {
     this.#ctx = ctx;
     const { webhooks } = ctx.config;
     this.#o = { concurrency: options.concurrency ?? 256, perWebhook: options.perWebhook ?? 32, maxHeld: options.maxHeld ?? 20_000 };
@@ -64,7 +69,7 @@ export class DeliveryEngine implements DeliverySink {
     );
     const openSecret = (sealed: Buffer) => openWebhookSecret(ctx.secrets, sealed);
     this.#targets = new Targets(ctx.pool, openSecret);
-    this.#deps = { sender: this.#sender, breakers: this.#breakers, clock: ctx.clock };
+    this.#deps = { sender: this.#sender, breakers: this.#breakers, clock: ctx.clock, disableSubscription: options.disableSubscription };
     this.#worker = new QueueWorker(ctx, this.#deps, {
       concurrency: Math.max(1, Math.floor(this.#o.concurrency / 2)),
       perWebhook: this.#o.perWebhook,
@@ -123,11 +128,10 @@ export class DeliveryEngine implements DeliverySink {
   async stop(timeoutMs = 15_000): Promise<void> {
     clearInterval(this.#peerTimer);
     await this.#worker.stop(timeoutMs);
-    this.#breakers.shutdown();
     await this.#sender.close().catch(() => undefined);
   }
 
-  breakerStates(): Map<string, string> {
+  breakerStates(): ReturnType<EndpointBreakers['states']> {
     return this.#breakers.states();
   }
 

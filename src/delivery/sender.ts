@@ -11,6 +11,8 @@ export interface SendResult {
   /** Why it failed, short and free of secrets. */
   error: string | null;
   durationMs: number;
+  /** The answer's Retry-After header, if any (outcome.ts reads it on 429 / 503). */
+  retryAfter?: string;
 }
 
 export interface SenderOptions {
@@ -62,7 +64,14 @@ export class Sender {
       // Read (and drop) a bounded part of the answer, so the connection can be reused.
       await res.body.dump({ limit: RESPONSE_BODY_LIMIT }).catch(() => undefined);
       const ok = res.statusCode >= 200 && res.statusCode < 300;
-      return { status: res.statusCode, ok, error: ok ? null : `HTTP ${res.statusCode}`, durationMs: elapsed() };
+      const retryAfter = res.headers['retry-after'];
+      return {
+        status: res.statusCode,
+        ok,
+        error: ok ? null : `HTTP ${res.statusCode}`,
+        durationMs: elapsed(),
+        ...(retryAfter === undefined ? {} : { retryAfter: Array.isArray(retryAfter) ? retryAfter[0]! : retryAfter }),
+      };
     } catch (err) {
       return { status: null, ok: false, error: describe(err, this.#timeoutMs), durationMs: elapsed() };
     }

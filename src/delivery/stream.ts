@@ -1,7 +1,7 @@
 import type { Context } from '../core/context.js';
 import type { Queryable } from '../core/db/pool.js';
 import type { CapturedDelivery, CapturedEvent, DeliveryStream } from '../tailer/sink.js';
-import { attempt, nextStep, type AttemptDeps } from './attempt.js';
+import { attempt, disable, nextStep, type AttemptDeps } from './attempt.js';
 import { Journal, type ParkedEntry } from './journal.js';
 import { buildPayload } from './payload.js';
 import { recordAttempts } from './store.js';
@@ -226,7 +226,7 @@ export class StreamDelivery implements DeliveryStream {
     // Paused now: it waits in the retry queue, which takes only active subscriptions.
     if (!target.active) return this.#park(job, { status: 'pending', attempts: 0, nextAttemptAt: now });
     const body = buildPayload({ projectId: target.projectId, environment: target.environment, select: delivery.select }, event);
-    const outcome = await attempt(this.#deps, { url: target.url, secrets: target.secrets, eventId: event.id, operation: event.operation, body });
+    const outcome = await attempt(this.#deps, { endpoint: { projectId: target.projectId, environment: target.environment, url: target.url.href }, url: target.url, secrets: target.secrets, eventId: event.id, operation: event.operation, body });
     if (this.#closed) return;
     if (outcome.kind === 'wait') {
       if (job.lease === null) this.#park(job, { status: 'pending', attempts: 0, nextAttemptAt: outcome.until });
@@ -235,6 +235,7 @@ export class StreamDelivery implements DeliveryStream {
     const { result, startedAt, openedUntil } = outcome;
     const done = this.#ctx.clock();
     const step = nextStep(result, 1, this.#limits.retryDelaysMs, openedUntil, done);
+    if (step.disable) await disable(this.#ctx, this.#deps, delivery.webhookId, step.disable, done);
     const m = this.#ctx.metrics;
     m.deliveriesFinished.inc({ status: step.status });
     m.attemptDuration.observe({ outcome: result.ok ? 'success' : 'failure' }, result.durationMs / 1000);

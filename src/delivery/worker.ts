@@ -1,7 +1,9 @@
 import { setTimeout as sleep } from 'node:timers/promises';
 import pg from 'pg';
 import type { Context } from '../core/context.js';
-import { attempt as attemptOnce, breakerKey, nextStep, type AttemptDeps } from './attempt.js';
+import { attempt as attemptOnce, disable, nextStep, type AttemptDeps } from './attempt.js';
+import type { BreakerKey } from './breaker.js';
+import { keepReconnecting } from '../core/db/reconnect.js';
 import { renderPayload } from './payload.js';
 import { claimDue, DELIVERIES_CHANNEL, postpone, queueDepth, recordAttempts, renewLease, type AttemptResult, type ClaimedDelivery } from './store.js';
 
@@ -23,6 +25,8 @@ export interface QueueWorkerOptions {
   /** Opens a subscription's sealed signing secret. */
   openSecret: (sealed: Buffer) => string;
 }
+
+export type DisableSubscription = (webhookId: string, reason: string, at: Date) => Promise<boolean>;
 
 /**
  * Drains the durable retry queue (every tailer process runs one, the leader and its standbys):
@@ -56,6 +60,8 @@ export class QueueWorker {
   #loop: Promise<void> | undefined;
   #reporter: NodeJS.Timeout | undefined;
   #stopping = false;
+  /** Aborted by stop(): ends the LISTEN reconnect loop, also mid-backoff. */
+  readonly #abort = new AbortController();
   readonly #leaseMs: number;
   stats = { attempts: 0, delivered: 0, failed: 0, dead: 0, postponed: 0 };
 
@@ -82,6 +88,7 @@ export class QueueWorker {
   /** Stops claiming, lets attempts in flight finish (bounded), writes their results. Idempotent. */
   async stop(timeoutMs = 15_000): Promise<void> {
     this.#stopping = true;
+    this.#abort.abort();
     this.#nudge();
     await this.#loop;
     // Claimed but not started: hand them back now rather than when their leases run out.
@@ -120,7 +127,7 @@ export class QueueWorker {
           // round trip per finished delivery); until then it counts as full.
           inflight: this.#busy(),
         });
-        if (claimed.length) await this.#deps.breakers.refresh([...new Set(claimed.map((d) => breakerKey(new URL(d.url))))]);
+        if (claimed.length) await this.#deps.breakers.refresh(claimed.map(endpointOf));
       } catch (err) {
         log.error({ err }, 'could not claim deliveries; retrying');
         await this.#idle(this.#o.pollMs * 4);
@@ -188,6 +195,7 @@ export class QueueWorker {
       lease = renewed;
     }
     const outcome = await attemptOnce(this.#deps, {
+      endpoint: endpointOf(d),
       url: new URL(d.url),
       secrets: [this.#secret(d.secret)],
       eventId: d.event_id,
@@ -204,6 +212,7 @@ export class QueueWorker {
     const now = this.#ctx.clock();
     const step = nextStep(result, attempt, this.#ctx.config.webhooks.retryDelaysMs, openedUntil, now);
     this.stats.attempts++;
+    if (step.disable) await disable(this.#ctx, this.#deps, d.webhook_id, step.disable, now);
     if (step.status === 'delivered') this.stats.delivered++;
     else if (step.status === 'dead') this.stats.dead++;
     else this.stats.failed++;
@@ -285,29 +294,26 @@ export class QueueWorker {
 
   /** NOTIFY from the tailer is a hint to look now; polling is the truth. */
   async #listen(): Promise<void> {
-    let backoff = 500;
-    while (!this.#stopping) {
-      const client = new pg.Client({ connectionString: this.#ctx.pool.options.connectionString, application_name: 'walgate-delivery-listen' });
-      try {
-        const ended = new Promise<void>((resolve) => {
-          client.on('error', () => resolve());
-          client.on('end', () => resolve());
-        });
-        await client.connect();
-        client.on('notification', () => this.#nudge());
-        await client.query(`LISTEN ${DELIVERIES_CHANNEL}`);
-        this.#listener = client;
-        if (this.#stopping) break;
-        backoff = 500;
-        await ended;
-      } catch {
-        /* retried below */
-      }
-      await client.end().catch(() => undefined);
-      if (this.#stopping) return;
-      await sleep(backoff);
-      backoff = Math.min(backoff * 2, 10_000);
-    }
+    await keepReconnecting(
+      async () => {
+        const client = new pg.Client({ connectionString: this.#ctx.pool.options.connectionString, application_name: 'walgate-delivery-listen' });
+        try {
+          const ended = new Promise<void>((resolve) => {
+            client.on('error', () => resolve());
+            client.on('end', () => resolve());
+          });
+          await client.connect();
+          client.on('notification', () => this.#nudge());
+          await client.query(`LISTEN ${DELIVERIES_CHANNEL}`);
+          this.#listener = client;
+          if (this.#stopping) return;
+          await ended;
+        } finally {
+          await client.end().catch(() => undefined);
+        }
+      },
+      { signal: this.#abort.signal, minMs: 500, maxMs: 10_000 },
+    );
   }
 
   async #report(): Promise<void> {
@@ -337,3 +343,7 @@ const CLAIM_AHEAD = 4;
 
 /** A lease must outlast the time-out by this much when a request starts. */
 const LEASE_MARGIN_MS = 5000;
+
+function endpointOf(d: ClaimedDelivery): BreakerKey {
+  return { projectId: d.project_id, environment: d.environment, url: d.url };
+}

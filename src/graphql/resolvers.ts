@@ -1,5 +1,6 @@
 import type { Request } from 'express';
 import type { AuthService } from '../auth/service.js';
+import { AppError } from '../core/errors.js';
 import { authApi } from '../http/auth/operations.js';
 import { clientIp } from '../http/client-ip.js';
 import { authEnvironment } from '../http/scope.js';
@@ -19,16 +20,32 @@ export function authResolvers(service: AuthService, environments: EnvironmentCac
   const op = authApi.operations;
   const env = (c: GraphQLContext) => authEnvironment(c.req, environments);
   const meta = (c: GraphQLContext) => ({ ip: clientIp(c.req) });
+  // Aliases must not multiply work that REST does once per request: a document runs one auth
+  // mutation (each costs a limiter round trip, lookups, perhaps a password hash or strength
+  // estimate), and `me` or `jwks` asked for under many aliases is worked out once.
+  const perRequest = new WeakMap<Request, { mutations: number; me?: Promise<unknown>; jwks?: Promise<unknown> }>();
+  const state = (c: GraphQLContext) => {
+    let s = perRequest.get(c.req);
+    if (!s) perRequest.set(c.req, (s = { mutations: 0 }));
+    return s;
+  };
+  const oneMutation = <T>(c: GraphQLContext, run: () => Promise<T>): Promise<T> => {
+    if (state(c).mutations++ > 0) {
+      const error = new AppError('RATE_LIMIT_EXCEEDED', 'One authentication mutation per request: send the others separately.', { retryAfter: 1 });
+      return Promise.reject(error);
+    }
+    return run();
+  };
   const authorization = (c: GraphQLContext) => c.req.get('authorization');
   return {
-    me: async (_: unknown, c: GraphQLContext) => service.me(await env(c), authorization(c)),
-    jwks: async (_: unknown, c: GraphQLContext) => service.jwks(await env(c)),
-    signup: async ({ input }: Args<unknown>, c: GraphQLContext) => service.signup(await env(c), parse(op.signup.body, input), meta(c)),
-    confirmSignup: async ({ input }: Args<unknown>, c: GraphQLContext) => service.confirmSignup(await env(c), parse(op.confirmSignup.body, input)),
-    login: async ({ input }: Args<unknown>, c: GraphQLContext) => service.login(await env(c), parse(op.login.body, input), meta(c)),
-    recoverPassword: async ({ input }: Args<unknown>, c: GraphQLContext) => service.recoverPassword(await env(c), parse(op.recoverPassword.body, input)),
-    resetPassword: async ({ input }: Args<unknown>, c: GraphQLContext) => service.resetPassword(await env(c), parse(op.resetPassword.body, input)),
-    refreshToken: async ({ input }: Args<unknown>, c: GraphQLContext) => service.refresh(await env(c), parse(op.refreshToken.body, input)),
-    logout: async (_: unknown, c: GraphQLContext) => service.logout(await env(c), authorization(c)),
+    me: (_: unknown, c: GraphQLContext) => (state(c).me ??= env(c).then((e) => service.me(e, authorization(c)))),
+    jwks: (_: unknown, c: GraphQLContext) => (state(c).jwks ??= env(c).then((e) => service.jwks(e))),
+    signup: ({ input }: Args<unknown>, c: GraphQLContext) => oneMutation(c, async () => service.signup(await env(c), parse(op.signup.body, input), meta(c))),
+    confirmSignup: ({ input }: Args<unknown>, c: GraphQLContext) => oneMutation(c, async () => service.confirmSignup(await env(c), parse(op.confirmSignup.body, input), meta(c))),
+    login: ({ input }: Args<unknown>, c: GraphQLContext) => oneMutation(c, async () => service.login(await env(c), parse(op.login.body, input), meta(c))),
+    recoverPassword: ({ input }: Args<unknown>, c: GraphQLContext) => oneMutation(c, async () => service.recoverPassword(await env(c), parse(op.recoverPassword.body, input))),
+    resetPassword: ({ input }: Args<unknown>, c: GraphQLContext) => oneMutation(c, async () => service.resetPassword(await env(c), parse(op.resetPassword.body, input), meta(c))),
+    refreshToken: ({ input }: Args<unknown>, c: GraphQLContext) => oneMutation(c, async () => service.refresh(await env(c), parse(op.refreshToken.body, input))),
+    logout: (_: unknown, c: GraphQLContext) => oneMutation(c, async () => service.logout(await env(c), authorization(c))),
   };
 }

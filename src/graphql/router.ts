@@ -5,7 +5,7 @@ import type { AuthService } from '../auth/service.js';
 import type { Context } from '../core/context.js';
 import type { EnvironmentCache } from '../projects/environments.js';
 import { formatError } from './errors.js';
-import { sizeLimits } from './limits.js';
+import { boundedValidate } from './limits.js';
 import { authResolvers, type GraphQLContext } from './resolvers.js';
 import { authSchema } from './schema.js';
 
@@ -15,16 +15,15 @@ import { authSchema } from './schema.js';
  */
 export function graphqlRouter(ctx: Context, service: AuthService, environments: EnvironmentCache): Router {
   const limits = ctx.config.graphql;
-  const rules = [
-    ...specifiedRules,
-    sizeLimits(limits),
-    ...(limits.introspection ? [] : [NoSchemaIntrospectionCustomRule]),
-  ];
+  // The size limits run first, alone (boundedValidate); graphql's own rules only see documents within them.
+  const rules = [...specifiedRules, ...(limits.introspection ? [] : [NoSchemaIntrospectionCustomRule])];
   const handler = createHandler<GraphQLContext>({
     schema: authSchema(),
     rootValue: authResolvers(service, environments),
     context: (req) => ({ req: req.raw as Request }),
-    validationRules: rules,
+    validate: boundedValidate(limits),
+    // A function, so that graphql-http does not add specifiedRules a second time.
+    validationRules: () => rules,
     formatError: formatError(ctx.log),
     onSubscribe: (_req, params) => {
       if (Buffer.byteLength(params.query ?? '') > limits.maxDocumentBytes) {

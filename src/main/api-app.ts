@@ -3,6 +3,7 @@ import type express from 'express';
 import { KeyRing } from '../auth/keyring.js';
 import { authRouter } from '../http/auth/routes.js';
 import { AuthService } from '../auth/service.js';
+import { CacheEvents, CacheListener, type CacheEventHandler } from '../core/cache-events.js';
 import type { Context } from '../core/context.js';
 import { docsRouter } from '../docs/router.js';
 import { apiOpsRouter } from '../ops/api-ops.js';
@@ -14,9 +15,11 @@ import { createApp } from '../http/app.js';
 import { closeServer, listen } from '../http/server.js';
 
 /** The api daemon's HTTP surface. The seed addresses the management API through a `/gw` gateway prefix too. */
-export function createApiApp(ctx: Context): express.Express {
+export function createApiApp(ctx: Context, events = new CacheEvents(ctx.log)): express.Express {
   const environments = new EnvironmentCache(ctx.pool, ctx.cacheTtlMs);
-  const auth = new AuthService(ctx, new KeyRing(ctx));
+  const keys = new KeyRing(ctx);
+  events.subscribe(applyCacheEvent(ctx, environments, keys));
+  const auth = new AuthService(ctx, keys);
   const webhooks = webhooksRouter(ctx, new WebhookService(ctx), environments);
   return createApp(ctx, {
     routes: [
@@ -29,6 +32,31 @@ export function createApiApp(ctx: Context): express.Express {
   });
 }
 
+/** What an announced change (src/core/cache-events.ts) means to this process's caches. */
+function applyCacheEvent(ctx: Context, environments: EnvironmentCache, keys: KeyRing): CacheEventHandler {
+  return async (event) => {
+    switch (event.kind) {
+      case 'environment':
+        environments.forget(event.projectId, event.name);
+        keys.forget(event.projectId, event.name);
+        return;
+      case 'keys':
+        keys.forget(event.projectId, event.name);
+        return;
+      case 'sessions': {
+        // Written where this process looks (its own revocation list: Redis or Postgres), whatever the sender had.
+        const until = new Date(event.until);
+        for (const sessionId of event.sessionIds) await ctx.revocations.revoke(sessionId, until);
+        return;
+      }
+      case 'all':
+        environments.clear();
+        keys.clear();
+        return;
+    }
+  };
+}
+
 export interface RunningApi {
   url: string;
   server: Server;
@@ -36,6 +64,17 @@ export interface RunningApi {
 }
 
 export async function startApi(ctx: Context, port = ctx.config.port, host = ctx.config.host): Promise<RunningApi> {
-  const { server, url } = await listen(createApiApp(ctx), port, host);
-  return { url, server, stop: () => closeServer(server) };
+  const events = new CacheEvents(ctx.log);
+  const listener = new CacheListener(ctx.pool.options.connectionString!, events, ctx.log);
+  const app = createApiApp(ctx, events);
+  await listener.start();
+  const { server, url } = await listen(app, port, host);
+  return {
+    url,
+    server,
+    async stop() {
+      await listener.close();
+      await closeServer(server);
+    },
+  };
 }

@@ -3,6 +3,7 @@ import { loadConfig } from '../core/config.js';
 import { createContext } from '../core/context.js';
 import { migrate } from '../core/db/migrate.js';
 import { startApi } from './api-app.js';
+import { Pruner } from '../retention/pruner.js';
 import { exitOnStartupError, stopOnSignals } from './lifecycle.js';
 
 async function main(): Promise<void> {
@@ -11,9 +12,13 @@ async function main(): Promise<void> {
   const ctx = await createContext(config, config.databaseUrl, { applicationName: 'walgate-api' });
   await migrate(ctx.pool);
   const api = await startApi(ctx);
+  // The api prunes the auth rows it writes (sessions, codes, revocation entries, rate limits).
+  const pruner = new Pruner(ctx, { scopes: ['auth'] });
+  pruner.start();
   ctx.log.info({ url: api.url }, 'api listening');
   stopOnSignals(ctx.log, async () => {
     await api.stop();
+    await pruner.stop();
     await ctx.close();
   });
 }

@@ -11,6 +11,7 @@ import { createManagementToken } from '../webhooks/management-tokens.js';
 import { openDatabase } from './database.js';
 import { exitOnStartupError, stopOnSignals } from './lifecycle.js';
 import { startTailerRuntime } from './tailer-runtime.js';
+import { Pruner } from '../retention/pruner.js';
 
 async function main(): Promise<void> {
   const config = loadConfig();
@@ -30,6 +31,9 @@ async function main(): Promise<void> {
 
   const api = await startApi(ctx);
   const runtime = await startTailerRuntime(ctx, { databaseUrl: database.url, opsOptional: true });
+  // The tailer runtime prunes the delivery history; the auth rows are the api's to prune.
+  const authPruner = new Pruner(ctx, { scopes: ['auth'] });
+  authPruner.start();
   // "walgate ready" means changes are being captured: wait (briefly) for the tailer to hold the
   // slot or stand by, so that a row written right after the banner is not missed by a test or a demo.
   for (const until = Date.now() + 15_000; runtime.tailer.status().role === 'starting' && Date.now() < until; ) {
@@ -52,6 +56,7 @@ async function main(): Promise<void> {
   stopOnSignals(log, async () => {
     await api.stop();
     await runtime.stop();
+    await authPruner.stop();
     await ctx.close();
     await database.release();
   });

@@ -4,7 +4,9 @@ import type { Context } from '../core/context.js';
 import { DeliveryEngine } from '../delivery/engine.js';
 import { closeServer } from '../http/server.js';
 import { registerTailerGauges, startTailerOps } from '../ops/tailer-ops.js';
+import { Pruner } from '../retention/pruner.js';
 import { WalTailer } from '../tailer/tailer.js';
+import { disableWebhook } from '../webhooks/store.js';
 
 export interface TailerRuntime {
   tailer: WalTailer;
@@ -21,10 +23,13 @@ export interface TailerRuntimeOptions {
 }
 
 export async function startTailerRuntime(ctx: Context, options: TailerRuntimeOptions): Promise<TailerRuntime> {
-  const worker = new DeliveryEngine(ctx);
+  const worker = new DeliveryEngine(ctx, { disableSubscription: (id, reason, at) => disableWebhook(ctx.pool, id, reason, at) });
   worker.start();
   const tailer = new WalTailer(ctx, { databaseUrl: options.databaseUrl, sink: worker });
   tailer.start();
+  // Every tailer process prunes the delivery history (standbys too: batches skip each other's rows).
+  const pruner = new Pruner(ctx, { scopes: ['history'] });
+  pruner.start();
   registerTailerGauges(ctx, tailer, worker);
   const port = ctx.config.tailerPort;
   const ops = await startTailerOps(ctx, tailer, port, ctx.config.host).catch((err: Error) => {
@@ -40,6 +45,7 @@ export async function startTailerRuntime(ctx: Context, options: TailerRuntimeOpt
       if (ops) await closeServer(ops.server, 2000);
       await tailer.stop();
       await worker.stop();
+      await pruner.stop();
     },
   };
 }

@@ -9,7 +9,7 @@ export function apiOpsRouter(ctx: Context): Router {
     res.json({ status: 'ok' });
   });
   r.get('/readyz', async (_req, res) => {
-    const { status, body } = readiness([await databaseCheck(ctx.pool), await redisCheck(ctx.redis)]);
+    const { status, body } = readiness([await databaseCheck(ctx.pool, ctx.log), await redisCheck(ctx.redis, ctx.log)]);
     res.status(status).json(body);
   });
   r.get('/metrics', async (_req, res) => {

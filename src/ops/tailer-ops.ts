@@ -3,9 +3,9 @@ import type { AddressInfo } from 'node:net';
 import { Gauge } from 'prom-client';
 import type { Context } from '../core/context.js';
 import { queueDepth } from '../delivery/store.js';
-import type { DeliveryEngine } from '../delivery/engine.js';
+
 import type { WalTailer } from '../tailer/tailer.js';
-import { databaseCheck, readiness, redisCheck } from './checks.js';
+import { checkOf, databaseCheck, readiness, redisCheck } from './checks.js';
 
 export interface SlotHealth {
   lagBytes: number | null;
@@ -35,6 +35,7 @@ export async function slotHealth(ctx: Context, slotName: string): Promise<SlotHe
 }
 
 /** Gauges of the tailer daemon read from Postgres (and from the worker) when /metrics is scraped. */
+import type { DeliveryEngine } from '../delivery/engine.js';
 export function registerTailerGauges(ctx: Context, tailer: WalTailer, worker: DeliveryEngine | undefined): void {
   const { registry } = ctx.metrics;
   new Gauge({
@@ -106,12 +107,15 @@ export function registerTailerGauges(ctx: Context, tailer: WalTailer, worker: De
   if (worker) {
     new Gauge({
       name: 'walgate_breaker_open',
-      help: 'Circuit breaker state per endpoint origin as this process sees it: 1 open, 0.5 half-open, 0 closed',
-      labelNames: ['origin'] as const,
+      help: 'Circuit breaker state per subscription endpoint (project, environment, URL without its query) as this process sees it: 1 open, 0.5 half-open, 0 closed',
+      labelNames: ['project_id', 'environment', 'url'] as const,
       registers: [registry],
       collect() {
         this.reset();
-        for (const [origin, state] of worker.breakerStates()) this.set({ origin }, state === 'open' ? 1 : state === 'half-open' ? 0.5 : 0);
+        for (const b of worker.breakerStates()) {
+          const u = new URL(b.url);
+          this.set({ project_id: b.projectId, environment: b.environment, url: `${u.origin}${u.pathname}` }, b.state === 'open' ? 1 : b.state === 'half-open' ? 0.5 : 0);
+        }
       },
     });
   }
@@ -131,8 +135,8 @@ export async function startTailerOps(ctx: Context, tailer: WalTailer, port: numb
       if (path === '/readyz') {
         const status = tailer.status();
         const slot = await slotHealth(ctx, status.slotName).catch(() => undefined);
-        const role = { name: 'tailer', ok: status.role === 'leader' || status.role === 'standby', detail: { role: status.role, slot: status.slotName, durableLsn: status.durableLsn, ...slot } };
-        const { status: code, body } = readiness([await databaseCheck(ctx.pool), await redisCheck(ctx.redis), role]);
+        const role = checkOf('tailer', status.role === 'leader' || status.role === 'standby', { role: status.role, slot: status.slotName, durableLsn: status.durableLsn, ...slot });
+        const { status: code, body } = readiness([await databaseCheck(ctx.pool, ctx.log), await redisCheck(ctx.redis, ctx.log), role]);
         return send(code, body);
       }
       return send(404, { error: 'NOT_FOUND', message: 'No such route.' });

@@ -3,7 +3,8 @@ import { TtlCache } from '../core/cache.js';
 import type { SecretBox } from '../core/crypto/secretbox.js';
 import { defaultSchemaName, isPlainIdentifier, quoteIdent } from '../core/db/identifiers.js';
 import { selectList } from '../core/db/columns.js';
-import type { PoolClient, Queryable } from '../core/db/pool.js';
+import { PgCode, pgCode, type PoolClient, type Queryable } from '../core/db/pool.js';
+import { publishCacheEvent } from '../core/cache-events.js';
 
 export type TokenFormat = 'jws' | 'jwe';
 export type SigningAlg = 'ES256' | 'RS256' | 'EdDSA';
@@ -112,9 +113,27 @@ export class EnvironmentExistsError extends Error {
   override name = 'EnvironmentExistsError';
 }
 
+/** The data schema asked for already belongs to another environment (names compared as Postgres folds them). */
+export class SchemaTakenError extends Error {
+  override name = 'SchemaTakenError';
+  constructor(
+    readonly schemaName: string,
+    readonly owner: { projectId: string; name: string },
+  ) {
+    super(`schema ${schemaName} already belongs to ${owner.projectId}/${owner.name}; give this environment its own with --schema <name>`);
+  }
+}
+
+async function schemaOwner(db: Queryable, schemaName: string): Promise<{ projectId: string; name: string } | undefined> {
+  const { rows } = await db.query('SELECT project_id, name FROM walgate.environments WHERE lower(schema_name) = lower($1)', [schemaName]);
+  return rows[0] ? { projectId: rows[0].project_id as string, name: rows[0].name as string } : undefined;
+}
+
 /**
  * Creates the project (when new) and one environment with its data schema (created when missing;
- * an existing schema, `public` included, may be named). Runs inside the caller's transaction.
+ * an existing schema, `public` included, may be named, unless another environment has it: the
+ * unique index environments_schema_name_key decides, also between concurrent creations). Runs
+ * inside the caller's transaction.
  */
 export async function createEnvironment(
   client: PoolClient,
@@ -131,16 +150,33 @@ export async function createEnvironment(
   if (await findEnvironment(client, input.projectId, input.name)) {
     throw new EnvironmentExistsError(`environment ${input.projectId}/${input.name} already exists`);
   }
+  const owner = await schemaOwner(client, schemaName);
+  if (owner) throw new SchemaTakenError(schemaName, owner);
   await client.query(`CREATE SCHEMA IF NOT EXISTS ${quoteIdent(schemaName)}`);
   const jweKey = secrets.seal(randomBytes(32), JWE_KEY_PURPOSE);
   const settings = givenSettings(input);
   const columns = ['project_id', 'name', 'schema_name', 'jwe_key', ...settings.map(([column]) => column)];
   const values = [input.projectId, input.name, schemaName, jweKey, ...settings.map(([, value]) => value)];
-  const { rows } = await client.query<Environment>(
-    `INSERT INTO walgate.environments (${columns.join(', ')}) VALUES (${values.map((_, i) => `$${i + 1}`).join(', ')}) RETURNING ${COLUMNS}`,
-    values,
+  const { rows } = await insertOrTaken(client, schemaName, () =>
+    client.query<Environment>(
+      `INSERT INTO walgate.environments (${columns.join(', ')}) VALUES (${values.map((_, i) => `$${i + 1}`).join(', ')}) RETURNING ${COLUMNS}`,
+      values,
+    ),
   );
   return rows[0]!;
+}
+
+/** A concurrent creation that took the schema between our check and our insert is the same refusal. */
+async function insertOrTaken<T>(client: PoolClient, schemaName: string, insert: () => Promise<T>): Promise<T> {
+  await client.query('SAVEPOINT environment_insert');
+  try {
+    return await insert();
+  } catch (err) {
+    if (pgCode(err) !== PgCode.uniqueViolation || (err as { constraint?: string }).constraint !== 'environments_schema_name_key') throw err;
+    await client.query('ROLLBACK TO SAVEPOINT environment_insert');
+    const owner = await schemaOwner(client, schemaName);
+    throw owner ? new SchemaTakenError(schemaName, owner) : err;
+  }
 }
 
 /** Changes settings of an existing environment; returns undefined when there is no such environment. */
@@ -158,12 +194,15 @@ export async function updateEnvironment(
      RETURNING ${COLUMNS}`,
     [projectId, name, ...given.map(([, value]) => value)],
   );
+  if (!rows[0]) return undefined;
+  await publishCacheEvent(db, { kind: 'environment', projectId, name });
   return rows[0];
 }
 
 /**
  * A short-lived in-memory view of environments, so the hot path (every auth request) does not
- * pay a query for settings. Changes made by the CLI in another process show within the TTL.
+ * pay a query for settings. Changes made by the CLI in another process are announced
+ * (src/core/cache-events.ts) and dropped at once; the TTL bounds them when no announcement arrives.
  */
 export class EnvironmentCache {
   readonly #cache: TtlCache<string, Environment | undefined>;
@@ -177,5 +216,13 @@ export class EnvironmentCache {
 
   get(projectId: string, name: string): Promise<Environment | undefined> {
     return this.#cache.get(`${projectId}\0${name}`, () => findEnvironment(this.db, projectId, name));
+  }
+
+  forget(projectId: string, name: string): void {
+    this.#cache.delete(`${projectId}\0${name}`);
+  }
+
+  clear(): void {
+    this.#cache.clear();
   }
 }

@@ -4,6 +4,7 @@ import { LogicalReplicationService } from 'pg-logical-replication';
 import type { Context } from '../core/context.js';
 import type { Queryable } from '../core/db/pool.js';
 import type { DeliverySink } from './sink.js';
+import { keepReconnecting } from '../core/db/reconnect.js';
 import { formatLsn, parseLsn, type Lsn } from './lsn.js';
 import { RawPgoutputPlugin } from './pgoutput.js';
 import { ensurePublication, PUBLICATION } from './publication.js';
@@ -108,27 +109,24 @@ export class WalTailer {
 
   async #run(): Promise<void> {
     const log = this.#ctx.log.child({ component: 'tailer', slot: this.#o.slotName });
-    let backoff = 250;
-    while (!this.#stopping) {
-      let lock: pg.Client | undefined;
-      const started = Date.now();
-      try {
-        lock = await this.#lead(log);
-        if (!lock) break;
-        this.#role = 'leader';
-        log.info('leading: reading the slot');
-        await this.#stream(lock, log);
-      } catch (err) {
-        if (!this.#stopping) log.error({ err }, 'replication session ended; restarting from the durable position');
-      } finally {
-        await lock?.end().catch(() => undefined);
-      }
-      if (this.#stopping) break;
-      this.#role = 'starting';
-      if (Date.now() - started > 60_000) backoff = 250; // a long healthy session resets the backoff
-      await sleep(backoff, undefined, { signal: this.#abort.signal }).catch(() => undefined);
-      backoff = Math.min(backoff * 2, this.#o.retryMaxMs);
-    }
+    await keepReconnecting(
+      async () => {
+        let lock: pg.Client | undefined;
+        try {
+          lock = await this.#lead(log);
+          if (!lock) return;
+          this.#role = 'leader';
+          log.info('leading: reading the slot');
+          await this.#stream(lock, log);
+        } catch (err) {
+          if (!this.#stopping) log.error({ err }, 'replication session ended; restarting from the durable position');
+        } finally {
+          await lock?.end().catch(() => undefined);
+          if (!this.#stopping) this.#role = 'starting';
+        }
+      },
+      { signal: this.#abort.signal, maxMs: this.#o.retryMaxMs },
+    );
   }
 
   /** Waits until this process holds the slot's lock (a standby meanwhile); undefined when stopping. */

@@ -18,6 +18,9 @@ export interface WebhookRow {
   select: string[] | null;
   createdAt: Date;
   updatedAt: Date;
+  /** Why delivery disabled it (a receiver answered 410 Gone), and when; null while enabled by hand. */
+  disabledReason?: string | null;
+  disabledAt?: Date | null;
 }
 
 const COLUMNS = selectList<WebhookRow>({
@@ -34,6 +37,8 @@ const COLUMNS = selectList<WebhookRow>({
   select: 'select_fields',
   createdAt: 'created_at',
   updatedAt: 'updated_at',
+  disabledReason: 'disabled_reason',
+  disabledAt: 'disabled_at',
 });
 
 export async function insertWebhook(db: Queryable, w: WebhookRow): Promise<WebhookRow> {
@@ -72,7 +77,8 @@ export async function listWebhooks(
 
 export async function updateWebhook(db: Queryable, w: WebhookRow): Promise<WebhookRow> {
   const { rows } = await db.query<WebhookRow>(
-    `UPDATE walgate.webhooks SET table_name = $2, events = $3, url = $4, secret = $5, active = $6, filter = $7, select_fields = $8, updated_at = $9
+    `UPDATE walgate.webhooks SET table_name = $2, events = $3, url = $4, secret = $5, active = $6, filter = $7, select_fields = $8, updated_at = $9,
+            disabled_reason = CASE WHEN $6 THEN NULL ELSE disabled_reason END, disabled_at = CASE WHEN $6 THEN NULL ELSE disabled_at END
       WHERE id = $1 RETURNING ${COLUMNS}`,
     [w.id, w.table, w.events, w.url, w.secret, w.active, w.filter === null ? null : JSON.stringify(w.filter), w.select, w.updatedAt],
   );
@@ -86,5 +92,18 @@ export async function deleteWebhook(db: Queryable, id: string): Promise<void> {
 /** Whether any subscription still names schema.table (the table then stays in the publication). */
 export async function tableIsWatched(db: Queryable, schemaName: string, table: string): Promise<boolean> {
   const { rowCount } = await db.query('SELECT 1 FROM walgate.webhooks WHERE schema_name = $1 AND table_name = $2 LIMIT 1', [schemaName, table]);
+  return (rowCount ?? 0) > 0;
+}
+
+/**
+ * Disables a subscription because of what its receiver answered (410 Gone): it stops taking
+ * changes at this commit (the tailer reads the change from the WAL) and the reason shows in its view.
+ * Returns false when it was already inactive (or is gone): only the first disabling counts.
+ */
+export async function disableWebhook(db: Queryable, id: string, reason: string, at: Date): Promise<boolean> {
+  const { rowCount } = await db.query(
+    'UPDATE walgate.webhooks SET active = false, disabled_reason = $2, disabled_at = $3, updated_at = $3 WHERE id = $1 AND active',
+    [id, reason, at],
+  );
   return (rowCount ?? 0) > 0;
 }

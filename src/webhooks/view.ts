@@ -11,6 +11,9 @@ export interface WebhookView {
   select: string[] | null;
   createdAt: string;
   updatedAt: string;
+  /** Set when delivery disabled it (its receiver answered 410 Gone); cleared when re-activated. */
+  disabledReason: string | null;
+  disabledAt: string | null;
 }
 
 export function webhookView(w: WebhookRow): WebhookView {
@@ -24,5 +27,7 @@ export function webhookView(w: WebhookRow): WebhookView {
     select: w.select,
     createdAt: w.createdAt.toISOString(),
     updatedAt: w.updatedAt.toISOString(),
+    disabledReason: w.disabledReason ?? null,
+    disabledAt: w.disabledAt?.toISOString() ?? null,
   };
 }

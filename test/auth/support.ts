@@ -1,3 +1,4 @@
+import { randomBytes } from 'node:crypto';
 import { expect } from 'chai';
 import type { TestApi, TestApiOptions } from '../support/api.js';
 import { startTestApi } from '../support/api.js';
@@ -11,6 +12,10 @@ export const GENEROUS_LIMITS = {
   signup: { name: 'signup', points: 10_000, durationSeconds: 60 },
   login: { name: 'login', points: 10_000, durationSeconds: 60 },
   recoverPassword: { name: 'recover-password', points: 10_000, durationSeconds: 60 },
+  confirmSignupPerIp: { name: 'confirm-signup-ip', points: 10_000, durationSeconds: 60 },
+  confirmSignupPerEmail: { name: 'confirm-signup-email', points: 10_000, durationSeconds: 60 },
+  resetPasswordPerIp: { name: 'reset-password-ip', points: 10_000, durationSeconds: 60 },
+  resetPasswordPerEmail: { name: 'reset-password-email', points: 10_000, durationSeconds: 60 },
 };
 
 export function startAuthApi(options: TestApiOptions = {}): Promise<TestApi> {
@@ -42,3 +47,26 @@ export async function signUpAndConfirm(t: TestApi, http: HttpClient, email = uni
 }
 
 export const bearer = (token: string) => ({ headers: { authorization: `Bearer ${token}` } });
+
+/**
+ * CPU time (user + system, every thread of this process: the event loop and the hashing threads)
+ * spent while `fn` runs. The api runs in the test's process, so this is the request's cost.
+ */
+export async function cpuMsOf<T>(fn: () => Promise<T>): Promise<{ result: T; cpuMs: number }> {
+  const start = process.cpuUsage();
+  const result = await fn();
+  const used = process.cpuUsage(start);
+  return { result, cpuMs: (used.user + used.system) / 1000 };
+}
+
+/** A password of `length` characters drawn from letters, digits and the symbols the l33t matcher reads. */
+export function randomPassword(length: number): string {
+  const alphabet = 'abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789!@#$%^&*()-_=+[]{};:,.<>/?|';
+  return Array.from(randomBytes(length), (b) => alphabet[b % alphabet.length]).join('');
+}
+
+/** Counts of walgate_auth_events_total by event. */
+export async function authEvents(t: TestApi): Promise<Record<string, number>> {
+  const metric = await t.ctx.metrics.authEvents.get();
+  return Object.fromEntries(metric.values.map((v) => [String(v.labels.event), v.value]));
+}

@@ -77,6 +77,25 @@ describe('the walgate CLI', function () {
     expect(list.stdout).to.match(/next/).and.match(/active/).and.match(/retired/);
   });
 
+  it('one schema belongs to one environment: a collision is refused, naming the owner and --schema', async () => {
+    expect((await walgate(t, ['project', 'create', 'Tenant'])).stdout).to.contain('schema tenant_master');
+    // `tenant` gets the same default schema; `other` asks for it by name, in another letter case.
+    for (const args of [['tenant'], ['other', '--schema', 'tenant_master'], ['other', '--schema', 'Tenant_Master']]) {
+      const r = await walgate(t, ['project', 'create', ...args]);
+      expect(r.code, args.join(' ')).to.equal(1);
+      expect(r.stderr.trim()).to.match(/^walgate: schema \S+ already belongs to Tenant\/master; give this environment its own with --schema <name>$/i);
+    }
+    const taken = await walgate(t, ['project', 'create', 'tenant', '--schema', 'tenant_two']);
+    expect(taken.code, taken.stderr).to.equal(0);
+    // The database itself refuses a second owner, whoever writes.
+    const direct = await t.ctx.pool
+      .query(`INSERT INTO walgate.environments (project_id, name, schema_name) VALUES ('tenant', 'copy', 'TENANT_MASTER')`)
+      .catch((err: { constraint?: string }) => err.constraint);
+    expect(direct).to.equal('environments_schema_name_key');
+    const { rows } = await t.ctx.pool.query(`SELECT project_id, name FROM walgate.environments WHERE lower(schema_name) = 'tenant_master'`);
+    expect(rows).to.deep.equal([{ project_id: 'Tenant', name: 'master' }]);
+  });
+
   it('force-logs a user out: their tokens are refused at once', async () => {
     const { http } = await t.provision({ projectId: 'force', name: 'master' });
     const account = await signUpAndConfirm(t, http);

@@ -14,6 +14,8 @@ describe('delivery: a stale breaker read cannot reopen the gate', () => {
   before(async () => {
     db = await createTestDatabase();
     pool = createPool(db.url, { max: 4 });
+    await pool.query(`INSERT INTO walgate.projects (id) VALUES ('shop')`);
+    await pool.query(`INSERT INTO walgate.environments (project_id, name, schema_name) VALUES ('shop', 'master', 'shop_master')`);
   });
   after(async () => {
     await pool?.end();
@@ -21,25 +23,24 @@ describe('delivery: a stale breaker read cannot reopen the gate', () => {
   });
 
   it('a refresh that read before the opening failure leaves the breaker open', async () => {
-    const origin = 'https://hooks.example.com';
+    const endpoint = { projectId: 'shop', environment: 'master', url: 'https://hooks.example.com/hook' };
     let releaseRead!: () => void;
     const readHeld = new Promise<void>((r) => (releaseRead = r));
     // The refresh's SELECT gets its rows now (closed: no row yet) but hands them back only later.
     const slowReads = {
       query: async (text: string, values?: unknown[]) => {
         const result = await pool.query(text, values);
-        if (text.trimStart().startsWith('SELECT origin')) await readHeld;
+        if (text.trimStart().startsWith('SELECT b.project_id')) await readHeld;
         return result;
       },
     } as unknown as Pool;
     const breakers = new EndpointBreakers(slowReads, { failures: 1, cooldownMs: 60_000, probeLeaseMs: 10_000 }, systemClock, createLogger('silent'));
-    const refreshing = breakers.refresh([origin]);
+    const refreshing = breakers.refresh([endpoint]);
     await new Promise((r) => setTimeout(r, 50)); // the read has happened
-    expect(await breakers.record(origin, false, false)).to.be.an.instanceOf(Date); // this failure opens it
+    expect(await breakers.recordFailure(endpoint, false)).to.be.an.instanceOf(Date); // this failure opens it
     releaseRead();
     await refreshing;
-    const admission = await breakers.admit(origin);
+    const admission = await breakers.admit(endpoint);
     expect(admission.kind).to.equal('wait');
-    breakers.shutdown();
   });
 });

@@ -2,7 +2,7 @@ import { expect } from 'chai';
 import { claimDue } from '../../src/delivery/store.js';
 import { replayDeadDeliveries } from '../../src/delivery/history.js';
 import { freePort } from '../../src/core/db/embedded.js';
-import { eventually, startPipeline, type Pipeline } from './support.js';
+import { eventually, startPipeline, testWorker, type Pipeline } from './support.js';
 
 describe('delivery: retries, dead letters and failures of every kind', function () {
   this.timeout(30_000);
@@ -93,9 +93,7 @@ describe('delivery: retries, dead letters and failures of every kind', function 
     );
     expect(claimed[0]!.webhook_id).to.equal(wh);
     // …and never reports back. A new worker must not touch it before the lease ends, then must.
-    const { DeliveryEngine } = await import('../../src/delivery/engine.js');
-    const { testCertificates } = await import('../support/tls.js');
-    const replacement = new DeliveryEngine(p.t.ctx, { pollMs: 25, tls: { ca: (await testCertificates()).ca } });
+    const replacement = await testWorker(p.t.ctx);
     replacement.start();
     try {
       await new Promise((r) => setTimeout(r, 250));

@@ -1,12 +1,11 @@
 import { setTimeout as sleep } from 'node:timers/promises';
 import { expect } from 'chai';
 import pg from 'pg';
-import { DeliveryEngine } from '../../src/delivery/engine.js';
+import type { DeliveryEngine } from '../../src/delivery/engine.js';
 import type { WalTailer } from '../../src/tailer/tailer.js';
 import { insertSubscription } from '../support/subscriptions.js';
-import { testCertificates } from '../support/tls.js';
 import { startTailer, waitForLeader } from '../tailer/support.js';
-import { eventually, startPipeline, type Pipeline } from './support.js';
+import { eventually, startPipeline, testWorker, type Pipeline } from './support.js';
 
 async function slotPassed(p: Pipeline, lsn: string): Promise<boolean> {
   const { rows } = await p.t.ctx.pool.query(
@@ -118,7 +117,7 @@ describe('delivery: a standby that takes over in the middle of a batch misses no
   });
 
   it('the leader loses its connection while its history write and a new subscription wait: the standby delivers every change to both', async () => {
-    standbyEngine = new DeliveryEngine(p.t.ctx, { pollMs: 25, tls: { ca: (await testCertificates()).ca } });
+    standbyEngine = await testWorker(p.t.ctx);
     standbyEngine.start();
     standby = startTailer(p.t.ctx, p.t.database.url, { sink: standbyEngine });
     await eventually(async () => standby!.status().role, (r) => r === 'standby');

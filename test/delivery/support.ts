@@ -1,6 +1,6 @@
 import pg from 'pg';
 import { systemClock } from '../../src/core/clock.js';
-import type { ContextOverrides } from '../../src/core/context.js';
+import type { Context, ContextOverrides } from '../../src/core/context.js';
 import { DeliveryEngine, type DeliveryEngineOptions } from '../../src/delivery/engine.js';
 import type { WalTailer } from '../../src/tailer/tailer.js';
 import { startTestApi, type TestApi } from '../support/api.js';
@@ -8,6 +8,7 @@ import { TestReceiver } from '../support/receiver.js';
 import { insertSubscription, type TestSubscription } from '../support/subscriptions.js';
 import { testCertificates } from '../support/tls.js';
 import { startTailer, waitForLeader } from '../tailer/support.js';
+import { disableWebhook } from '../../src/webhooks/store.js';
 
 export interface Pipeline {
   t: TestApi;
@@ -22,13 +23,23 @@ export interface Pipeline {
   close(): Promise<void>;
 }
 
+/** A delivery worker as the daemon builds it, polling often and trusting the test CA. */
+export async function testWorker(ctx: Context, options: Partial<DeliveryEngineOptions> = {}): Promise<DeliveryEngine> {
+  return new DeliveryEngine(ctx, {
+    disableSubscription: (id, reason, at) => disableWebhook(ctx.pool, id, reason, at),
+    pollMs: 25,
+    tls: { ca: (await testCertificates()).ca },
+    ...options,
+  });
+}
+
 /**
  * The whole path on real components: a plain pg client writes, the tailer reads the WAL, the
  * worker POSTs over HTTPS to a receiver with a certificate from the test CA.
  */
 export async function startPipeline(
   env: Record<string, string> = {},
-  workerOptions: DeliveryEngineOptions = {},
+  workerOptions: Partial<DeliveryEngineOptions> = {},
   overrides: ContextOverrides = {},
 ): Promise<Pipeline> {
   const t = await startTestApi({
@@ -47,7 +58,7 @@ export async function startPipeline(
     return r;
   };
   const receiver = await newReceiver();
-  const worker = new DeliveryEngine(t.ctx, { pollMs: 25, tls: { ca: (await testCertificates()).ca }, ...workerOptions });
+  const worker = await testWorker(t.ctx, workerOptions);
   worker.start();
   const tailer = startTailer(t.ctx, t.database.url, { sink: worker });
   await waitForLeader(tailer);

@@ -58,6 +58,10 @@ describe('configuration', () => {
     ['WEBHOOK_RETRY_DELAYS_MS', '0,-5'],
     ['WEBHOOK_BREAKER_FAILURES', '0'],
     ['WEBHOOK_TIMEOUT_MS', 'soon'],
+    ['WEBHOOK_RETENTION_MS', '7d'],
+    ['WEBHOOK_RETENTION_MS', '500'],
+    ['WEBHOOK_DEAD_RETENTION_MS', '-1'],
+    ['WEBHOOK_DEAD_RETENTION_MS', '1.5e3x'],
     ['LOG_LEVEL', 'loud'],
   ];
   for (const [name, value] of bad) {
@@ -65,6 +69,11 @@ describe('configuration', () => {
       expect(() => loadConfig({ [name]: value })).to.throw(ConfigError, name);
     });
   }
+
+  it('keeps delivered history 7 days and dead letters 30 days unless told otherwise', () => {
+    expect(loadConfig({}).retention).to.deep.equal({ deliveredMs: 7 * 86_400_000, deadMs: 30 * 86_400_000 });
+    expect(loadConfig({ WEBHOOK_RETENTION_MS: '3600000', WEBHOOK_DEAD_RETENTION_MS: '1000' }).retention).to.deep.equal({ deliveredMs: 3_600_000, deadMs: 1000 });
+  });
 
   it('requires KEY_ENCRYPTION_KEY and DATABASE_URL in production', () => {
     expect(() => loadConfig({ NODE_ENV: 'production', DATABASE_URL: 'postgres://db/w' })).to.throw(ConfigError, 'KEY_ENCRYPTION_KEY');

@@ -54,8 +54,11 @@ describe('npm start (embedded Postgres)', function () {
         body: JSON.stringify({ email: 'newcomer@example.com', password: 'correct horse battery staple' }),
       });
       expect(signup.status).to.equal(201);
-      // The dev mailbox: the e-mail is a file, with the code in the subject.
-      const files = await readdir(path.join(dataDir, 'mail'));
+      // The dev mailbox: the e-mail is a file, with the code in the subject. It leaves through the
+      // mail queue after the answer, so it may take a moment.
+      const mailDir = path.join(dataDir, 'mail');
+      for (let i = 0; i < 100 && !(await readdir(mailDir).catch(() => [])).length; i++) await new Promise((r) => setTimeout(r, 50));
+      const files = await readdir(mailDir);
       expect(files).to.have.length(1);
       expect(await readFile(path.join(dataDir, 'mail', files[0]!), 'utf8')).to.match(/Subject: Your confirmation code: \d{6}/);
     });

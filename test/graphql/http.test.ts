@@ -64,7 +64,7 @@ describe('graphql: limits, introspection, transport details', function () {
     const aliases = Array.from({ length: 40 }, (_, i) => `k${i}: jwks { keys { kid } }`).join(' ');
     const res = await http.post('/graphql', { query: `{ ${aliases} }` });
     expect(res.status).to.equal(400);
-    expect(res.body.errors[0].message).to.match(/selects 120 fields; at most 30/);
+    expect(res.body.errors[0].message).to.match(/selects more than 30 fields; at most 30/);
     expect(res.body).to.not.have.property('data');
   });
 

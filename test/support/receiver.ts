@@ -8,10 +8,12 @@ export interface ReceivedRequest {
   path: string;
   headers: Record<string, string>;
   body: string;
+  /** When the answer was sent (unset while held or hanging). */
+  answeredAt?: number;
 }
 
 /** What the receiver does with a request: answer a status, hang, or redirect. */
-export type Behaviour = { status: number } | { hang: true } | { redirect: string };
+export type Behaviour = { status: number; headers?: Record<string, string>; after?: Promise<unknown> } | { hang: true } | { redirect: string };
 
 /**
  * A real HTTPS subscriber on 127.0.0.1 with a certificate from the test CA. It records every
@@ -45,7 +47,11 @@ export class TestReceiver {
           res.writeHead(302, { location: b.redirect }).end();
           return;
         }
-        res.writeHead(b.status, { 'content-type': 'text/plain', 'content-length': '2' }).end('ok');
+        // `after`: the answer is held until then (e.g. until several requests are in flight at once).
+        void Promise.resolve(b.after).then(() => {
+          received.answeredAt = Date.now();
+          res.writeHead(b.status, { 'content-type': 'text/plain', 'content-length': '2', ...b.headers }).end('ok');
+        });
       });
     });
     // (No short keepAliveTimeout here: undici would then close every connection after one request.)

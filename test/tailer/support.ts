@@ -2,6 +2,7 @@ import { setTimeout as sleep } from 'node:timers/promises';
 import type { Context } from '../../src/core/context.js';
 import { PAYLOAD_COLUMNS, renderPayload } from '../../src/delivery/payload.js';
 import { DeliveryEngine } from '../../src/delivery/engine.js';
+import { disableWebhook } from '../../src/webhooks/store.js';
 import { WalTailer, type WalTailerOptions } from '../../src/tailer/tailer.js';
 
 export interface StoredDelivery {
@@ -19,7 +20,7 @@ export interface StoredDelivery {
  * refuses, so every delivery is parked with its event: the rows the tests read.
  */
 export function startTailer(ctx: Context, databaseUrl: string, options: Partial<WalTailerOptions> = {}): WalTailer {
-  const own = options.sink ? undefined : new DeliveryEngine(ctx);
+  const own = options.sink ? undefined : new DeliveryEngine(ctx, { disableSubscription: (id, reason, at) => disableWebhook(ctx.pool, id, reason, at) });
   const tailer = new WalTailer(ctx, {
     databaseUrl,
     sink: options.sink ?? own!,

@@ -190,7 +190,7 @@ describe('tailer: WAL changes become deliveries', function () {
 
   it('writes a transaction larger than its buffer in parts, keeping memory bounded', async () => {
     await tailer.stop();
-    const engine = new DeliveryEngine(t.ctx, { maxHeld: 100 });
+    const engine = new DeliveryEngine(t.ctx, { maxHeld: 100, disableSubscription: async () => false });
     tailer = startTailer(t.ctx, t.database.url, { sink: engine });
     await waitForLeader(tailer);
     const wh = await sub({ events: ['INSERT'] });

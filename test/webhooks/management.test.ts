@@ -52,7 +52,8 @@ describe('webhook management API', function () {
     const res = await api.post('/api/rest/_webhooks', valid({ filter: { status: 'paid' }, select: ['id', 'status'] }));
     expect(res.status).to.equal(201);
     const w = res.body.webhook;
-    expect(w).to.have.all.keys('id', 'table', 'events', 'url', 'active', 'filter', 'select', 'createdAt', 'updatedAt');
+    expect(w).to.have.all.keys('id', 'table', 'events', 'url', 'active', 'filter', 'select', 'createdAt', 'updatedAt', 'disabledReason', 'disabledAt');
+    expect(w).to.include({ disabledReason: null, disabledAt: null });
     expect(w.id).to.match(/^wh_[0-9a-f]{32}$/);
     expect(w).to.deep.include({ table: 'orders', events: ['INSERT', 'UPDATE'], url: PUBLIC_URL, active: true, filter: { status: 'paid' }, select: ['id', 'status'] });
     const { rows } = await t.ctx.pool.query(

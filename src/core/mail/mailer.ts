@@ -19,7 +19,9 @@ export interface Mailer {
 
 /** Real delivery through SMTP_URL. */
 export function smtpMailer(smtpUrl: string, from: string): Mailer {
-  const transport = nodemailer.createTransport(smtpUrl);
+  // Bounded waits: a mail server that stalls frees its queue slot after these, not nodemailer's
+  // default ten minutes of socket silence.
+  const transport = nodemailer.createTransport({ url: smtpUrl, connectionTimeout: 10_000, greetingTimeout: 10_000, socketTimeout: 30_000 });
   const safe = new URL(smtpUrl);
   safe.password = '';
   safe.username = '';

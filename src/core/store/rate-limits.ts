@@ -21,6 +21,11 @@ export interface RateLimitSettings {
   signup: RateLimitPolicy;
   login: RateLimitPolicy;
   recoverPassword: RateLimitPolicy;
+  /** Code checks: per client IP and per e-mail, so neither many addresses nor many clients multiply guesses. */
+  confirmSignupPerIp: RateLimitPolicy;
+  confirmSignupPerEmail: RateLimitPolicy;
+  resetPasswordPerIp: RateLimitPolicy;
+  resetPasswordPerEmail: RateLimitPolicy;
   management: RateLimitPolicy;
 }
 
@@ -28,6 +33,10 @@ export const DEFAULT_RATE_LIMITS: RateLimitSettings = {
   signup: { name: 'signup', points: 10, durationSeconds: 60 },
   login: { name: 'login', points: 20, durationSeconds: 60 },
   recoverPassword: { name: 'recover-password', points: 5, durationSeconds: 60 },
+  confirmSignupPerIp: { name: 'confirm-signup-ip', points: 20, durationSeconds: 60 },
+  confirmSignupPerEmail: { name: 'confirm-signup-email', points: 10, durationSeconds: 60 },
+  resetPasswordPerIp: { name: 'reset-password-ip', points: 20, durationSeconds: 60 },
+  resetPasswordPerEmail: { name: 'reset-password-email', points: 10, durationSeconds: 60 },
   management: { name: 'management', points: 600, durationSeconds: 60 },
 };
 

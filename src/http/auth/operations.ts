@@ -31,18 +31,19 @@ const operations = {
     method: 'post',
     path: '/confirm-signup',
     summary: 'Confirm the e-mail address',
-    description: 'With the code from the sign-up e-mail: the address is verified and the user is logged in.',
+    description:
+      'With the code from the sign-up e-mail: the address is verified and the user is logged in. Limited to 20 a minute per client IP and 10 per address; at most 10 wrong codes an hour per address, however many codes were sent.',
     headers: projectHeaders,
     body: body.confirmSignupBody,
     success: { status: 200, description: 'Verified; a token pair and the user.', schema: res.confirmSignupResponse },
-    errors: [...withBody, 'AUTH_INVALID_CODE'],
+    errors: [...withBody, 'AUTH_INVALID_CODE', 'RATE_LIMIT_EXCEEDED'],
   },
   login: {
     method: 'post',
     path: '/login',
     summary: 'Log in',
     description:
-      'Five consecutive failures lock the account for 15 minutes (423 with `lockedUntil`). An unknown address and a wrong password get the same answer in the same time. Limited to 20 a minute per client IP.',
+      'Five failures from one client lock that client out of the account for 15 minutes (423 with `lockedUntil`); fifty from all clients together lock it for everyone. An unknown address is answered, counted and locked exactly like a wrong password. Limited to 20 a minute per client IP.',
     headers: projectHeaders,
     body: body.loginBody,
     success: { status: 200, description: 'A token pair.', schema: res.tokenPair },
@@ -62,11 +63,12 @@ const operations = {
     method: 'post',
     path: '/reset-password',
     summary: 'Reset the password',
-    description: 'With the code from the recovery e-mail. Ends the lockout and every session of the user. A weak new password is a 400 `VALIDATION_ERROR` with the reasons.',
+    description:
+      'With the code from the recovery e-mail. Ends the lockout and every session of the user. A weak new password is a 400 `VALIDATION_ERROR` with the reasons (the code stays usable). Limited to 20 a minute per client IP and 10 per address; at most 10 wrong codes an hour per address.',
     headers: projectHeaders,
     body: body.resetPasswordBody,
     success: { status: 200, description: 'The password is changed.', schema: res.messageResponse },
-    errors: [...withBody, 'AUTH_INVALID_CODE'],
+    errors: [...withBody, 'AUTH_INVALID_CODE', 'RATE_LIMIT_EXCEEDED'],
   },
   refreshToken: {
     method: 'post',

@@ -20,7 +20,7 @@ export function authRouter(service: AuthService, environments: EnvironmentCache)
   });
   handle(r, op.confirmSignup, async (req, res) => {
     const e = await env(req);
-    reply(res, op.confirmSignup, await service.confirmSignup(e, parse(op.confirmSignup.body, req.body)));
+    reply(res, op.confirmSignup, await service.confirmSignup(e, parse(op.confirmSignup.body, req.body), meta(req)));
   });
   handle(r, op.login, async (req, res) => {
     const e = await env(req);
@@ -32,7 +32,7 @@ export function authRouter(service: AuthService, environments: EnvironmentCache)
   });
   handle(r, op.resetPassword, async (req, res) => {
     const e = await env(req);
-    reply(res, op.resetPassword, await service.resetPassword(e, parse(op.resetPassword.body, req.body)));
+    reply(res, op.resetPassword, await service.resetPassword(e, parse(op.resetPassword.body, req.body), meta(req)));
   });
   handle(r, op.refreshToken, async (req, res) => {
     const e = await env(req);

@@ -18,6 +18,8 @@ const webhook = z
     select: z.array(z.string()).nullable(),
     createdAt: timestamp,
     updatedAt: timestamp,
+    disabledReason: z.string().nullable().meta({ description: 'Why delivery disabled it (its receiver answered 410 Gone); null otherwise.' }),
+    disabledAt: timestamp.nullable().meta({ description: 'When delivery disabled it; null otherwise.' }),
   })
   .meta({ description: 'A subscription. The secret is never returned.' });
 
