@@ -28,7 +28,9 @@ const server = createServer({ cert, key }, (req, res) => {
       return;
     }
     const event = JSON.parse(body.toString('utf8')) as { id: string; timestamp: string };
-    res.writeHead(200, { 'content-length': '2' }).end('ok');
+    // Paths under /slow answer after 50 ms: a receiver whose latency, not its CPU, bounds the rate.
+    if (req.url?.startsWith('/slow')) setTimeout(() => res.writeHead(200, { 'content-length': '2' }).end('ok'), 50);
+    else res.writeHead(200, { 'content-length': '2' }).end('ok');
     if (!counted.some((p) => req.url?.startsWith(p))) return;
     received++;
     ids.add(`${req.url} ${event.id}`);

@@ -138,7 +138,13 @@ try {
   for (const [name, run] of paths) {
     if (only && !only.includes(name)) continue;
     log(name);
-    await run();
+    try {
+      await run();
+    } catch (err) {
+      // A path that fails is recorded as failed; the others still run and are written.
+      log(`${name} FAILED: ${(err as Error).message}`);
+      results.push({ path: name, unit: '—', value: { median: 0, min: 0, max: 0, runs: [] }, target: `failed: ${(err as Error).message}`, met: false });
+    }
   }
 } finally {
   // The same steps as on a signal: the receiver and any daemon left, then ctx, Postgres, the directory.

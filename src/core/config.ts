@@ -60,6 +60,7 @@ const schema = z.object({
   WEBHOOK_BREAKER_FAILURES: z.coerce.number().int().min(1).default(5),
   WEBHOOK_BREAKER_COOLDOWN_MS: positiveMs.default(120000),
   WEBHOOK_TIMEOUT_MS: z.coerce.number().int().min(1).default(10000),
+  WEBHOOK_PARK_AFTER_MS: positiveMs.default(60000),
   WEBHOOK_RETENTION_MS: retentionMs.default(7 * DAY_MS),
   WEBHOOK_DEAD_RETENTION_MS: retentionMs.default(30 * DAY_MS),
   WEBHOOK_SECRET_GRACE_MS: positiveMs.default(86_400_000),
@@ -118,6 +119,8 @@ const configSchema = schema.superRefine(checkTogether).transform((e) => ({
     timeoutMs: e.WEBHOOK_TIMEOUT_MS,
     /** How long the previous secret still signs after a rotation. */
     secretGraceMs: e.WEBHOOK_SECRET_GRACE_MS,
+    /** A delivery not delivered this long after the tailer read it is parked in the retry queue. */
+    parkAfterMs: e.WEBHOOK_PARK_AFTER_MS,
   },
   /** Delivered history is removed this long after delivery, dead letters this long after their capture. */
   retention: { deliveredMs: e.WEBHOOK_RETENTION_MS, deadMs: e.WEBHOOK_DEAD_RETENTION_MS },

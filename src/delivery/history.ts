@@ -1,6 +1,6 @@
 import type { Queryable } from '../core/db/pool.js';
-import { DELIVERIES_CHANNEL } from '../tailer/outbox.js';
 import { PAYLOAD_COLUMNS, renderPayload, type PayloadRow } from './payload.js';
+import { DELIVERIES_CHANNEL } from './store.js';
 
 // What the management API, the console and the CLI show of deliveries, and what an operator may do
 // with them (replay dead letters, retry one). Every reader goes through here and gets camelCase
@@ -39,6 +39,12 @@ export type DeliveryDetail = DeliveryView & {
 };
 
 const DELIVERY_COLUMNS = 'd.id, d.event_id, d.event_type, d.status, d.http_status, d.attempts, d.last_error, d.next_attempt_at, d.delivered_at, d.created_at';
+
+/** The first attempt, when the stream folded it into the delivery's row. */
+interface FoldedAttempt {
+  first_attempt_started_at: Date | null;
+  first_attempt_duration_ms: number | null;
+}
 
 interface DeliveryRow {
   id: string;
@@ -100,9 +106,9 @@ export async function listDeliveries(db: Queryable, webhookId: string, q: Delive
 
 /** One delivery with every attempt (oldest first, replays included) and its payload while kept. */
 export async function getDelivery(db: Queryable, webhookId: string, deliveryId: string): Promise<DeliveryDetail | undefined> {
-  const { rows } = await db.query<DeliveryRow & PayloadRow & { kept: boolean }>(
+  const { rows } = await db.query<DeliveryRow & PayloadRow & FoldedAttempt & { kept: boolean }>(
     // PAYLOAD_COLUMNS first: its e.id AS event_id is null once the event is gone, d.event_id is not.
-    `SELECT ${PAYLOAD_COLUMNS}, e.id IS NOT NULL AS kept, ${DELIVERY_COLUMNS}
+    `SELECT ${PAYLOAD_COLUMNS}, e.id IS NOT NULL AS kept, ${DELIVERY_COLUMNS}, d.first_attempt_started_at, d.first_attempt_duration_ms
        FROM walgate.deliveries d JOIN walgate.webhooks w ON w.id = d.webhook_id LEFT JOIN walgate.events e ON e.id = d.event_id
       WHERE d.id = $1 AND d.webhook_id = $2`,
     [deliveryId, webhookId],
@@ -114,16 +120,22 @@ export async function getDelivery(db: Queryable, webhookId: string, deliveryId: 
       WHERE delivery_id = $1 ORDER BY id`,
     [deliveryId],
   );
+  // Delivered at its first attempt, the delivery has no attempt row: the stream folds that attempt
+  // into the delivery's own row (one write per delivered change).
+  const folded: AttemptView[] =
+    attempts.rows.length === 0 && r.first_attempt_started_at
+      ? [{ attempt: 1, startedAt: r.first_attempt_started_at.toISOString(), durationMs: r.first_attempt_duration_ms ?? 0, httpStatus: r.http_status, error: null, responseBody: null }]
+      : [];
   return {
     ...deliveryView(r),
-    attemptLog: attempts.rows.map((a) => ({
+    attemptLog: [...folded, ...attempts.rows.map((a) => ({
       attempt: a.attempt,
       startedAt: a.started_at.toISOString(),
       durationMs: a.duration_ms,
       httpStatus: a.http_status,
       error: a.error,
       responseBody: a.response_body,
-    })),
+    }))],
     payload: r.kept ? (JSON.parse(renderPayload(r)) as object) : null,
   };
 }
@@ -135,6 +147,15 @@ export async function getDelivery(db: Queryable, webhookId: string, deliveryId: 
  * its due time would void that worker's claim).
  */
 export async function retryDelivery(db: Queryable, webhookId: string, deliveryId: string, now: Date): Promise<DeliveryView | 'unfinished' | undefined> {
+  // A first attempt folded into the delivery's row becomes an attempt row of its own before the
+  // row's status and answer change, so the log keeps it.
+  await db.query(
+    `INSERT INTO walgate.delivery_attempts (delivery_id, attempt, started_at, duration_ms, http_status)
+     SELECT d.id, 1, d.first_attempt_started_at, coalesce(d.first_attempt_duration_ms, 0), d.http_status FROM walgate.deliveries d
+      WHERE d.id = $1 AND d.webhook_id = $2 AND d.status IN ('delivered', 'dead') AND d.first_attempt_started_at IS NOT NULL
+        AND NOT EXISTS (SELECT 1 FROM walgate.delivery_attempts a WHERE a.delivery_id = d.id)`,
+    [deliveryId, webhookId],
+  );
   const { rows } = await db.query<DeliveryRow>(
     `UPDATE walgate.deliveries d SET status = 'pending', next_attempt_at = $3
       WHERE d.id = $1 AND d.webhook_id = $2 AND d.status IN ('delivered', 'dead')

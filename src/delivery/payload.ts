@@ -1,8 +1,43 @@
-import { buildPayload, type EventRecord, type Operation } from '../tailer/events.js';
+import type { CapturedEvent, Operation } from '../tailer/sink.js';
 
-// Rendering a delivery's body from its event, its subscription and the selection it was matched
-// with. Any reader of deliveries selects PAYLOAD_COLUMNS from
+// A delivery's body, rendered from its event, its subscription and the selection it was matched
+// with. Deterministic: the same event, subscription and selection give the same bytes on every
+// attempt. Parked deliveries keep their event in walgate.events; any reader of them selects
+// PAYLOAD_COLUMNS from
 //   walgate.deliveries d JOIN walgate.events e ON e.id = d.event_id JOIN walgate.webhooks w ON w.id = d.webhook_id
+
+export interface PayloadTarget {
+  projectId: string;
+  environment: string;
+  select: readonly string[] | null;
+}
+
+function objectJson(columns: readonly string[], fragments: readonly string[], select: readonly string[] | null): string {
+  const parts: string[] = [];
+  for (let i = 0; i < columns.length; i++) {
+    if (select && !select.includes(columns[i]!)) continue;
+    parts.push(`${JSON.stringify(columns[i])}:${fragments[i]}`);
+  }
+  return `{${parts.join(',')}}`;
+}
+
+/** The seed's payload plus `old_record`, with `select` applied to every image. */
+export function buildPayload(target: PayloadTarget, event: CapturedEvent): string {
+  const { select } = target;
+  const record = objectJson(event.columns, event.record, select);
+  const old = event.old ? objectJson(event.columns, event.old, select) : 'null';
+  const changed = select ? event.changedFields.filter((f) => select.includes(f)) : event.changedFields;
+  return (
+    `{"id":${JSON.stringify(event.id)}` +
+    `,"timestamp":${JSON.stringify(event.committedAt.toISOString())}` +
+    `,"project_id":${JSON.stringify(target.projectId)}` +
+    `,"environment":${JSON.stringify(target.environment)}` +
+    `,"table":${JSON.stringify(event.table)}` +
+    `,"event":"${event.operation}"` +
+    `,"record":${record},"data":${record},"old_record":${old}` +
+    `,"changed_fields":${JSON.stringify(changed)}}`
+  );
+}
 
 // The arrays travel as JSON: JSON.parse reads them several times faster than the text[] parser.
 export const PAYLOAD_COLUMNS = `e.id AS event_id, e.schema_name, e.table_name, e.operation, e.committed_at, to_json(e.columns) AS columns,
@@ -24,7 +59,7 @@ export interface PayloadRow {
   select_fields: string[] | null;
 }
 
-export function eventOf(r: PayloadRow): EventRecord {
+export function eventOf(r: PayloadRow): CapturedEvent {
   return {
     id: r.event_id,
     schema: r.schema_name,

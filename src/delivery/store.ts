@@ -1,7 +1,11 @@
 import type { Pool } from '../core/db/pool.js';
 import { PAYLOAD_COLUMNS, type PayloadRow } from './payload.js';
 
-// The delivery worker's statements on walgate.deliveries and walgate.delivery_attempts.
+// The retry queue's statements on walgate.deliveries and walgate.delivery_attempts (the stream
+// parks into it through journal.ts).
+
+/** NOTIFY channel: something is due in the retry queue (a hint; workers poll as well). */
+export const DELIVERIES_CHANNEL = 'walgate_deliveries';
 
 export interface ClaimedDelivery extends PayloadRow {
   id: string;
@@ -125,9 +129,28 @@ export async function recordAttempts(pool: Pool, results: AttemptResult[]): Prom
   );
 }
 
-/** Puts claimed deliveries back without spending an attempt (their endpoint's breaker is open). */
-export async function postpone(pool: Pool, ids: string[], until: Date): Promise<void> {
-  if (ids.length) await pool.query('UPDATE walgate.deliveries SET next_attempt_at = $2 WHERE id = ANY($1)', [ids, until]);
+/**
+ * Puts claimed deliveries back without spending an attempt (their endpoint's breaker is open, or
+ * the worker stops). Only while each is still this worker's claim: its lease is the token, so a
+ * postponement never overwrites another worker's claim.
+ */
+export async function postpone(pool: Pool, claims: Array<{ id: string; lease: Date }>, until: Date): Promise<void> {
+  if (claims.length === 0) return;
+  await pool.query(
+    `UPDATE walgate.deliveries d SET next_attempt_at = $3
+       FROM unnest($1::text[], $2::timestamptz[]) AS c(id, lease)
+      WHERE d.id = c.id AND d.next_attempt_at = c.lease AND d.status IN ('pending', 'retrying')`,
+    [claims.map((c) => c.id), claims.map((c) => c.lease), until],
+  );
+}
+
+/** Extends a claim from now (the send); null when the claim is no longer ours. */
+export async function renewLease(pool: Pool, id: string, lease: Date, until: Date): Promise<Date | null> {
+  const { rowCount } = await pool.query(
+    `UPDATE walgate.deliveries SET next_attempt_at = $3 WHERE id = $1 AND next_attempt_at = $2 AND status IN ('pending', 'retrying')`,
+    [id, lease, until],
+  );
+  return rowCount ? until : null;
 }
 
 export async function queueDepth(pool: Pool): Promise<Record<string, number>> {

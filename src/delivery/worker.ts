@@ -1,50 +1,49 @@
-import type { ConnectionOptions } from 'node:tls';
 import { setTimeout as sleep } from 'node:timers/promises';
 import pg from 'pg';
 import type { Context } from '../core/context.js';
+import { attempt as attemptOnce, disable, nextStep, type AttemptDeps } from './attempt.js';
+import type { BreakerKey } from './breaker.js';
 import { keepReconnecting } from '../core/db/reconnect.js';
-import { DELIVERIES_CHANNEL } from '../tailer/outbox.js';
-import { openWebhookSecret } from './secret.js';
-import { EndpointBreakers, type BreakerKey, type BreakerState } from './breaker.js';
-import { classifyAnswer } from './outcome.js';
 import { renderPayload } from './payload.js';
-import { Sender } from './sender.js';
-import { signatureHeaders } from './signing.js';
-import { claimDue, postpone, queueDepth, recordAttempts, type AttemptResult, type ClaimedDelivery } from './store.js';
+import { claimDue, DELIVERIES_CHANNEL, postpone, queueDepth, recordAttempts, renewLease, type AttemptResult, type ClaimedDelivery } from './store.js';
 
-export interface DeliveryWorkerOptions {
+export interface QueueWorkerOptions {
   /** Attempts in flight at once, over all endpoints. */
-  concurrency?: number;
+  concurrency: number;
   /** In flight at once for one subscription (no head-of-line blocking of the others). */
-  perWebhook?: number;
+  perWebhook: number;
   /** How often to look for due deliveries when no notification arrives. */
-  pollMs?: number;
-  /** TLS settings for the sender (tests pass their CA). */
-  tls?: ConnectionOptions;
+  pollMs: number;
   /** How often queue depth and counts are logged. */
-  reportIntervalMs?: number;
-  /** How long a claim lasts (default: twice the time-out plus 5 s). */
+  reportIntervalMs: number;
+  /** How long a claim lasts, counted from the send (default: twice the time-out plus 5 s). */
   leaseMs?: number;
-  /**
-   * Turns a subscription off because its receiver answered 410 Gone; true when this call did it.
-   * Subscriptions are the webhook domain's: the assembly passes its store's function in.
-   */
-  disableSubscription: DisableSubscription;
+  /** What the stream holds per subscription in this process (claims leave it that much less room). */
+  streamLoad: () => Map<string, number>;
+  /** The stream's requests in flight for a subscription: perWebhook is per process, shared with it. */
+  streamActive: (webhookId: string) => number;
+  /** Opens a subscription's sealed signing secret. */
+  openSecret: (sealed: Buffer) => string;
 }
 
 export type DisableSubscription = (webhookId: string, reason: string, at: Date) => Promise<boolean>;
 
 /**
- * Sends due deliveries: claim (a lease, see store.ts) → admit through the endpoint's breaker →
- * sign and POST → record the attempt and the next due time. Every attempt and schedule is in
- * Postgres, so a restart resumes where things stood; a worker killed mid-attempt leaves a lease
- * that expires, and the delivery is attempted again (at least once).
+ * Drains the durable retry queue (every tailer process runs one, the leader and its standbys):
+ * claim (a lease, see store.ts) → admit through the endpoint's breaker → sign and POST → record
+ * the attempt and the next due time. Every attempt and schedule is in Postgres, so a restart
+ * resumes where things stood; a worker killed mid-attempt leaves a lease that expires, and the
+ * delivery is attempted again (at least once).
+ *
+ * A lease is counted from the send, not the claim: claims run ahead of sending, and a claimed
+ * delivery that waited in memory has its lease renewed (with its current lease as the token)
+ * before its request starts, unless enough of it is left — so a slow receiver cannot make a
+ * delivery's lease run out before its answer, and two workers never both send it.
  */
-export class DeliveryWorker {
+export class QueueWorker {
   readonly #ctx: Context;
-  readonly #o: Required<Omit<DeliveryWorkerOptions, 'tls' | 'leaseMs'>>;
-  readonly #sender: Sender;
-  readonly #breakers: EndpointBreakers;
+  readonly #o: QueueWorkerOptions;
+  readonly #deps: AttemptDeps;
   readonly #inflight = new Map<string, Promise<void>>();
   /** Claimed deliveries per subscription: in flight, and waiting for a slot (claimed ahead). */
   readonly #held = new Map<string, number>();
@@ -66,25 +65,11 @@ export class DeliveryWorker {
   readonly #leaseMs: number;
   stats = { attempts: 0, delivered: 0, failed: 0, dead: 0, postponed: 0 };
 
-  constructor(ctx: Context, options: DeliveryWorkerOptions) {
+  constructor(ctx: Context, deps: AttemptDeps, options: QueueWorkerOptions) {
     this.#ctx = ctx;
-    const { tls: _tls, leaseMs: _lease, ...rest } = options;
-    this.#o = { concurrency: 128, perWebhook: 32, pollMs: 250, reportIntervalMs: 30_000, ...rest };
-    const { webhooks } = ctx.config;
-    this.#leaseMs = options.leaseMs ?? webhooks.timeoutMs * 2 + 5000;
-    this.#sender = new Sender({
-      timeoutMs: webhooks.timeoutMs,
-      allowPrivateNetworks: webhooks.allowPrivateNetworks,
-      connectionsPerOrigin: this.#o.perWebhook,
-      tls: options.tls,
-      lookup: ctx.lookup,
-    });
-    this.#breakers = new EndpointBreakers(
-      ctx.pool,
-      { failures: webhooks.breakerFailures, cooldownMs: webhooks.breakerCooldownMs, probeLeaseMs: this.#leaseMs },
-      ctx.clock,
-      ctx.log.child({ component: 'delivery' }),
-    );
+    this.#deps = deps;
+    this.#o = options;
+    this.#leaseMs = options.leaseMs ?? ctx.config.webhooks.timeoutMs * 2 + 5000;
   }
 
   /** Held deliveries of one subscription at which it is topped up again. */
@@ -107,7 +92,7 @@ export class DeliveryWorker {
     this.#nudge();
     await this.#loop;
     // Claimed but not started: hand them back now rather than when their leases run out.
-    const unsent = [...this.#queue.values()].flat().map((d) => d.id);
+    const unsent = [...this.#queue.values()].flat();
     this.#queue.clear();
     await postpone(this.#ctx.pool, unsent, this.#ctx.clock()).catch(() => undefined);
     const drained = Promise.all(this.#inflight.values());
@@ -117,11 +102,6 @@ export class DeliveryWorker {
     const listener = this.#listener;
     this.#listener = null;
     await listener?.end().catch(() => undefined);
-    await this.#sender.close().catch(() => undefined);
-  }
-
-  breakerStates(): Array<BreakerKey & { state: BreakerState }> {
-    return this.#breakers.states();
   }
 
   async #run(): Promise<void> {
@@ -145,9 +125,9 @@ export class DeliveryWorker {
           perWebhook: this.#o.perWebhook * CLAIM_AHEAD,
           // A subscription is topped up once there is room for perWebhook more (hysteresis: no
           // round trip per finished delivery); until then it counts as full.
-          inflight: new Map([...this.#held].map(([id, n]) => [id, n > this.#refillAt ? this.#o.perWebhook * CLAIM_AHEAD : n])),
+          inflight: this.#busy(),
         });
-        if (claimed.length) await this.#breakers.refresh(claimed.map(endpointOf));
+        if (claimed.length) await this.#deps.breakers.refresh(claimed.map(endpointOf));
       } catch (err) {
         log.error({ err }, 'could not claim deliveries; retrying');
         await this.#idle(this.#o.pollMs * 4);
@@ -165,10 +145,23 @@ export class DeliveryWorker {
     }
   }
 
+  /**
+   * What each subscription holds here, for the claim: its claimed deliveries (counted as full
+   * until there is room for perWebhook more — hysteresis, no round trip per finished delivery)
+   * and what the stream has of it in this process.
+   */
+  #busy(): Map<string, number> {
+    const full = this.#o.perWebhook * CLAIM_AHEAD;
+    const busy = new Map([...this.#held].map(([id, n]) => [id, n > this.#refillAt ? full : n]));
+    for (const [id, n] of this.#o.streamLoad()) busy.set(id, Math.min(full, (busy.get(id) ?? 0) + n));
+    return busy;
+  }
+
   /** Starts queued deliveries while there are slots, at most perWebhook per subscription. */
   #pump(): void {
     for (const [webhookId, queue] of this.#queue) {
-      while (queue.length > 0 && this.#inflight.size < this.#o.concurrency && (this.#running.get(webhookId) ?? 0) < this.#o.perWebhook) {
+      const room = this.#o.perWebhook - this.#o.streamActive(webhookId);
+      while (queue.length > 0 && this.#inflight.size < this.#o.concurrency && (this.#running.get(webhookId) ?? 0) < room) {
         this.#dispatch(queue.shift()!);
       }
       if (queue.length === 0) this.#queue.delete(webhookId);
@@ -192,61 +185,52 @@ export class DeliveryWorker {
   }
 
   async #attempt(d: ClaimedDelivery): Promise<void> {
-    const endpoint = endpointOf(d);
-    let admission = await this.#breakers.admit(endpoint);
-    const secrets = d.previous_secret ? [this.#secret(d.secret), this.#secret(d.previous_secret)] : [this.#secret(d.secret)];
-    const body = renderPayload(d);
-    const startedAt = this.#ctx.clock();
-    const headers = {
-      'x-service-event': d.operation,
-      'x-service-delivery': d.event_id,
-      ...signatureHeaders(secrets, d.event_id, body, Math.floor(startedAt.getTime() / 1000)),
-    };
-    // Checked again with nothing awaited before the request starts: a failure that opened the
-    // breaker while this one was being admitted stops it here.
-    admission = this.#breakers.confirm(endpoint, admission);
-    if (admission.kind === 'wait') {
+    // The lease counts from the send: renew it (with the claim's lease as the token) unless it
+    // still covers a whole attempt; a renewal that finds another worker's claim sends nothing.
+    let lease = d.lease;
+    const timeoutMs = this.#ctx.config.webhooks.timeoutMs;
+    if (lease.getTime() - this.#ctx.clock().getTime() < timeoutMs + LEASE_MARGIN_MS) {
+      const renewed = await renewLease(this.#ctx.pool, d.id, lease, new Date(this.#ctx.clock().getTime() + this.#leaseMs));
+      if (!renewed) return;
+      lease = renewed;
+    }
+    const outcome = await attemptOnce(this.#deps, {
+      endpoint: endpointOf(d),
+      url: new URL(d.url),
+      secrets: d.previous_secret ? [this.#secret(d.secret), this.#secret(d.previous_secret)] : [this.#secret(d.secret)],
+      eventId: d.event_id,
+      operation: d.operation,
+      body: renderPayload(d),
+    });
+    if (outcome.kind === 'wait') {
       this.stats.postponed++;
-      await postpone(this.#ctx.pool, [d.id], admission.until);
+      await postpone(this.#ctx.pool, [{ id: d.id, lease }], outcome.until);
       return;
     }
-    const result = await this.#sender.post(new URL(d.url), headers, body);
+    const { result, startedAt, openedUntil } = outcome;
     const attempt = d.attempts + 1;
-    const openedUntil = result.ok
-      ? (await this.#breakers.recordSuccess(endpoint, admission.probe), null)
-      : await this.#breakers.recordFailure(endpoint, admission.probe);
     const now = this.#ctx.clock();
+    const step = nextStep(result, attempt, this.#ctx.config.webhooks.retryDelaysMs, openedUntil, now);
     this.stats.attempts++;
-    const outcome = classifyAnswer({ status: result.status, headers: { 'retry-after': result.retryAfter } }, attempt, now, this.#ctx.config.webhooks.retryDelaysMs);
-    let status: AttemptResult['status'];
-    let nextAttemptAt: Date | null = null;
-    if (outcome.kind === 'delivered') {
-      status = 'delivered';
-      this.stats.delivered++;
-    } else if (outcome.kind === 'retry') {
-      status = 'retrying';
-      this.stats.failed++;
-      nextAttemptAt = openedUntil && openedUntil > outcome.notBefore ? openedUntil : outcome.notBefore;
-    } else {
-      status = 'dead';
-      this.stats.dead++;
-      if (outcome.kind === 'disable') await this.#disable(d, outcome.reason, now);
-    }
+    if (step.disable) await disable(this.#ctx, this.#deps, d.webhook_id, step.disable, now);
+    if (step.status === 'delivered') this.stats.delivered++;
+    else if (step.status === 'dead') this.stats.dead++;
+    else this.stats.failed++;
     const m = this.#ctx.metrics;
-    m.deliveriesFinished.inc({ status });
+    m.deliveriesFinished.inc({ status: step.status });
     m.attemptDuration.observe({ outcome: result.ok ? 'success' : 'failure' }, result.durationMs / 1000);
     if (result.ok) m.commitToDelivery.observe(Math.max(0, now.getTime() - d.committed_at.getTime()) / 1000);
     this.#results.push({
       deliveryId: d.id,
-      lease: d.lease,
+      lease,
       attempt,
       startedAt,
       durationMs: result.durationMs,
       httpStatus: result.status,
       error: result.error,
       responseBody: result.responseBody,
-      status,
-      nextAttemptAt,
+      status: step.status,
+      nextAttemptAt: step.nextAttemptAt,
       deliveredAt: result.ok ? now : null,
     });
     // The slot frees as soon as the receiver has answered; results are written behind, many per
@@ -257,20 +241,13 @@ export class DeliveryWorker {
     else void this.#flush();
   }
 
-  /** The receiver asked for no more deliveries (410 Gone): the subscription stops at this commit. */
-  async #disable(d: ClaimedDelivery, reason: string, at: Date): Promise<void> {
-    if (!(await this.#o.disableSubscription(d.webhook_id, reason, at))) return;
-    this.#ctx.metrics.webhooksDisabled.inc();
-    this.#ctx.log.warn({ component: 'delivery', webhook: d.webhook_id, project: d.project_id, environment: d.environment, reason }, 'subscription disabled by its receiver');
-  }
-
   /** A subscription's signing secret, decrypted once per sealed value (a rotation seals a new one). */
   #secret(sealed: Buffer): string {
     const key = sealed.toString('base64');
     let secret = this.#secrets.get(key);
     if (secret === undefined) {
       if (this.#secrets.size >= 10_000) this.#secrets.clear();
-      secret = openWebhookSecret(this.#ctx.secrets, sealed);
+      secret = this.#o.openSecret(sealed);
       this.#secrets.set(key, secret);
     }
     return secret;
@@ -365,7 +342,9 @@ const MAX_UNWRITTEN = 1000;
 /** How far claims run ahead of sending, in multiples of the in-flight caps. */
 const CLAIM_AHEAD = 4;
 
-/** The breaker's key: per tenant and exact URL, never per host. */
+/** A lease must outlast the time-out by this much when a request starts. */
+const LEASE_MARGIN_MS = 5000;
+
 function endpointOf(d: ClaimedDelivery): BreakerKey {
   return { projectId: d.project_id, environment: d.environment, url: d.url };
 }

@@ -1,7 +1,7 @@
-// The tailer side of walgate, wired once: the WAL reader, the delivery worker, their gauges and the
-// health/metrics listener. `npm run tailer` runs it alone; `npm start` beside the api.
+// The tailer side of walgate, wired once: the WAL reader, the delivery engine it feeds (the stream
+// and the retry queue's worker), their gauges and the health/metrics listener. `npm run tailer` runs it alone; `npm start` beside the api.
 import type { Context } from '../core/context.js';
-import { DeliveryWorker } from '../delivery/worker.js';
+import { DeliveryEngine } from '../delivery/engine.js';
 import { closeServer } from '../http/server.js';
 import { registerTailerGauges, startTailerOps } from '../ops/tailer-ops.js';
 import { Pruner } from '../retention/pruner.js';
@@ -10,7 +10,7 @@ import { disableWebhook } from '../webhooks/store.js';
 
 export interface TailerRuntime {
   tailer: WalTailer;
-  worker: DeliveryWorker;
+  worker: DeliveryEngine;
   /** The health and metrics listener's URL; undefined when it could not start and that was allowed. */
   opsUrl: string | undefined;
   stop(): Promise<void>;
@@ -23,10 +23,10 @@ export interface TailerRuntimeOptions {
 }
 
 export async function startTailerRuntime(ctx: Context, options: TailerRuntimeOptions): Promise<TailerRuntime> {
-  const tailer = new WalTailer(ctx, { databaseUrl: options.databaseUrl });
-  tailer.start();
-  const worker = new DeliveryWorker(ctx, { disableSubscription: (id, reason, at) => disableWebhook(ctx.pool, id, reason, at) });
+  const worker = new DeliveryEngine(ctx, { disableSubscription: (id, reason, at) => disableWebhook(ctx.pool, id, reason, at) });
   worker.start();
+  const tailer = new WalTailer(ctx, { databaseUrl: options.databaseUrl, sink: worker });
+  tailer.start();
   // Every tailer process prunes the delivery history (standbys too: batches skip each other's rows).
   const pruner = new Pruner(ctx, { scopes: ['history'] });
   pruner.start();

@@ -3,7 +3,7 @@ import type { AddressInfo } from 'node:net';
 import { Gauge } from 'prom-client';
 import type { Context } from '../core/context.js';
 import { queueDepth } from '../delivery/store.js';
-import type { DeliveryWorker } from '../delivery/worker.js';
+
 import type { WalTailer } from '../tailer/tailer.js';
 import { checkOf, databaseCheck, readiness, redisCheck } from './checks.js';
 
@@ -35,7 +35,8 @@ export async function slotHealth(ctx: Context, slotName: string): Promise<SlotHe
 }
 
 /** Gauges of the tailer daemon read from Postgres (and from the worker) when /metrics is scraped. */
-export function registerTailerGauges(ctx: Context, tailer: WalTailer, worker: DeliveryWorker | undefined): void {
+import type { DeliveryEngine } from '../delivery/engine.js';
+export function registerTailerGauges(ctx: Context, tailer: WalTailer, worker: DeliveryEngine | undefined): void {
   const { registry } = ctx.metrics;
   new Gauge({
     name: 'walgate_deliveries_queued',

@@ -1,8 +1,9 @@
+import type { CapturedDelivery, CapturedEvent, Operation } from './sink.js';
 import { lsnHex, type Lsn } from './lsn.js';
 import { matchesFilter, type Row } from './match.js';
 import type { SubscriptionSpec } from './subscriptions.js';
 
-export type Operation = 'INSERT' | 'UPDATE' | 'DELETE';
+export type { Operation };
 
 /** One decoded data change, with its before and after images. */
 export interface Change {
@@ -18,28 +19,9 @@ export interface Change {
   changedFields: string[];
 }
 
-/** An event as stored (walgate.events): the images as one JSON fragment per column. */
-export interface EventRecord {
-  id: string;
-  schema: string;
-  table: string;
-  operation: Operation;
-  committedAt: Date;
-  columns: string[];
-  record: string[];
-  old: string[] | null;
-  changedFields: string[];
-}
+export type EventRecord = CapturedEvent;
 
-/** One subscription's copy of an event (walgate.deliveries). */
-export interface DeliveryRecord {
-  id: string;
-  webhookId: string;
-  eventId: string;
-  eventType: Operation;
-  /** The subscription's `select` when the change was matched: the body is rendered with it. */
-  select: string[] | null;
-}
+export type DeliveryRecord = CapturedDelivery;
 
 /**
  * Event ids come from the WAL position — the transaction's commit LSN and the change's place in
@@ -85,34 +67,4 @@ export function toEventRecord(change: Change): EventRecord {
     old: change.old ? [...change.old.fragments] : null,
     changedFields: change.changedFields,
   };
-}
-
-function objectJson(columns: readonly string[], fragments: readonly string[], select: readonly string[] | null): string {
-  const parts: string[] = [];
-  for (let i = 0; i < columns.length; i++) {
-    if (select && !select.includes(columns[i]!)) continue;
-    parts.push(`${JSON.stringify(columns[i])}:${fragments[i]}`);
-  }
-  return `{${parts.join(',')}}`;
-}
-
-/**
- * The delivery body: the seed's payload plus `old_record`, with `select` applied to every image.
- * Deterministic: the same event, subscription and selection give the same bytes on every attempt.
- */
-export function buildPayload(target: { projectId: string; environment: string; select: readonly string[] | null }, event: EventRecord): string {
-  const { select } = target;
-  const record = objectJson(event.columns, event.record, select);
-  const old = event.old ? objectJson(event.columns, event.old, select) : 'null';
-  const changed = select ? event.changedFields.filter((f) => select.includes(f)) : event.changedFields;
-  return (
-    `{"id":${JSON.stringify(event.id)}` +
-    `,"timestamp":${JSON.stringify(event.committedAt.toISOString())}` +
-    `,"project_id":${JSON.stringify(target.projectId)}` +
-    `,"environment":${JSON.stringify(target.environment)}` +
-    `,"table":${JSON.stringify(event.table)}` +
-    `,"event":"${event.operation}"` +
-    `,"record":${record},"data":${record},"old_record":${old}` +
-    `,"changed_fields":${JSON.stringify(changed)}}`
-  );
 }

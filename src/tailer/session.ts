@@ -1,16 +1,19 @@
 import type { Clock } from '../core/clock.js';
-import type { Pool } from '../core/db/pool.js';
+import type { Queryable } from '../core/db/pool.js';
 import type { Logger } from '../core/log.js';
+import type { DeliveryStream } from './sink.js';
 import { decodeChange, decodeRow, describeRelation, type Relation } from './decode.js';
-import { eventId, matchDeliveries, toEventRecord, type DeliveryRecord, type EventRecord, type Operation } from './events.js';
-import type { Lsn } from './lsn.js';
-import { writeBatch } from './outbox.js';
+import { eventId, matchDeliveries, toEventRecord, type Operation } from './events.js';
+import { formatLsn, type Lsn } from './lsn.js';
 import type { PgoutputMessage, RawTuple } from './pgoutput.js';
-import { SubscriptionView, type SubscriptionSpec, type ViewChange } from './subscriptions.js';
+import { pruneViewVersions, saveViewChanges, SubscriptionView, type SubscriptionSpec, type ViewChange } from './subscriptions.js';
 import type { TypeRegistry } from './types.js';
 
 export interface SessionOptions {
-  pool: Pool;
+  /** The connection that holds the leadership: the session's own writes go through it (fencing). */
+  fenced: Queryable;
+  /** Where matched deliveries go (delivery/stream.ts). */
+  stream: DeliveryStream;
   slotName: string;
   log: Logger;
   clock: Clock;
@@ -18,8 +21,6 @@ export interface SessionOptions {
   /** Where the slot stands: transactions that committed before it were already processed. */
   processedLsn: Lsn;
   subscriptions: SubscriptionSpec[];
-  /** Deliveries held in memory before reading pauses (backpressure). */
-  maxBuffered: number;
   /** Counts events as they are produced (by operation). */
   onEvent?: (operation: Operation) => void;
   /** Reports a position that may be acknowledged to Postgres. */
@@ -28,40 +29,48 @@ export interface SessionOptions {
   onFailure: (err: Error) => void;
 }
 
+/** A transaction read and not yet settled. */
 interface OpenTransaction {
   commitLsn: Lsn;
   committedAt: Date;
-  /** Already processed before a restart: read through, write nothing. */
+  /** Known at its commit; until then the transaction is still being read. */
+  endLsn: Lsn | null;
+  /** Already processed before a restart: read through, hand nothing on. */
   skip: boolean;
   index: number;
   viewChanges: ViewChange[];
+  /** Changes handed to the delivery stream and not settled yet, plus its view save while it runs. */
+  unsettled: number;
 }
 
 const WEBHOOKS_SCHEMA = 'walgate';
 const WEBHOOKS_TABLE = 'webhooks';
 
 /**
- * One replication session's processing: turns the ordered pgoutput messages into deliveries,
- * writes them in batches (one at a time, in WAL order), and reports each position whose
- * transactions are durably written. Nothing is acknowledged past what is in Postgres.
+ * One replication session's processing: decodes the ordered pgoutput messages, matches each
+ * change to the subscriptions as they stood at its commit, and hands the matches straight to the
+ * delivery stream (the WAL is the queue: nothing is written to Postgres before a delivery).
  *
- * Batching is group commit: a commit starts a write when none is running; while one runs, the
- * following transactions gather and go together in the next. Reading pauses when maxBuffered
- * deliveries wait, which bounds memory however large the backlog.
+ * The acknowledgement argument. A transaction is settled when every change of it that some
+ * subscription takes is settled (delivered with its history row committed, or durably parked in
+ * the retry queue — the stream calls back only then) and its subscription changes are saved. The
+ * durable position is the end of the longest settled prefix of transactions, in commit order; it
+ * is the only position ever acknowledged to Postgres or written to walgate.tailer_state. So every
+ * change before an acknowledged position is in Postgres, as history or as a parked delivery, and
+ * every change after it is still in the WAL: a crash, a restart or a new leader reads on from
+ * there and loses nothing; what it reads twice keeps its ids (WAL positions), so the second copy
+ * of a delivery is the same delivery. Subscription changes are saved as versions by position, so
+ * the view is rebuilt as of whatever position reading resumes from.
  */
 export class ReplicationSession {
   readonly #o: SessionOptions;
   readonly #view: SubscriptionView;
   readonly #relations = new Map<number, Relation>();
-  #processedLsn: Lsn;
+  readonly #processedLsn: Lsn;
   #tx: OpenTransaction | null = null;
-  // Waiting to be written: deliveries, view changes of whole transactions, and the end LSN of the
-  // last whole transaction among them.
-  #events: EventRecord[] = [];
-  #deliveries: DeliveryRecord[] = [];
-  #viewChanges: ViewChange[] = [];
-  #endLsn: Lsn | null = null;
-  #writing: Promise<void> | null = null;
+  /** Transactions read and not settled, in commit order (the last may still be open). */
+  readonly #unsettled: OpenTransaction[] = [];
+  #durable: Lsn;
   #failed = false;
   #received = 0;
   #handled = 0;
@@ -71,6 +80,7 @@ export class ReplicationSession {
   constructor(options: SessionOptions) {
     this.#o = options;
     this.#processedLsn = options.processedLsn;
+    this.#durable = options.processedLsn;
     this.#view = new SubscriptionView(options.subscriptions);
   }
 
@@ -78,20 +88,19 @@ export class ReplicationSession {
     return this.#failed;
   }
 
+  /** The end of the settled prefix: everything before it is delivered or parked. */
+  get durable(): Lsn {
+    return this.#durable;
+  }
+
   /** Counted by the plugin as each message arrives, before it waits in the library's queue. */
   received(): void {
     this.#received++;
   }
 
-  /** True when every message received so far is handled and written: a keepalive's position is then safe. */
+  /** True when every message received so far is handled and settled: a keepalive's position is then safe. */
   get idle(): boolean {
-    return (
-      this.#received === this.#handled &&
-      this.#tx === null &&
-      this.#writing === null &&
-      this.#deliveries.length === 0 &&
-      this.#endLsn === null
-    );
+    return this.#received === this.#handled && this.#tx === null && this.#unsettled.length === 0;
   }
 
   async handle(msg: PgoutputMessage): Promise<void> {
@@ -111,9 +120,16 @@ export class ReplicationSession {
     this.#o.onFailure(err);
   }
 
-  /** Waits for the write in progress (at shutdown: what is being written is finished, not dropped). */
-  async settle(): Promise<void> {
-    while (this.#writing) await this.#writing.catch(() => undefined);
+  /** Records a durable position in walgate.tailer_state (through the fenced connection). */
+  async saveDurable(position: Lsn = this.#durable): Promise<void> {
+    if (this.#failed) return;
+    await this.#o.fenced.query(
+      `INSERT INTO walgate.tailer_state (slot_name, processed_lsn, updated_at) VALUES ($1, $2, $3)
+       ON CONFLICT (slot_name) DO UPDATE SET processed_lsn = greatest(tailer_state.processed_lsn, EXCLUDED.processed_lsn),
+                                             updated_at = EXCLUDED.updated_at`,
+      [this.#o.slotName, formatLsn(position), this.#o.clock()],
+    );
+    await pruneViewVersions(this.#o.fenced, formatLsn(position));
   }
 
   async #handle(msg: PgoutputMessage): Promise<void> {
@@ -125,11 +141,14 @@ export class ReplicationSession {
         this.#tx = {
           commitLsn: msg.commitLsn,
           committedAt: msg.commitTime,
+          endLsn: null,
           // The commit records of processed transactions all lie before the processed position.
           skip: msg.commitLsn < this.#processedLsn,
           index: 0,
           viewChanges: [],
+          unsettled: 0,
         };
+        if (!this.#tx.skip) this.#unsettled.push(this.#tx);
         return;
       case 'insert':
         return this.#change('INSERT', msg.relationOid, msg.new, null, false);
@@ -152,9 +171,9 @@ export class ReplicationSession {
         this.#tx = null;
         if (!tx || tx.skip) return;
         this.stats.transactions++;
-        this.#viewChanges.push(...tx.viewChanges);
-        this.#endLsn = msg.endLsn;
-        this.#startWrite();
+        tx.endLsn = msg.endLsn;
+        if (tx.viewChanges.length > 0) this.#saveView(tx);
+        this.#advance();
         return;
       }
       default:
@@ -193,19 +212,12 @@ export class ReplicationSession {
     }
     const rows = matchDeliveries(subs, change);
     if (rows.length === 0) return;
-    this.#events.push(toEventRecord(change));
     this.#o.onEvent?.(op);
-    for (const r of rows) this.#deliveries.push(r);
     this.stats.deliveries += rows.length;
-    if (this.#deliveries.length >= this.#o.maxBuffered) {
-      // Backpressure: reading waits (the library pauses the socket while we await) for the write
-      // in progress, then hands the full buffer to the next write and reads on while it runs — so
-      // at most two buffers are in memory and reading overlaps writing. Part of an open
-      // transaction may go in a write; its position is only recorded with its commit, so a crash
-      // re-reads all of it (and rewrites it idempotently).
-      await this.settle();
-      this.#startWrite();
-    }
+    tx.unsettled++;
+    // A returned promise is backpressure: the library pauses the socket while we await it.
+    const accepted = this.#o.stream.accept(toEventRecord(change), rows, () => this.#settled(tx));
+    if (accepted) await accepted;
   }
 
   #subscriptionChange(tx: OpenTransaction, rel: Relation, op: Operation, tuple: RawTuple): void {
@@ -215,6 +227,7 @@ export class ReplicationSession {
       return i === undefined ? null : (JSON.parse(row.fragments[i]!) as string | null);
     };
     const id = get('id')!;
+    this.#o.stream.subscriptionChanged(id);
     if (op === 'DELETE') {
       this.#view.remove(id);
       tx.viewChanges.push({ op: 'delete', id });
@@ -241,35 +254,32 @@ export class ReplicationSession {
     tx.viewChanges.push({ op: 'upsert', spec });
   }
 
-  /** Starts writing what waits, unless a write runs (its completion starts the next). */
-  #startWrite(): void {
-    if (this.#writing || this.#failed) return;
-    if (this.#deliveries.length === 0 && this.#viewChanges.length === 0 && this.#endLsn === null) return;
-    const batch = { events: this.#events, deliveries: this.#deliveries, viewChanges: this.#viewChanges, processedLsn: this.#endLsn };
-    this.#events = [];
-    this.#deliveries = [];
-    this.#viewChanges = [];
-    this.#endLsn = null;
-    this.#writing = (async () => {
-      // Whole transactions that produced nothing to write need no round trip: on a restart they
-      // would be read again and produce nothing again.
-      if (batch.deliveries.length > 0 || batch.viewChanges.length > 0) {
-        await writeBatch(this.#o.pool, this.#o.slotName, batch, this.#o.clock());
-        this.stats.batches++;
-      }
-      if (batch.processedLsn !== null) {
-        this.#processedLsn = batch.processedLsn;
-        this.#o.onDurable(batch.processedLsn);
-      }
-    })().then(
-      () => {
-        this.#writing = null;
-        this.#startWrite();
-      },
-      (err: unknown) => {
-        this.#writing = null;
-        this.fail(err as Error);
-      },
+  /** Saves a committed transaction's view changes as versions valid from its end. */
+  #saveView(tx: OpenTransaction): void {
+    tx.unsettled++;
+    this.stats.batches++;
+    saveViewChanges(this.#o.fenced, tx.viewChanges, formatLsn(tx.endLsn!)).then(
+      () => this.#settled(tx),
+      (err: unknown) => this.fail(err as Error),
     );
+  }
+
+  #settled(tx: OpenTransaction): void {
+    if (this.#failed) return;
+    tx.unsettled--;
+    this.#advance();
+  }
+
+  /** Moves the durable position over the settled prefix of transactions. */
+  #advance(): void {
+    let moved = false;
+    while (this.#unsettled.length > 0) {
+      const head = this.#unsettled[0]!;
+      if (head.endLsn === null || head.unsettled > 0) break;
+      this.#unsettled.shift();
+      this.#durable = head.endLsn;
+      moved = true;
+    }
+    if (moved && !this.#failed) this.#o.onDurable(this.#durable);
   }
 }

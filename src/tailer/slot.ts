@@ -2,7 +2,6 @@ import pg from 'pg';
 import { PgCode, pgCode, withTransaction, type Pool, type Queryable } from '../core/db/pool.js';
 import type { Logger } from '../core/log.js';
 import { formatLsn, parseLsn, type Lsn } from './lsn.js';
-import { readProcessedLsn } from './outbox.js';
 import { currentSubscriptions, loadSavedView, replaceSavedView, type SubscriptionSpec } from './subscriptions.js';
 
 /** The slot of this database: slot names are cluster-wide, so the database name is part of it. */
@@ -41,6 +40,35 @@ export interface SlotStart {
 interface SlotRow {
   wal_status: string | null;
   confirmed_flush_lsn: string | null;
+  active_pid: number | null;
+}
+
+export async function readProcessedLsn(db: Queryable, slotName: string): Promise<string | undefined> {
+  const { rows } = await db.query<{ processed_lsn: string }>('SELECT processed_lsn::text FROM walgate.tailer_state WHERE slot_name = $1', [slotName]);
+  return rows[0]?.processed_lsn;
+}
+
+async function readSlot(pool: Pool, slotName: string): Promise<SlotRow | undefined> {
+  const { rows } = await pool.query<SlotRow>(
+    `SELECT wal_status, confirmed_flush_lsn::text, active_pid FROM pg_replication_slots WHERE slot_name = $1`,
+    [slotName],
+  );
+  return rows[0];
+}
+
+/**
+ * Fencing, the reading side: a new leader holds the lock, but the previous leader's walsender
+ * may still be streaming (and acknowledging) until Postgres notices it is gone. Position and view
+ * are read only once no process reads the slot, so they cannot move under us afterwards.
+ */
+async function waitUntilUnread(pool: Pool, slotName: string, timeoutMs = 60_000): Promise<SlotRow | undefined> {
+  const until = Date.now() + timeoutMs;
+  for (;;) {
+    const slot = await readSlot(pool, slotName);
+    if (!slot || slot.active_pid === null) return slot;
+    if (Date.now() > until) throw new Error(`the slot ${slotName} is still read by process ${slot.active_pid}`);
+    await new Promise((r) => setTimeout(r, 100));
+  }
 }
 
 /**
@@ -53,11 +81,7 @@ interface SlotRow {
  *   is dropped and created anew, and the gap is logged as an error.
  */
 export async function prepareSlot(pool: Pool, replicationUrl: string, slotName: string, log: Logger): Promise<SlotStart> {
-  const { rows } = await pool.query<SlotRow>(
-    `SELECT wal_status, confirmed_flush_lsn::text FROM pg_replication_slots WHERE slot_name = $1`,
-    [slotName],
-  );
-  let slot = rows[0];
+  let slot = await waitUntilUnread(pool, slotName);
   const saved = await readProcessedLsn(pool, slotName);
   if (slot?.wal_status === 'lost') {
     log.error({ slot: slotName }, 'the replication slot lost WAL it needed (max_slot_wal_keep_size?): recreating it; changes in the gap were not captured');
@@ -73,7 +97,7 @@ export async function prepareSlot(pool: Pool, replicationUrl: string, slotName: 
     const subscriptions = await currentSubscriptions(pool);
     const processedLsn = parseLsn(slot.confirmed_flush_lsn ?? '0/0');
     await withTransaction(pool, async (c) => {
-      await replaceSavedView(c, subscriptions);
+      await replaceSavedView(c, subscriptions, formatLsn(processedLsn));
       await c.query(
         `INSERT INTO walgate.tailer_state (slot_name, processed_lsn) VALUES ($1, $2)
          ON CONFLICT (slot_name) DO UPDATE SET processed_lsn = EXCLUDED.processed_lsn`,
@@ -82,7 +106,13 @@ export async function prepareSlot(pool: Pool, replicationUrl: string, slotName: 
     });
     return { processedLsn, subscriptions };
   }
-  return { processedLsn: parseLsn(saved), subscriptions: await loadSavedView(pool) };
+  // Both are positions below which everything is settled (session.ts): the slot's confirmed
+  // position, and ours, written now and then in walgate.tailer_state. The slot's is usually ahead;
+  // ours is WAL-logged, so after a Postgres crash (which can take a slot's position back to its
+  // last checkpoint) it is the one that has not moved back.
+  let processedLsn = parseLsn(slot.confirmed_flush_lsn ?? saved);
+  if (parseLsn(saved) > processedLsn) processedLsn = parseLsn(saved);
+  return { processedLsn, subscriptions: await loadSavedView(pool, formatLsn(processedLsn)) };
 }
 
 async function createSlot(pool: Pool, replicationUrl: string, slotName: string): Promise<SlotStart> {
@@ -98,7 +128,7 @@ async function createSlot(pool: Pool, replicationUrl: string, slotName: string):
       await c.query('SET TRANSACTION ISOLATION LEVEL REPEATABLE READ');
       await c.query(`SET TRANSACTION SNAPSHOT '${row.snapshot_name.replaceAll("'", "''")}'`);
       const specs = await currentSubscriptions(c);
-      await replaceSavedView(c, specs);
+      await replaceSavedView(c, specs, row.consistent_point);
       await c.query(
         `INSERT INTO walgate.tailer_state (slot_name, processed_lsn) VALUES ($1, $2)
          ON CONFLICT (slot_name) DO UPDATE SET processed_lsn = EXCLUDED.processed_lsn`,

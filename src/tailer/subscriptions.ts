@@ -75,32 +75,56 @@ export async function currentSubscriptions(db: Queryable): Promise<SubscriptionS
   return rows;
 }
 
-/** The view persisted with the tailer's position (walgate.tailer_subscriptions). */
-export async function loadSavedView(db: Queryable): Promise<SubscriptionSpec[]> {
-  const { rows } = await db.query<{ spec: SubscriptionSpec }>('SELECT spec FROM walgate.tailer_subscriptions');
-  return rows.map((r) => r.spec);
+/**
+ * The view as of a WAL position, from its saved versions (walgate.tailer_subscriptions): each
+ * subscription's newest version from at or before the position, deleted ones left out.
+ */
+export async function loadSavedView(db: Queryable, at: string): Promise<SubscriptionSpec[]> {
+  const { rows } = await db.query<{ spec: SubscriptionSpec | null }>(
+    `SELECT DISTINCT ON (webhook_id) spec FROM walgate.tailer_subscriptions
+      WHERE valid_from <= $1::pg_lsn ORDER BY webhook_id, valid_from DESC`,
+    [at],
+  );
+  return rows.flatMap((r) => (r.spec ? [r.spec] : []));
 }
 
-export async function replaceSavedView(db: Queryable, specs: SubscriptionSpec[]): Promise<void> {
+/** Starts the saved view afresh at a position (a new slot, or state that was wiped). */
+export async function replaceSavedView(db: Queryable, specs: SubscriptionSpec[], at: string): Promise<void> {
   await db.query('DELETE FROM walgate.tailer_subscriptions');
   await saveViewChanges(
     db,
     specs.map((spec) => ({ op: 'upsert', spec })),
+    at,
   );
 }
 
 export type ViewChange = { op: 'upsert'; spec: SubscriptionSpec } | { op: 'delete'; id: string };
 
-export async function saveViewChanges(db: Queryable, changes: ViewChange[]): Promise<void> {
-  for (const c of changes) {
-    if (c.op === 'upsert') {
-      await db.query(
-        `INSERT INTO walgate.tailer_subscriptions (webhook_id, spec) VALUES ($1, $2)
-         ON CONFLICT (webhook_id) DO UPDATE SET spec = EXCLUDED.spec`,
-        [c.spec.id, JSON.stringify(c.spec)],
-      );
-    } else {
-      await db.query('DELETE FROM walgate.tailer_subscriptions WHERE webhook_id = $1', [c.id]);
-    }
-  }
+/** Saves a transaction's view changes as versions valid from its end position. */
+export async function saveViewChanges(db: Queryable, changes: ViewChange[], validFrom: string): Promise<void> {
+  if (changes.length === 0) return;
+  // The last change of a subscription in the transaction is its version.
+  const last = new Map<string, SubscriptionSpec | null>();
+  for (const c of changes) last.set(c.op === 'upsert' ? c.spec.id : c.id, c.op === 'upsert' ? c.spec : null);
+  await db.query(
+    `INSERT INTO walgate.tailer_subscriptions (webhook_id, valid_from, spec)
+     SELECT id, $3::pg_lsn, spec FROM unnest($1::text[], $2::jsonb[]) AS v(id, spec)
+     ON CONFLICT (webhook_id, valid_from) DO UPDATE SET spec = EXCLUDED.spec`,
+    [[...last.keys()], [...last.values()].map((spec) => (spec ? JSON.stringify(spec) : null)), validFrom],
+  );
+}
+
+/**
+ * Forgets the versions no position at or after `processed` can need (superseded ones, old
+ * deletions). `processed` must be a position recorded in walgate.tailer_state: reading never
+ * resumes before it.
+ */
+export async function pruneViewVersions(db: Queryable, processed: string): Promise<void> {
+  await db.query(
+    `DELETE FROM walgate.tailer_subscriptions t
+      WHERE t.valid_from <= $1::pg_lsn
+        AND (t.spec IS NULL OR EXISTS (SELECT 1 FROM walgate.tailer_subscriptions u
+                                        WHERE u.webhook_id = t.webhook_id AND u.valid_from > t.valid_from AND u.valid_from <= $1::pg_lsn))`,
+    [processed],
+  );
 }

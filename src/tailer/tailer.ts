@@ -2,6 +2,8 @@ import { setTimeout as sleep } from 'node:timers/promises';
 import pg from 'pg';
 import { LogicalReplicationService } from 'pg-logical-replication';
 import type { Context } from '../core/context.js';
+import type { Queryable } from '../core/db/pool.js';
+import type { DeliverySink } from './sink.js';
 import { keepReconnecting } from '../core/db/reconnect.js';
 import { formatLsn, parseLsn, type Lsn } from './lsn.js';
 import { RawPgoutputPlugin } from './pgoutput.js';
@@ -13,10 +15,10 @@ import { TypeRegistry } from './types.js';
 export interface WalTailerOptions {
   /** The database to tail (the replication connection is opened from it). */
   databaseUrl: string;
+  /** Where matched changes go (the delivery engine). */
+  sink: DeliverySink;
   slotName?: string;
-  /** Deliveries buffered before reading pauses. */
-  maxBuffered?: number;
-  /** How often the durable position is reported to Postgres, also keeping the connection alive. */
+  /** How often the durable position is reported to Postgres (and recorded), also keeping the connection alive. */
   statusIntervalMs?: number;
   /** How often a standby tries to take over the slot. */
   standbyPollMs?: number;
@@ -41,10 +43,15 @@ interface Running {
 }
 
 /**
- * Reads the WAL through the slot and turns changes into deliveries (see session.ts).
+ * Reads the WAL through the slot and hands changes to the delivery stream (see session.ts).
  *
  * Only one process reads a slot: leadership is a session advisory lock on a dedicated connection,
- * so it ends with that process; the others stand by and poll for it. Any failure — Postgres
+ * so it ends with that process; the others stand by and poll for it (and meanwhile drain the
+ * retry queue, see delivery/worker.ts). That connection is also the fence: every write that lets
+ * the slot move on goes through it, so a process whose connection is gone (and with it the lock,
+ * which Postgres releases only after aborting what that connection had not committed) can commit
+ * none; and it acknowledges only positions those writes made durable, over its own replication
+ * connection, which a new leader waits to see gone before it reads position and view (slot.ts). Any failure — Postgres
  * restarting, the replication connection dropping, a write failing — ends the session; the next
  * starts again from the durable position after a capped backoff, with the view saved for it.
  *
@@ -68,7 +75,6 @@ export class WalTailer {
     const database = new URL(options.databaseUrl).pathname.slice(1) || 'postgres';
     this.#o = {
       slotName: defaultSlotName(decodeURIComponent(database)),
-      maxBuffered: 5000,
       statusIntervalMs: 10_000,
       standbyPollMs: 1000,
       retryMaxMs: 10_000,
@@ -167,15 +173,17 @@ export class WalTailer {
     const reportDurable = () => {
       if (this.#durable !== null && this.#durable > 0n) void service.acknowledge(formatLsn(this.#durable - 1n)).catch(() => undefined);
     };
+    const fenced = oneAtATime(lock);
+    const stream = this.#o.sink.open(fenced, (err) => fail(err));
     const session = new ReplicationSession({
-      pool,
+      fenced,
+      stream,
       slotName: this.#o.slotName,
       log,
       clock,
       types: this.#types,
       processedLsn: start.processedLsn,
       subscriptions: start.subscriptions,
-      maxBuffered: this.#o.maxBuffered,
       onEvent: (operation) => this.#ctx.metrics.eventsProduced.inc({ operation }),
       onDurable: (lsn) => {
         if (this.#durable === null || lsn > this.#durable) this.#durable = lsn;
@@ -196,7 +204,11 @@ export class WalTailer {
     });
     service.on('error', (err: Error) => fail(err));
     lock.on('error', () => fail(new Error('lost the connection holding the tailer lock')));
-    const statusTimer = setInterval(reportDurable, this.#o.statusIntervalMs);
+    const statusTimer = setInterval(() => {
+      reportDurable();
+      // Recorded in walgate.tailer_state too (WAL-logged, unlike the slot's position between checkpoints).
+      if (this.#durable !== null) session.saveDurable(this.#durable).catch((err: Error) => session.fail(err));
+    }, this.#o.statusIntervalMs);
     const reportTimer = setInterval(() => void this.#report(session, log), this.#o.reportIntervalMs);
     if (this.#stopping) session.fail(new Error('stopping'));
     try {
@@ -209,7 +221,7 @@ export class WalTailer {
       clearInterval(statusTimer);
       clearInterval(reportTimer);
       session.fail(new Error('session closing'));
-      await session.settle();
+      await stream.close();
       reportDurable();
       await service.destroy().catch(() => undefined);
       this.#running = null;
@@ -248,4 +260,15 @@ export class WalTailer {
       log.warn({ err }, 'could not read replication lag');
     }
   }
+}
+
+/** The leadership connection as a Queryable whose statements run one after another, in call order. */
+function oneAtATime(client: pg.Client): Queryable {
+  let tail: Promise<unknown> = Promise.resolve();
+  const query = (...args: unknown[]) => {
+    const run = tail.then(() => (client.query as (...a: unknown[]) => Promise<unknown>)(...args));
+    tail = run.catch(() => undefined);
+    return run;
+  };
+  return { query } as unknown as Queryable;
 }

@@ -81,39 +81,36 @@ describe('delivery: retries, dead letters and failures of every kind', function 
   });
 
   it('a delivery whose worker died mid-attempt is attempted again when its lease runs out', async () => {
-    p.receiver.behave = () => ({ status: 200 });
-    await p.worker.stop(1000); // the pipeline's worker steps aside; we play a worker that dies
+    // The stream's attempt fails, so the delivery is parked in the retry queue; the pipeline's
+    // queue worker steps aside, and we play a worker that claims it and dies.
+    p.receiver.behave = (_r, i) => (i === 0 ? { status: 500 } : { status: 200 });
+    await p.worker.stopQueue(1000);
+    const wh = await p.subscribe();
+    await p.writer.query(`INSERT INTO shop_master.orders VALUES (4, 'new', 1)`);
+    const claimed = await eventually(
+      () => claimDue(p.t.ctx.pool, { now: new Date(), leaseUntil: new Date(Date.now() + 500), limit: 10, perWebhook: 10, inflight: new Map() }),
+      (c) => c.length === 1,
+    );
+    expect(claimed[0]!.webhook_id).to.equal(wh);
+    // …and never reports back. A new worker must not touch it before the lease ends, then must.
+    const replacement = await testWorker(p.t.ctx);
+    replacement.start();
     try {
-      const wh = await p.subscribe();
-      await p.writer.query(`INSERT INTO shop_master.orders VALUES (4, 'new', 1)`);
-      const claimed = await eventually(
-        () => claimDue(p.t.ctx.pool, { now: new Date(), leaseUntil: new Date(Date.now() + 500), limit: 10, perWebhook: 10, inflight: new Map() }),
-        (c) => c.length === 1,
-      );
-      expect(claimed[0]!.webhook_id).to.equal(wh);
-      // …and never reports back. A new worker must not touch it before the lease ends, then must.
-      const replacement = await testWorker(p.t.ctx);
-      replacement.start();
-      try {
-        await new Promise((r) => setTimeout(r, 250));
-        expect(p.receiver.requests).to.have.length(0);
-        await p.receiver.waitFor(1, 5000);
-        const [d] = await eventually(() => p.delivery(wh), (r) => r[0]?.status === 'delivered');
-        expect(d!.attempts).to.equal(1);
-        // The first worker comes back late with a failure: its claim is gone, nothing changes.
-        const { recordAttempts } = await import('../../src/delivery/store.js');
-        await recordAttempts(p.t.ctx.pool, [
-          { deliveryId: d!.id, lease: claimed[0]!.lease, attempt: 1, startedAt: new Date(), durationMs: 1, httpStatus: 500, error: 'HTTP 500', responseBody: null, status: 'retrying', nextAttemptAt: new Date(), deliveredAt: null },
-        ]);
-        const [after] = await p.delivery(wh);
-        expect(after).to.include({ status: 'delivered', attempts: 1, http_status: 200 });
-        expect(after!.attempt_log).to.have.length(1);
-      } finally {
-        await replacement.stop(1000);
-      }
+      await new Promise((r) => setTimeout(r, 250));
+      expect(p.receiver.requests).to.have.length(1);
+      await p.receiver.waitFor(2, 5000);
+      const [d] = await eventually(() => p.delivery(wh), (r) => r[0]?.status === 'delivered');
+      expect(d!.attempts).to.equal(2);
+      // The first worker comes back late with a failure: its claim is gone, nothing changes.
+      const { recordAttempts } = await import('../../src/delivery/store.js');
+      await recordAttempts(p.t.ctx.pool, [
+        { deliveryId: d!.id, lease: claimed[0]!.lease, attempt: 2, startedAt: new Date(), durationMs: 1, httpStatus: 500, error: 'HTTP 500', responseBody: null, status: 'retrying', nextAttemptAt: new Date(), deliveredAt: null },
+      ]);
+      const [after] = await p.delivery(wh);
+      expect(after).to.include({ status: 'delivered', attempts: 2, http_status: 200 });
+      expect(after!.attempt_log.map((a: any) => a.http_status)).to.deep.equal([500, 200]);
     } finally {
-      p.worker = await testWorker(p.t.ctx);
-      p.worker.start();
+      await replacement.stop(1000);
     }
   });
 });

@@ -1,7 +1,7 @@
 import pg from 'pg';
 import { systemClock } from '../../src/core/clock.js';
 import type { Context, ContextOverrides } from '../../src/core/context.js';
-import { DeliveryWorker, type DeliveryWorkerOptions } from '../../src/delivery/worker.js';
+import { DeliveryEngine, type DeliveryEngineOptions } from '../../src/delivery/engine.js';
 import type { WalTailer } from '../../src/tailer/tailer.js';
 import { startTestApi, type TestApi } from '../support/api.js';
 import { TestReceiver } from '../support/receiver.js';
@@ -14,7 +14,7 @@ export interface Pipeline {
   t: TestApi;
   writer: pg.Client;
   tailer: WalTailer;
-  worker: DeliveryWorker;
+  worker: DeliveryEngine;
   receiver: TestReceiver;
   subscribe(extra?: Partial<TestSubscription>): Promise<string>;
   /** A fresh HTTPS receiver (started; stopped with the pipeline). */
@@ -24,8 +24,8 @@ export interface Pipeline {
 }
 
 /** A delivery worker as the daemon builds it, polling often and trusting the test CA. */
-export async function testWorker(ctx: Context, options: Partial<DeliveryWorkerOptions> = {}): Promise<DeliveryWorker> {
-  return new DeliveryWorker(ctx, {
+export async function testWorker(ctx: Context, options: Partial<DeliveryEngineOptions> = {}): Promise<DeliveryEngine> {
+  return new DeliveryEngine(ctx, {
     disableSubscription: (id, reason, at) => disableWebhook(ctx.pool, id, reason, at),
     pollMs: 25,
     tls: { ca: (await testCertificates()).ca },
@@ -39,7 +39,7 @@ export async function testWorker(ctx: Context, options: Partial<DeliveryWorkerOp
  */
 export async function startPipeline(
   env: Record<string, string> = {},
-  workerOptions: Partial<DeliveryWorkerOptions> = {},
+  workerOptions: Partial<DeliveryEngineOptions> = {},
   overrides: ContextOverrides = {},
 ): Promise<Pipeline> {
   const t = await startTestApi({
@@ -58,10 +58,10 @@ export async function startPipeline(
     return r;
   };
   const receiver = await newReceiver();
-  const tailer = startTailer(t.ctx, t.database.url);
-  await waitForLeader(tailer);
   const worker = await testWorker(t.ctx, workerOptions);
   worker.start();
+  const tailer = startTailer(t.ctx, t.database.url, { sink: worker });
+  await waitForLeader(tailer);
   return {
     t,
     writer,
@@ -80,8 +80,8 @@ export async function startPipeline(
       return rows;
     },
     async close() {
-      await worker.stop(2000);
       await tailer.stop();
+      await worker.stop(2000);
       await writer.end();
       for (const r of receivers) await r.stop();
       await t.close();

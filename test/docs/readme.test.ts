@@ -4,7 +4,7 @@ import { fileURLToPath } from 'node:url';
 import { expect } from 'chai';
 import { ENV_VARIABLES } from '../../src/core/config.js';
 import type { Context } from '../../src/core/context.js';
-import type { DeliveryWorker } from '../../src/delivery/worker.js';
+import type { DeliveryEngine } from '../../src/delivery/engine.js';
 import { Metrics } from '../../src/core/metrics.js';
 import { registerTailerGauges } from '../../src/ops/tailer-ops.js';
 import type { WalTailer } from '../../src/tailer/tailer.js';
@@ -28,7 +28,7 @@ function registeredMetrics(): Array<{ name: string; labelNames: string[] }> {
   const metrics = new Metrics({ defaultMetrics: false });
   const ctx = { metrics, pool: {}, config: {} } as unknown as Context;
   const tailer = { status: () => ({ slotName: 'walgate_x', role: 'leader' }) } as unknown as WalTailer;
-  registerTailerGauges(ctx, tailer, { breakerStates: () => new Map() } as unknown as DeliveryWorker);
+  registerTailerGauges(ctx, tailer, { breakerStates: () => new Map() } as unknown as DeliveryEngine);
   return metrics.registry.getMetricsAsArray().map((m) => {
     const named = m as unknown as { name: string; labelNames?: string[] };
     return { name: named.name, labelNames: named.labelNames ?? [] };

@@ -16,6 +16,7 @@ describe('configuration', () => {
       breakerCooldownMs: 120000,
       timeoutMs: 10000,
       secretGraceMs: 86_400_000,
+      parkAfterMs: 60000,
     });
     expect(c.tailerPort).to.equal(3001);
     expect(c.logLevel).to.equal('info');

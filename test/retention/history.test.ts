@@ -1,9 +1,10 @@
 import { expect } from 'chai';
-import type { DeliveryWorker } from '../../src/delivery/worker.js';
+import type { DeliveryEngine } from '../../src/delivery/engine.js';
 import { replayDeadDeliveries } from '../../src/delivery/history.js';
 import { Pruner } from '../../src/retention/pruner.js';
 import { HttpClient } from '../support/http.js';
 import { eventually, startPipeline, testWorker, type Pipeline } from '../delivery/support.js';
+import { startTailer } from '../tailer/support.js';
 
 // Retention of delivery history on the real path (tailer → worker → HTTPS receiver), with windows
 // of seconds: delivered history goes after 4 s, dead letters after 10 s, and the pruner passes on
@@ -16,7 +17,7 @@ describe('retention: delivered and dead history is removed by age, unfinished de
   this.timeout(60_000);
   let p: Pipeline;
   let pruner: Pruner;
-  let worker: DeliveryWorker | undefined;
+  let worker: DeliveryEngine | undefined;
   let api: HttpClient;
   before(async () => {
     p = await startPipeline({
@@ -59,17 +60,22 @@ describe('retention: delivered and dead history is removed by age, unfinished de
     // A change whose attempt hangs; the worker stops meanwhile, and records the timed-out attempt:
     // the delivery is `retrying`. A second change while no worker runs stays `pending`. Then the
     // subscription is paused, and a new worker starts: it claims neither.
+    // (The stream parks the timed-out attempt as `retrying`; the second change is read by a new
+    // tailer once the subscription is paused, and parked as `pending`.)
     await p.writer.query(`INSERT INTO shop_master.paused VALUES (1, 'retrying')`);
     await eventually(async () => hanging.requests.length, (n) => n === 1);
+    await eventually(() => p.delivery(paused), (r) => r.length === 1 && r[0]!.status === 'retrying');
+    await p.tailer.stop();
     await p.worker.stop(5000);
     await p.writer.query(`INSERT INTO shop_master.paused VALUES (2, 'pending')`);
+    await p.writer.query(`UPDATE walgate.webhooks SET active = false WHERE id = $1`, [paused]);
+    worker = await testWorker(p.t.ctx);
+    worker.start();
+    p.tailer = startTailer(p.t.ctx, p.t.database.url, { sink: worker });
     const unfinished = await eventually(
       () => p.delivery(paused),
       (r) => r.length === 2 && r.some((d) => d.status === 'retrying') && r.some((d) => d.status === 'pending'),
     );
-    await p.writer.query(`UPDATE walgate.webhooks SET active = false WHERE id = $1`, [paused]);
-    worker = await testWorker(p.t.ctx);
-    worker.start();
 
     await p.writer.query(`INSERT INTO shop_master.orders VALUES (1, 'new', 1), (2, 'new', 2)`);
     await p.writer.query(`INSERT INTO shop_master.failing VALUES (1, 'replayed')`);

@@ -285,7 +285,12 @@ describe('tailer durability', function () {
     const receivedAt: number[] = [];
     try {
       for (let i = 0; i < 3; i++) {
-        await sleep(1500 + i * 1000);
+        // Kill a daemon at work: once it has sent something since its launch (a fixed pause hit
+        // daemons still starting up on a loaded machine), and at a varying moment.
+        const before = receiver.requests.length;
+        const until = Date.now() + 20_000;
+        while (receiver.requests.length <= before && Date.now() < until) await sleep(25);
+        await sleep(100 + i * 150);
         receivedAt.push(receiver.requests.length);
         await kill();
         await sleep(100);

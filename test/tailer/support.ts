@@ -1,6 +1,8 @@
 import { setTimeout as sleep } from 'node:timers/promises';
 import type { Context } from '../../src/core/context.js';
 import { PAYLOAD_COLUMNS, renderPayload } from '../../src/delivery/payload.js';
+import { DeliveryEngine } from '../../src/delivery/engine.js';
+import { disableWebhook } from '../../src/webhooks/store.js';
 import { WalTailer, type WalTailerOptions } from '../../src/tailer/tailer.js';
 
 export interface StoredDelivery {
@@ -12,9 +14,16 @@ export interface StoredDelivery {
   payloadText: string;
 }
 
+/**
+ * A tailer with its delivery engine's stream (no retry-queue worker: tests of the tailer see what
+ * it delivered or parked). Subscriptions default to https://127.0.0.1:1, which the SSRF guard
+ * refuses, so every delivery is parked with its event: the rows the tests read.
+ */
 export function startTailer(ctx: Context, databaseUrl: string, options: Partial<WalTailerOptions> = {}): WalTailer {
+  const own = options.sink ? undefined : new DeliveryEngine(ctx, { disableSubscription: (id, reason, at) => disableWebhook(ctx.pool, id, reason, at) });
   const tailer = new WalTailer(ctx, {
     databaseUrl,
+    sink: options.sink ?? own!,
     statusIntervalMs: 200,
     standbyPollMs: 100,
     retryMaxMs: 500,
@@ -22,6 +31,13 @@ export function startTailer(ctx: Context, databaseUrl: string, options: Partial<
     ...options,
   });
   tailer.start();
+  if (own) {
+    const stop = tailer.stop.bind(tailer);
+    tailer.stop = async () => {
+      await stop();
+      await own.stop(1000);
+    };
+  }
   return tailer;
 }
 

@@ -1,6 +1,8 @@
 // Change capture as the rest of walgate sees it: which tables are captured, and that changes are
-// retained from the first subscription on. The webhook service calls only these; the publication,
-// replica identity and slot behind them are the tailer's business.
+// retained from the first subscription on (the webhook service calls only these; the publication,
+// replica identity and slot behind them are the tailer's business); and what a captured change is
+// and where it goes (the delivery engine implements DeliverySink). The tailer reads the WAL,
+// matches each change to the subscriptions as they stood at its commit, and hands the matches on.
 import type { Queryable } from '../../core/db/pool.js';
 import { lockPublication, unwatchTable, watchTable } from '../publication.js';
 import { ensureSlot } from '../slot.js';
@@ -23,3 +25,5 @@ export const releaseTable = (db: Queryable, schema: string, table: string): Prom
 export async function retainChanges(db: Queryable): Promise<void> {
   await ensureSlot(db);
 }
+
+export type { CapturedDelivery, CapturedEvent, DeliverySink, DeliveryStream, Operation } from '../sink.js';

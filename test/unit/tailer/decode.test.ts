@@ -1,6 +1,7 @@
 import { expect } from 'chai';
 import { decodeChange, describeRelation, type Relation } from '../../../src/tailer/decode.js';
-import { buildPayload, eventId, toEventRecord, type Operation } from '../../../src/tailer/events.js';
+import { buildPayload } from '../../../src/delivery/payload.js';
+import { eventId, toEventRecord, type Operation } from '../../../src/tailer/events.js';
 import { parsePgoutput, type PgoutputMessage } from '../../../src/tailer/pgoutput.js';
 import { TypeRegistry } from '../../../src/tailer/types.js';
 import { capturedCatalog, exactJson, loadPgoutputFixture, type CapturedTransaction } from './fixture.js';

@@ -1,0 +1,76 @@
+import type { Clock } from '../core/clock.js';
+import type { Context } from '../core/context.js';
+import type { Operation } from '../tailer/sink.js';
+import type { BreakerKey, EndpointBreakers } from './breaker.js';
+import { classifyAnswer } from './outcome.js';
+import type { SendResult, Sender } from './sender.js';
+import { signatureHeaders } from './signing.js';
+
+// One attempt of one delivery, the same from the stream and from the retry queue: through the
+// endpoint's breaker, signed over the exact bytes, POSTed; and what follows from the answer.
+
+export interface AttemptRequest {
+  /** The breaker's key: the subscription's project, environment and exact URL. */
+  endpoint: BreakerKey;
+  url: URL;
+  /** Signing secrets, newest first. */
+  secrets: string[];
+  eventId: string;
+  operation: Operation;
+  body: string;
+}
+
+export type AttemptOutcome =
+  | { kind: 'wait'; until: Date }
+  | { kind: 'sent'; result: SendResult; startedAt: Date; openedUntil: Date | null };
+
+export interface AttemptDeps {
+  sender: Sender;
+  breakers: EndpointBreakers;
+  clock: Clock;
+  /** Turns a subscription off (410 Gone); true when this call did it. The assembly passes the webhook store's. */
+  disableSubscription: (webhookId: string, reason: string, at: Date) => Promise<boolean>;
+}
+
+export async function attempt(deps: AttemptDeps, r: AttemptRequest): Promise<AttemptOutcome> {
+  let admission = await deps.breakers.admit(r.endpoint);
+  const startedAt = deps.clock();
+  const headers = {
+    'x-service-event': r.operation,
+    'x-service-delivery': r.eventId,
+    ...signatureHeaders(r.secrets, r.eventId, r.body, Math.floor(startedAt.getTime() / 1000)),
+  };
+  // Checked again with nothing awaited before the request starts: a failure that opened the
+  // breaker while this one was being admitted stops it here.
+  admission = deps.breakers.confirm(r.endpoint, admission);
+  if (admission.kind === 'wait') return { kind: 'wait', until: admission.until };
+  const result = await deps.sender.post(r.url, headers, r.body);
+  const openedUntil = result.ok
+    ? (await deps.breakers.recordSuccess(r.endpoint, admission.probe), null)
+    : await deps.breakers.recordFailure(r.endpoint, admission.probe);
+  return { kind: 'sent', result, startedAt, openedUntil };
+}
+
+export interface NextStep {
+  status: 'delivered' | 'retrying' | 'dead';
+  nextAttemptAt: Date | null;
+  /** The receiver asked for no more (410 Gone): the subscription is to be disabled, with this reason. */
+  disable: string | null;
+}
+
+/** Where a delivery stands after its attempt number `attemptNo` answered `result` (outcome.ts decides). */
+export function nextStep(result: SendResult, attemptNo: number, delaysMs: readonly number[], openedUntil: Date | null, now: Date): NextStep {
+  const outcome = classifyAnswer({ status: result.status, headers: { 'retry-after': result.retryAfter } }, attemptNo, now, delaysMs);
+  if (outcome.kind === 'delivered') return { status: 'delivered', nextAttemptAt: null, disable: null };
+  if (outcome.kind === 'retry') {
+    return { status: 'retrying', nextAttemptAt: openedUntil && openedUntil > outcome.notBefore ? openedUntil : outcome.notBefore, disable: null };
+  }
+  return { status: 'dead', nextAttemptAt: null, disable: outcome.kind === 'disable' ? outcome.reason : null };
+}
+
+/** The receiver asked for no more deliveries (410 Gone): the subscription stops at this commit. */
+export async function disable(ctx: Context, deps: AttemptDeps, webhookId: string, reason: string, at: Date): Promise<void> {
+  if (!(await deps.disableSubscription(webhookId, reason, at))) return;
+  ctx.metrics.webhooksDisabled.inc();
+  ctx.log.warn({ component: 'delivery', webhook: webhookId, reason }, 'subscription disabled by its receiver');
+}

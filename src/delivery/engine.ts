@@ -1,0 +1,142 @@
+import type { ConnectionOptions } from 'node:tls';
+import type { Context } from '../core/context.js';
+import type { Queryable } from '../core/db/pool.js';
+import type { DeliverySink, DeliveryStream } from '../tailer/sink.js';
+import type { AttemptDeps } from './attempt.js';
+import { EndpointBreakers } from './breaker.js';
+import { openWebhookSecret } from './secret.js';
+import { Sender } from './sender.js';
+import { StreamDelivery } from './stream.js';
+import { Targets } from './targets.js';
+import { QueueWorker } from './worker.js';
+
+export interface DeliveryEngineOptions {
+  /** Requests in flight at once, over all subscriptions (the stream and the retry queue each). */
+  concurrency?: number;
+  /** Requests in flight at once for one subscription. */
+  perWebhook?: number;
+  /** Deliveries the stream holds in memory before reading waits. */
+  maxHeld?: number;
+  /** How often the retry queue is polled when no notification arrives. */
+  pollMs?: number;
+  /** TLS settings for the sender (tests pass their CA). */
+  tls?: ConnectionOptions;
+  reportIntervalMs?: number;
+  /** How long a retry-queue claim lasts from its send (default: twice the time-out plus 5 s). */
+  leaseMs?: number;
+  /**
+   * Turns a subscription off because its receiver answered 410 Gone; true when this call did it.
+   * Subscriptions are the webhook domain's: the assembly passes its store's function in.
+   */
+  disableSubscription: (webhookId: string, reason: string, at: Date) => Promise<boolean>;
+}
+
+/**
+ * Delivery in one tailer process: the stream that the WAL reader feeds while this process leads
+ * (stream.ts), and the retry queue's worker that runs in every process (worker.ts), sharing one
+ * sender (keep-alive pools per endpoint), the breakers, and the subscriptions' targets.
+ */
+export class DeliveryEngine implements DeliverySink {
+  readonly #ctx: Context;
+  readonly #sender: Sender;
+  readonly #breakers: EndpointBreakers;
+  readonly #targets: Targets;
+  readonly #deps: AttemptDeps;
+  readonly #worker: QueueWorker;
+  readonly #o: { concurrency: number; perWebhook: number; maxHeld: number };
+  #stream: StreamDelivery | null = null;
+  /** Other tailer processes on this database (leaders and standbys each hold a walgate-tailer-lock connection). */
+  #peers = 0;
+  #peerTimer: NodeJS.Timeout | undefined;
+
+  constructor(ctx: Context, options: DeliveryEngineOptions) {
+    this.#ctx = ctx;
+    const { webhooks } = ctx.config;
+    this.#o = { concurrency: options.concurrency ?? 256, perWebhook: options.perWebhook ?? 32, maxHeld: options.maxHeld ?? 20_000 };
+    const leaseMs = options.leaseMs ?? webhooks.timeoutMs * 2 + 5000;
+    this.#sender = new Sender({
+      timeoutMs: webhooks.timeoutMs,
+      allowPrivateNetworks: webhooks.allowPrivateNetworks,
+      connectionsPerOrigin: this.#o.perWebhook * 2,
+      tls: options.tls,
+      lookup: ctx.lookup,
+    });
+    this.#breakers = new EndpointBreakers(
+      ctx.pool,
+      { failures: webhooks.breakerFailures, cooldownMs: webhooks.breakerCooldownMs, probeLeaseMs: leaseMs },
+      ctx.clock,
+      ctx.log.child({ component: 'delivery' }),
+    );
+    const openSecret = (sealed: Buffer) => openWebhookSecret(ctx.secrets, sealed);
+    this.#targets = new Targets(ctx.pool, openSecret);
+    this.#deps = { sender: this.#sender, breakers: this.#breakers, clock: ctx.clock, disableSubscription: options.disableSubscription };
+    this.#worker = new QueueWorker(ctx, this.#deps, {
+      concurrency: Math.max(1, Math.floor(this.#o.concurrency / 2)),
+      perWebhook: this.#o.perWebhook,
+      pollMs: options.pollMs ?? 250,
+      reportIntervalMs: options.reportIntervalMs ?? 30_000,
+      leaseMs,
+      streamLoad: () => this.#stream?.load() ?? new Map(),
+      streamActive: (id) => this.#stream?.active(id) ?? 0,
+      openSecret,
+    });
+  }
+
+  /** DeliverySink: a stream for this leadership, its writes fenced by `fenced`. */
+  open(fenced: Queryable, onFailure: (err: Error) => void): DeliveryStream {
+    const { webhooks } = this.#ctx.config;
+    const stream = new StreamDelivery(
+      this.#ctx,
+      this.#deps,
+      this.#targets,
+      {
+        concurrency: this.#o.concurrency,
+        perWebhook: this.#o.perWebhook,
+        maxHeld: this.#o.maxHeld,
+        parkAfterMs: webhooks.parkAfterMs,
+        timeoutMs: webhooks.timeoutMs,
+        retryDelaysMs: webhooks.retryDelaysMs,
+        sharing: () => this.#peers > 0,
+      },
+      fenced,
+      // A failed write ends the tailer's session: it restarts from the durable position.
+      onFailure,
+    );
+    this.#stream = stream; // a closed stream holds nothing: its load is empty
+    return stream;
+  }
+
+  /** Starts draining the retry queue. */
+  start(): void {
+    this.#worker.start();
+    const count = () =>
+      this.#ctx.pool
+        .query<{ n: number }>(`SELECT count(*)::int AS n FROM pg_stat_activity WHERE datname = current_database() AND application_name = 'walgate-tailer-lock'`)
+        .then(({ rows }) => (this.#peers = Math.max(0, rows[0]!.n - 1)))
+        .catch(() => undefined);
+    void count();
+    this.#peerTimer = setInterval(count, 5000);
+    this.#peerTimer.unref();
+  }
+
+  /** Stops the retry queue's worker only (bounded): what it holds goes back to the queue. */
+  async stopQueue(timeoutMs = 15_000): Promise<void> {
+    await this.#worker.stop(timeoutMs);
+  }
+
+  /** Stops the retry queue's worker, then the sender. The tailer closes its stream itself, first. */
+  async stop(timeoutMs = 15_000): Promise<void> {
+    clearInterval(this.#peerTimer);
+    await this.#worker.stop(timeoutMs);
+    await this.#sender.close().catch(() => undefined);
+  }
+
+  breakerStates(): ReturnType<EndpointBreakers['states']> {
+    return this.#breakers.states();
+  }
+
+  get stats() {
+    const stream = this.#stream;
+    return { stream: stream ? { ...stream.stats, batches: stream.batches } : null, queue: this.#worker.stats };
+  }
+}

@@ -1,0 +1,201 @@
+import { PgCode, pgCode, type Queryable } from '../core/db/pool.js';
+import type { CapturedDelivery, CapturedEvent } from '../tailer/sink.js';
+import { DELIVERIES_CHANNEL } from './store.js';
+
+// What the stream writes, in batches (group commit: while one write runs, the next gathers), each
+// through the connection that holds the tailer's leadership (tailer/capture: the fence). Each entry's
+// `done` runs once its row is committed; only then may the slot move past its change.
+
+/** A delivery that succeeded on its first attempt: its one row, with the attempt folded in. */
+export interface DeliveredEntry {
+  delivery: CapturedDelivery;
+  createdAt: Date;
+  httpStatus: number | null;
+  startedAt: Date;
+  durationMs: number;
+  deliveredAt: Date;
+  done: () => void;
+}
+
+/** A delivery parked in the retry queue: its event (the payload), its row, and its attempt if one was made. */
+export interface ParkedEntry {
+  event: CapturedEvent;
+  delivery: CapturedDelivery;
+  createdAt: Date;
+  status: 'pending' | 'retrying' | 'dead';
+  attempts: number;
+  httpStatus: number | null;
+  lastError: string | null;
+  nextAttemptAt: Date;
+  attempt: { startedAt: Date; durationMs: number; httpStatus: number | null; error: string | null } | null;
+  done: () => void;
+}
+
+/** Rows per statement at most. */
+const MAX_BATCH = 5000;
+
+export class Journal {
+  #delivered: DeliveredEntry[] = [];
+  #parked: ParkedEntry[] = [];
+  #writing: Promise<void> | null = null;
+  #closed = false;
+  stats = { batches: 0, delivered: 0, parked: 0 };
+
+  constructor(
+    private readonly db: Queryable,
+    private readonly onError: (err: Error) => void,
+  ) {}
+
+  get backlog(): number {
+    return this.#delivered.length + this.#parked.length;
+  }
+
+  delivered(entry: DeliveredEntry): void {
+    this.#delivered.push(entry);
+    this.#start();
+  }
+
+  parked(entry: ParkedEntry): void {
+    this.#parked.push(entry);
+    this.#start();
+  }
+
+  /** No more writes (leadership ended); what is being written finishes or fails on its own. */
+  close(): void {
+    this.#closed = true;
+    this.#delivered = [];
+    this.#parked = [];
+  }
+
+  #start(): void {
+    if (this.#writing || this.#closed) return;
+    if (this.#delivered.length === 0 && this.#parked.length === 0) return;
+    const delivered = this.#delivered.splice(0, MAX_BATCH);
+    const parked = this.#parked.splice(0, MAX_BATCH);
+    this.#writing = (async () => {
+      if (parked.length > 0) {
+        await retryOnVanishedSubscription(() => writeParked(this.db, parked));
+        await this.db.query(`NOTIFY ${DELIVERIES_CHANNEL}`); // the retry queue's workers look now
+      }
+      if (delivered.length > 0) await retryOnVanishedSubscription(() => writeDelivered(this.db, delivered));
+    })().then(
+      () => {
+        this.#writing = null;
+        this.stats.batches++;
+        this.stats.delivered += delivered.length;
+        this.stats.parked += parked.length;
+        if (!this.#closed) {
+          for (const e of parked) e.done();
+          for (const e of delivered) e.done();
+        }
+        this.#start();
+      },
+      (err: unknown) => {
+        this.#writing = null;
+        if (!this.#closed) this.onError(err as Error);
+      },
+    );
+  }
+}
+
+// A subscription deleted between the join with walgate.webhooks and the foreign-key check: the
+// join leaves it out the next time (a deleted subscription gets nothing).
+async function retryOnVanishedSubscription(write: () => Promise<unknown>): Promise<void> {
+  for (let attempt = 1; ; attempt++) {
+    try {
+      await write();
+      return;
+    } catch (err) {
+      if (pgCode(err) === PgCode.foreignKeyViolation && attempt < 5) continue;
+      throw err;
+    }
+  }
+}
+
+async function writeDelivered(db: Queryable, rows: DeliveredEntry[]): Promise<void> {
+  await db.query(
+    `INSERT INTO walgate.deliveries (id, webhook_id, event_id, event_type, select_fields, status, attempts, http_status,
+                                     next_attempt_at, created_at, delivered_at, first_attempt_started_at, first_attempt_duration_ms)
+     SELECT d.id, d.webhook_id, d.event_id, d.event_type, d.select_fields::text[], 'delivered', 1, d.http_status,
+            d.created_at, d.created_at, d.delivered_at, d.started_at, d.duration_ms
+       FROM unnest($1::text[], $2::text[], $3::text[], $4::text[], $5::text[], $6::int[], $7::timestamptz[], $8::timestamptz[], $9::timestamptz[], $10::int[])
+            AS d(id, webhook_id, event_id, event_type, select_fields, http_status, created_at, delivered_at, started_at, duration_ms)
+       JOIN walgate.webhooks w ON w.id = d.webhook_id
+     ON CONFLICT (id) DO NOTHING`,
+    [
+      rows.map((r) => r.delivery.id),
+      rows.map((r) => r.delivery.webhookId),
+      rows.map((r) => r.delivery.eventId),
+      rows.map((r) => r.delivery.eventType),
+      rows.map((r) => (r.delivery.select ? textArray(r.delivery.select) : null)),
+      rows.map((r) => r.httpStatus),
+      rows.map((r) => r.createdAt),
+      rows.map((r) => r.deliveredAt),
+      rows.map((r) => r.startedAt),
+      rows.map((r) => r.durationMs),
+    ],
+  );
+}
+
+/**
+ * One statement, so all or nothing: the events (once each), the deliveries, and the attempts of
+ * the deliveries this statement inserted. A change read again after a crash finds its rows there
+ * already and changes nothing (ids come from the WAL position).
+ */
+async function writeParked(db: Queryable, rows: ParkedEntry[]): Promise<void> {
+  const events = [...new Map(rows.map((r) => [r.event.id, r.event])).values()];
+  await db.query(
+    `WITH ev AS (
+       INSERT INTO walgate.events (id, schema_name, table_name, operation, committed_at, columns, record, old_record, changed_fields)
+       SELECT e.id, e.schema_name, e.table_name, e.operation, e.committed_at,
+              e.columns::text[], e.record::text[], e.old_record::text[], e.changed_fields::text[]
+         FROM unnest($1::text[], $2::text[], $3::text[], $4::text[], $5::timestamptz[], $6::text[], $7::text[], $8::text[], $9::text[])
+              AS e(id, schema_name, table_name, operation, committed_at, columns, record, old_record, changed_fields)
+       ON CONFLICT (id) DO NOTHING
+     ), d AS (
+       SELECT * FROM unnest($10::text[], $11::text[], $12::text[], $13::text[], $14::text[], $15::text[], $16::int[], $17::int[], $18::text[],
+                            $19::timestamptz[], $20::timestamptz[], $21::timestamptz[], $22::int[])
+              AS d(id, webhook_id, event_id, event_type, select_fields, status, attempts, http_status, last_error,
+                   next_attempt_at, created_at, started_at, duration_ms)
+     ), inserted AS (
+       INSERT INTO walgate.deliveries (id, webhook_id, event_id, event_type, select_fields, status, attempts, http_status, last_error, next_attempt_at, created_at)
+       SELECT d.id, d.webhook_id, d.event_id, d.event_type, d.select_fields::text[], d.status, d.attempts, d.http_status, d.last_error, d.next_attempt_at, d.created_at
+         FROM d JOIN walgate.webhooks w ON w.id = d.webhook_id
+       ON CONFLICT (id) DO NOTHING
+       RETURNING id
+     )
+     INSERT INTO walgate.delivery_attempts (delivery_id, attempt, started_at, duration_ms, http_status, error)
+     SELECT d.id, d.attempts, d.started_at, d.duration_ms, d.http_status, d.last_error
+       FROM d JOIN inserted USING (id) WHERE d.started_at IS NOT NULL`,
+    [
+      events.map((e) => e.id),
+      events.map((e) => e.schema),
+      events.map((e) => e.table),
+      events.map((e) => e.operation),
+      events.map((e) => e.committedAt),
+      // Arrays of arrays of varying length: each travels as its text[] literal.
+      events.map((e) => textArray(e.columns)),
+      events.map((e) => textArray(e.record)),
+      events.map((e) => (e.old ? textArray(e.old) : null)),
+      events.map((e) => textArray(e.changedFields)),
+      rows.map((r) => r.delivery.id),
+      rows.map((r) => r.delivery.webhookId),
+      rows.map((r) => r.delivery.eventId),
+      rows.map((r) => r.delivery.eventType),
+      rows.map((r) => (r.delivery.select ? textArray(r.delivery.select) : null)),
+      rows.map((r) => r.status),
+      rows.map((r) => r.attempts),
+      rows.map((r) => r.httpStatus),
+      rows.map((r) => r.lastError),
+      rows.map((r) => r.nextAttemptAt),
+      rows.map((r) => r.createdAt),
+      rows.map((r) => r.attempt?.startedAt ?? null),
+      rows.map((r) => r.attempt?.durationMs ?? null),
+    ],
+  );
+}
+
+/** A Postgres text[] literal: every element quoted, so any text (fragments, odd names) is safe. */
+export function textArray(values: readonly string[]): string {
+  return `{${values.map((v) => `"${v.replaceAll('\\', '\\\\').replaceAll('"', '\\"')}"`).join(',')}}`;
+}

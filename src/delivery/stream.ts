@@ -1,0 +1,332 @@
+import type { Context } from '../core/context.js';
+import type { Queryable } from '../core/db/pool.js';
+import type { CapturedDelivery, CapturedEvent, DeliveryStream } from '../tailer/sink.js';
+import { attempt, disable, nextStep, type AttemptDeps } from './attempt.js';
+import { Journal, type ParkedEntry } from './journal.js';
+import { buildPayload } from './payload.js';
+import { recordAttempts } from './store.js';
+import type { Target, Targets } from './targets.js';
+
+export interface StreamLimits {
+  /** Requests in flight at once from the stream, over all subscriptions. */
+  concurrency: number;
+  /** Requests in flight at once for one subscription. */
+  perWebhook: number;
+  /** Deliveries held in memory (waiting, in flight, being recorded) before reading waits. */
+  maxHeld: number;
+  /** A delivery not delivered within this bound of being read is parked (WEBHOOK_PARK_AFTER_MS). */
+  parkAfterMs: number;
+  /** The sender's time-out: a request parked while in flight holds its lease this long. */
+  timeoutMs: number;
+  retryDelaysMs: readonly number[];
+  /** Whether other tailer processes run (they drain the retry queue too). */
+  sharing: () => boolean;
+}
+
+interface Job {
+  event: CapturedEvent;
+  delivery: CapturedDelivery;
+  createdAt: Date;
+  /** When it is parked if not delivered by then (ms since the epoch). */
+  deadline: number;
+  state: 'waiting' | 'sending' | 'settling';
+  /** Parked while its request was in flight: the parked row's due time, its lease. */
+  lease: Date | null;
+  finished: boolean;
+  settled: () => void;
+}
+
+/** Per subscription: queued deliveries, requests in flight, deliveries finished this second and the last. */
+interface Lane {
+  waiting: Job[];
+  active: number;
+  finished: number;
+  finishedBefore: number;
+}
+
+/** A subscription's waiting deliveries may cover this many seconds of its recent rate before the rest spill. */
+const SPILL_SECONDS = 2;
+
+/**
+ * The stream: deliveries straight from the WAL reader to the receivers, with nothing written
+ * before the receiver answers (delivery/README: the data path).
+ *
+ *   matched change → lane of its subscription → attempt → 2xx: history row (journal) → settled
+ *                                                        → failure: parked in the retry queue → settled
+ *
+ * Every delivery the stream accepts ends settled exactly once, in one of these ways: delivered
+ * (its history row committed), parked (its event and delivery rows committed, due when its
+ * schedule says), or dropped because its subscription is gone. Parking happens when an attempt
+ * fails, when the breaker says wait, when the subscription is paused now, when the delivery is
+ * still not delivered parkAfterMs after it was read (a hanging receiver cannot hold the slot
+ * longer), and when its subscription's lane is full (spill: the retry queue, which every tailer
+ * process drains, takes the excess). Reading waits only when maxHeld deliveries are in memory.
+ */
+export class StreamDelivery implements DeliveryStream {
+  readonly #ctx: Context;
+  readonly #deps: AttemptDeps;
+  readonly #targets: Targets;
+  readonly #limits: StreamLimits;
+  readonly #journal: Journal;
+  readonly #lanes = new Map<string, Lane>();
+  /** Lanes with waiting deliveries, for the fair pump. */
+  readonly #ready = new Set<string>();
+  readonly #sending = new Set<Job>();
+  #active = 0;
+  #held = 0;
+  #roomWaiters: Array<() => void> = [];
+  #closed = false;
+  readonly #sweeper: NodeJS.Timeout;
+  readonly #ticker: NodeJS.Timeout;
+  stats = { delivered: 0, parked: 0, spilled: 0, late: 0 };
+
+  constructor(ctx: Context, deps: AttemptDeps, targets: Targets, limits: StreamLimits, fenced: Queryable, onError: (err: Error) => void) {
+    this.#ctx = ctx;
+    this.#deps = deps;
+    this.#targets = targets;
+    this.#limits = limits;
+    this.#journal = new Journal(fenced, onError);
+    this.#sweeper = setInterval(() => this.#sweep(), Math.max(50, Math.min(1000, limits.parkAfterMs / 4)));
+    this.#ticker = setInterval(() => this.#tick(), 1000);
+    this.#sweeper.unref();
+    this.#ticker.unref();
+  }
+
+  /** Deliveries the stream holds per subscription (waiting or in flight): the retry queue's claims leave that much less room. */
+  load(): Map<string, number> {
+    const out = new Map<string, number>();
+    for (const [id, lane] of this.#lanes) if (lane.waiting.length + lane.active > 0) out.set(id, lane.waiting.length + lane.active);
+    return out;
+  }
+
+  accept(event: CapturedEvent, deliveries: CapturedDelivery[], settled: () => void): void | Promise<void> {
+    if (this.#closed) return;
+    let left = deliveries.length;
+    const one = () => {
+      if (--left === 0) settled();
+    };
+    const now = this.#ctx.clock();
+    for (const delivery of deliveries) {
+      this.#held++;
+      const job: Job = { event, delivery, createdAt: now, deadline: now.getTime() + this.#limits.parkAfterMs, state: 'waiting', lease: null, finished: false, settled: one };
+      const lane = this.#lane(delivery.webhookId);
+      if (lane.waiting.length >= this.#spillAt(lane)) {
+        this.stats.spilled++;
+        this.#park(job, { status: 'pending', attempts: 0, nextAttemptAt: now });
+        continue;
+      }
+      lane.waiting.push(job);
+      this.#ready.add(delivery.webhookId);
+    }
+    this.#pump();
+    if (this.#held >= this.#limits.maxHeld) return new Promise((resolve) => this.#roomWaiters.push(resolve));
+  }
+
+  /** The stream's requests in flight for a subscription. */
+  active(webhookId: string): number {
+    return this.#lanes.get(webhookId)?.active ?? 0;
+  }
+
+  /** Writes the journal has committed. */
+  get batches(): number {
+    return this.#journal.stats.batches;
+  }
+
+  subscriptionChanged(webhookId: string): void {
+    this.#targets.changed(webhookId);
+  }
+
+  async close(): Promise<void> {
+    this.#closed = true;
+    clearInterval(this.#sweeper);
+    clearInterval(this.#ticker);
+    this.#journal.close();
+    this.#lanes.clear();
+    this.#ready.clear();
+    for (const wake of this.#roomWaiters.splice(0)) wake();
+  }
+
+  #lane(webhookId: string): Lane {
+    let lane = this.#lanes.get(webhookId);
+    if (!lane) {
+      lane = { waiting: [], active: 0, finished: 0, finishedBefore: 0 };
+      this.#lanes.set(webhookId, lane);
+    }
+    return lane;
+  }
+
+  /**
+   * What a lane may queue before its deliveries spill to the retry queue. With other tailer
+   * processes to share the work: about SPILL_SECONDS of its recent rate (they drain the queue).
+   * Alone, the WAL is the cheaper queue: a lane spills only when memory runs short, so that one
+   * slow subscription cannot stop the reader for the others.
+   */
+  #spillAt(lane: Lane): number {
+    const floor = this.#limits.perWebhook * 8;
+    if (this.#limits.sharing()) return Math.max(floor, (lane.finishedBefore + lane.finished) * SPILL_SECONDS);
+    return this.#held >= this.#limits.maxHeld * 0.75 ? floor : Number.POSITIVE_INFINITY;
+  }
+
+  #tick(): void {
+    for (const [id, lane] of this.#lanes) {
+      lane.finishedBefore = lane.finished;
+      lane.finished = 0;
+      if (lane.waiting.length === 0 && lane.active === 0 && lane.finishedBefore === 0) this.#lanes.delete(id);
+    }
+  }
+
+  /** Starts waiting deliveries while there is room, a fair turn for each subscription. */
+  #pump(): void {
+    while (this.#ready.size > 0 && this.#active < this.#limits.concurrency && !this.#closed) {
+      let started = false;
+      for (const id of this.#ready) {
+        const lane = this.#lanes.get(id);
+        if (!lane || lane.waiting.length === 0) {
+          this.#ready.delete(id);
+          continue;
+        }
+        if (lane.active >= this.#limits.perWebhook) continue;
+        const job = lane.waiting.shift()!;
+        if (lane.waiting.length === 0) this.#ready.delete(id);
+        started = true;
+        this.#send(job, lane);
+        if (this.#active >= this.#limits.concurrency) return;
+      }
+      if (!started) return;
+    }
+  }
+
+  #send(job: Job, lane: Lane): void {
+    job.state = 'sending';
+    lane.active++;
+    this.#active++;
+    this.#sending.add(job);
+    void this.#attempt(job)
+      .catch((err: unknown) => {
+        // Not an answer from the receiver but a fault here: park it, so it is not lost.
+        this.#ctx.log.error({ err, delivery: job.delivery.id }, 'delivery attempt failed unexpectedly; parked');
+        if (job.state === 'sending' && job.lease === null) this.#park(job, { status: 'pending', attempts: 0, nextAttemptAt: this.#ctx.clock() });
+      })
+      .finally(() => {
+        this.#sending.delete(job);
+        lane.active--;
+        lane.finished++;
+        this.#active--;
+        this.#pump();
+      });
+  }
+
+  async #attempt(job: Job): Promise<void> {
+    const { delivery, event } = job;
+    const target: Target | null = this.#targets.peek(delivery.webhookId) ?? (await this.#targets.load(delivery.webhookId));
+    if (this.#closed || job.state !== 'sending') return;
+    if (job.lease !== null && !target?.active) return; // parked meanwhile: the retry queue has it
+    if (!target) return this.#finish(job); // deleted since: it gets nothing
+    const now = this.#ctx.clock();
+    // Paused now: it waits in the retry queue, which takes only active subscriptions.
+    if (!target.active) return this.#park(job, { status: 'pending', attempts: 0, nextAttemptAt: now });
+    const body = buildPayload({ projectId: target.projectId, environment: target.environment, select: delivery.select }, event);
+    const outcome = await attempt(this.#deps, { endpoint: { projectId: target.projectId, environment: target.environment, url: target.url.href }, url: target.url, secrets: target.secrets, eventId: event.id, operation: event.operation, body });
+    if (this.#closed) return;
+    if (outcome.kind === 'wait') {
+      if (job.lease === null) this.#park(job, { status: 'pending', attempts: 0, nextAttemptAt: outcome.until });
+      return;
+    }
+    const { result, startedAt, openedUntil } = outcome;
+    const done = this.#ctx.clock();
+    const step = nextStep(result, 1, this.#limits.retryDelaysMs, openedUntil, done);
+    if (step.disable) await disable(this.#ctx, this.#deps, delivery.webhookId, step.disable, done);
+    const m = this.#ctx.metrics;
+    m.deliveriesFinished.inc({ status: step.status });
+    m.attemptDuration.observe({ outcome: result.ok ? 'success' : 'failure' }, result.durationMs / 1000);
+    if (result.ok) m.commitToDelivery.observe(Math.max(0, done.getTime() - event.committedAt.getTime()) / 1000);
+    if (job.lease !== null) {
+      // Parked while in flight: its row is in the retry queue, leased to this attempt; record the
+      // attempt there unless a worker has taken the row since (the lease is the token).
+      this.stats.late++;
+      await recordAttempts(this.#ctx.pool, [
+        {
+          deliveryId: delivery.id,
+          lease: job.lease,
+          attempt: 1,
+          startedAt,
+          durationMs: result.durationMs,
+          httpStatus: result.status,
+          error: result.error,
+          responseBody: result.responseBody,
+          status: step.status,
+          nextAttemptAt: step.nextAttemptAt,
+          deliveredAt: result.ok ? done : null,
+        },
+      ]);
+      return;
+    }
+    if (result.ok) {
+      this.stats.delivered++;
+      job.state = 'settling';
+      this.#journal.delivered({
+        delivery,
+        createdAt: job.createdAt,
+        httpStatus: result.status,
+        startedAt,
+        durationMs: result.durationMs,
+        deliveredAt: done,
+        done: () => this.#finish(job),
+      });
+      return;
+    }
+    this.#park(
+      job,
+      { status: step.status === 'dead' ? 'dead' : 'retrying', attempts: 1, nextAttemptAt: step.nextAttemptAt ?? done, httpStatus: result.status, lastError: result.error },
+      { startedAt, durationMs: result.durationMs, httpStatus: result.status, error: result.error },
+    );
+  }
+
+  #park(
+    job: Job,
+    state: { status: ParkedEntry['status']; attempts: number; nextAttemptAt: Date; httpStatus?: number | null; lastError?: string | null },
+    attemptMade: ParkedEntry['attempt'] = null,
+  ): void {
+    this.stats.parked++;
+    if (job.state === 'sending' && !attemptMade) job.lease = state.nextAttemptAt;
+    else job.state = 'settling';
+    this.#journal.parked({
+      event: job.event,
+      delivery: job.delivery,
+      createdAt: job.createdAt,
+      status: state.status,
+      attempts: state.attempts,
+      httpStatus: state.httpStatus ?? null,
+      lastError: state.lastError ?? null,
+      nextAttemptAt: state.nextAttemptAt,
+      attempt: attemptMade,
+      done: () => this.#finish(job),
+    });
+  }
+
+  #finish(job: Job): void {
+    if (this.#closed || job.finished) return;
+    job.finished = true;
+    job.settled();
+    this.#held--;
+    if (this.#held < this.#limits.maxHeld && this.#roomWaiters.length > 0) for (const wake of this.#roomWaiters.splice(0)) wake();
+  }
+
+  /** Parks what is past its bound: waiting deliveries due now, those in flight leased to their attempt. */
+  #sweep(): void {
+    const now = this.#ctx.clock();
+    const t = now.getTime();
+    for (const [id, lane] of this.#lanes) {
+      if (lane.waiting.length === 0 || lane.waiting[0]!.deadline > t) continue;
+      const late = lane.waiting.filter((j) => j.deadline <= t);
+      lane.waiting = lane.waiting.filter((j) => j.deadline > t);
+      if (lane.waiting.length === 0) this.#ready.delete(id);
+      for (const job of late) this.#park(job, { status: 'pending', attempts: 0, nextAttemptAt: now });
+    }
+    for (const job of this.#sending) {
+      if (job.deadline > t || job.lease !== null || job.state !== 'sending') continue;
+      // Its answer comes within the sender's time-out: the retry queue leaves it alone until then.
+      this.#park(job, { status: 'pending', attempts: 0, nextAttemptAt: new Date(t + this.#limits.timeoutMs + 5000) });
+    }
+  }
+}

@@ -1,0 +1,91 @@
+import type { Pool } from '../core/db/pool.js';
+
+// Where a subscription's deliveries go and how they are signed, as walgate.webhooks says now
+// (the retry queue joins the same row when it claims). The stream asks per delivery, so this is a
+// cache; the tailer tells it when a subscription row changes (its change comes through the WAL),
+// and the row read then is at least as new as that change.
+
+export interface Target {
+  webhookId: string;
+  projectId: string;
+  environment: string;
+  url: URL;
+  active: boolean;
+  /** Signing secrets, newest first: the previous one too while its grace after a rotation lasts. */
+  secrets: string[];
+  /** When the previous secret stops signing (the cached target is read again then); null without one. */
+  secretsChangeAt: Date | null;
+}
+
+interface TargetRow {
+  project_id: string;
+  environment: string;
+  url: string;
+  active: boolean;
+  secret: Buffer;
+  previous_secret: Buffer | null;
+  previous_secret_until: Date | null;
+}
+
+export class Targets {
+  readonly #cache = new Map<string, Target | null>();
+  readonly #loading = new Map<string, Promise<Target | null>>();
+  #generation = 0;
+
+  constructor(
+    private readonly pool: Pool,
+    private readonly openSecret: (sealed: Buffer) => string,
+  ) {}
+
+  /** The target if known (null: the subscription is gone); undefined when it must be loaded. */
+  peek(webhookId: string): Target | null | undefined {
+    const target = this.#cache.get(webhookId);
+    if (target?.secretsChangeAt && target.secretsChangeAt.getTime() <= Date.now()) {
+      this.#cache.delete(webhookId);
+      return undefined;
+    }
+    return target;
+  }
+
+  load(webhookId: string): Promise<Target | null> {
+    let p = this.#loading.get(webhookId);
+    if (!p) {
+      const generation = this.#generation;
+      p = this.pool
+        .query<TargetRow>(
+          `SELECT project_id, environment, url, active, secret,
+                  CASE WHEN previous_secret_until > now() THEN previous_secret END AS previous_secret,
+                  CASE WHEN previous_secret_until > now() THEN previous_secret_until END AS previous_secret_until
+             FROM walgate.webhooks WHERE id = $1`,
+          [webhookId],
+        )
+        .then(({ rows }) => {
+          const r = rows[0];
+          const target: Target | null = r
+            ? {
+                webhookId,
+                projectId: r.project_id,
+                environment: r.environment,
+                url: new URL(r.url),
+                active: r.active,
+                secrets: [r.secret, ...(r.previous_secret ? [r.previous_secret] : [])].map((sealed) => this.openSecret(sealed)),
+                secretsChangeAt: r.previous_secret_until,
+              }
+            : null;
+          // A change announced while this read ran may not be in it: keep it only if none was.
+          if (generation === this.#generation) this.#cache.set(webhookId, target);
+          return target;
+        })
+        .finally(() => this.#loading.delete(webhookId));
+      this.#loading.set(webhookId, p);
+    }
+    return p;
+  }
+
+  /** The subscription row changed (seen in the WAL): read it again when next needed. */
+  changed(webhookId: string): void {
+    this.#generation++;
+    this.#cache.delete(webhookId);
+    this.#loading.delete(webhookId);
+  }
+}
