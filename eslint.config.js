@@ -84,9 +84,21 @@ export default tseslint.config(
     files: ['console/**/*.js'],
     languageOptions: {
       globals: Object.fromEntries(
-        ['window', 'document', 'location', 'sessionStorage', 'navigator', 'crypto', 'fetch', 'btoa', 'CSS', 'Node', 'URLSearchParams', 'setInterval', 'clearInterval'].map(
-          (name) => [name, 'readonly'],
-        ),
+        [
+          'window',
+          'document',
+          'location',
+          'sessionStorage',
+          'navigator',
+          'crypto',
+          'fetch',
+          'btoa',
+          'CSS',
+          'Node',
+          'URLSearchParams',
+          'setInterval',
+          'clearInterval',
+        ].map((name) => [name, 'readonly']),
       ),
     },
   },

@@ -147,7 +147,19 @@ const VALUES: Array<[type: string, literals: string[]]> = [
   ['int2', ['-32768', '32767']],
   ['int4', ['0', '-2147483648']],
   ['int8', ['9223372036854775807', '-9223372036854775808', '9007199254740993']],
-  ['numeric', ['NaN', 'Infinity', '-Infinity', '1.50', '-0.001', '0.000', '100000000000000000000000000000001', '-123456789012345678901234567890.123456789012345678901234567890']],
+  [
+    'numeric',
+    [
+      'NaN',
+      'Infinity',
+      '-Infinity',
+      '1.50',
+      '-0.001',
+      '0.000',
+      '100000000000000000000000000000001',
+      '-123456789012345678901234567890.123456789012345678901234567890',
+    ],
+  ],
   ['numeric(40,20)', ['1.5', '-0.00000000000000000001']],
   ['float4', ['1.5', '3.4e38', '1e-10', '-0', 'NaN', 'Infinity', '-1.17549435e-38']],
   ['float8', ['1e300', '5e-324', '0.1', '123456789.123', '-0', '1e20', '1.5e-7', '-2.5e+21', '-Infinity']],
@@ -159,7 +171,10 @@ const VALUES: Array<[type: string, literals: string[]]> = [
   ['jsonb', ['{"x": 12345678901234567890.123, "y": [true, {"z": "é"}]}', '[]', '{}', '-0.0']],
   ['date', ['2024-02-29', 'infinity', '-infinity', '0044-03-15 BC', '10000-01-01']],
   ['timestamp', ['2024-01-02 03:04:05.123456', '2024-01-02 03:04:05', 'infinity', '0044-03-15 10:00 BC']],
-  ['timestamptz', ['2024-01-02 03:04:05.5+05:30', '2024-06-01 00:00:00+00', '1900-01-01 12:00:00+00', '-infinity', '0001-01-01 00:00:00+00 BC']],
+  [
+    'timestamptz',
+    ['2024-01-02 03:04:05.5+05:30', '2024-06-01 00:00:00+00', '1900-01-01 12:00:00+00', '-infinity', '0001-01-01 00:00:00+00 BC'],
+  ],
   ['time', ['13:14:15.5']],
   ['timetz', ['13:14:15+02']],
   ['interval', ['1 year 2 mons 3 days 04:05:06.7', '-1 day']],
@@ -198,7 +213,10 @@ async function rowOf(db: Client, table: string, id: string): Promise<CapturedRow
   const text: Record<string, string | null> = {};
   for (const c of await columnsOf(db, table)) {
     const col = pg.escapeIdentifier(c.name);
-    const r = await db.query<{ v: string; isnull: boolean }>(`SELECT format('%s', ${col}) AS v, ${col} IS NULL AS isnull FROM ${table} WHERE id = $1`, [id]);
+    const r = await db.query<{ v: string; isnull: boolean }>(
+      `SELECT format('%s', ${col}) AS v, ${col} IS NULL AS isnull FROM ${table} WHERE id = $1`,
+      [id],
+    );
     text[c.name] = r.rows[0]!.isnull ? null : r.rows[0]!.v;
   }
   return { jsonb: rows[0]!.jsonb, text };
@@ -220,7 +238,16 @@ async function catalogOf(db: Client, oids: number[]) {
   const attributes: Record<string, Array<{ name: string; typeOid: number }>> = {};
   let todo = [...new Set(oids)];
   while (todo.length > 0) {
-    const { rows } = await db.query<{ oid: number; typtype: string; typelem: number; typbasetype: number; typdelim: string; typlen: number; typrelid: number; typname: string }>(
+    const { rows } = await db.query<{
+      oid: number;
+      typtype: string;
+      typelem: number;
+      typbasetype: number;
+      typdelim: string;
+      typlen: number;
+      typrelid: number;
+      typname: string;
+    }>(
       `SELECT oid::int, typname, typtype, typelem::int, typbasetype::int, typdelim, typlen, typrelid::int FROM pg_type WHERE oid = ANY($1::oid[])`,
       [todo],
     );
@@ -289,8 +316,17 @@ async function main(): Promise<void> {
     const typeOids: number[] = [];
     for (const table of ['kitchen_sink', 'keyed']) {
       const columns = await columnsOf(db, table);
-      const { rows } = await db.query<{ oid: number; identity: string }>(`SELECT oid::int, relreplident AS identity FROM pg_class WHERE oid = $1::regclass`, [table]);
-      relations[table] = { oid: rows[0]!.oid, schema: 'public', name: table, replicaIdentity: { f: 'full', d: 'default' }[rows[0]!.identity], columns };
+      const { rows } = await db.query<{ oid: number; identity: string }>(
+        `SELECT oid::int, relreplident AS identity FROM pg_class WHERE oid = $1::regclass`,
+        [table],
+      );
+      relations[table] = {
+        oid: rows[0]!.oid,
+        schema: 'public',
+        name: table,
+        replicaIdentity: { f: 'full', d: 'default' }[rows[0]!.identity],
+        columns,
+      };
       typeOids.push(...columns.map((c) => c.typeOid));
     }
 
@@ -304,7 +340,12 @@ async function main(): Promise<void> {
       for (const c of step.changes) after.push(c.operation === 'DELETE' ? null : await rowOf(db, c.table, c.newId ?? c.id));
       const xid = Number((await db.query<{ xid: string }>('SELECT pg_current_xact_id()::text AS xid')).rows[0]!.xid);
       await db.query('COMMIT');
-      const micros = (await db.query<{ us: string }>(`SELECT (extract(epoch FROM pg_xact_commit_timestamp($1::text::xid)) * 1000000)::bigint::text AS us`, [xid])).rows[0]!.us;
+      const micros = (
+        await db.query<{ us: string }>(
+          `SELECT (extract(epoch FROM pg_xact_commit_timestamp($1::text::xid)) * 1000000)::bigint::text AS us`,
+          [xid],
+        )
+      ).rows[0]!.us;
       transactions.push({
         name: step.name,
         sql: step.sql.trim(),
@@ -333,7 +374,8 @@ async function main(): Promise<void> {
       byTransaction[t]!.push(m);
     }
     if (t !== transactions.length - 1) throw new Error(`expected ${transactions.length} transactions, read ${t + 1}`);
-    for (const [i, tx] of transactions.entries()) if (byTransaction[i]![0]!.xid !== tx.xid) throw new Error(`transaction ${i}: xid mismatch`);
+    for (const [i, tx] of transactions.entries())
+      if (byTransaction[i]![0]!.xid !== tx.xid) throw new Error(`transaction ${i}: xid mismatch`);
 
     const values = [];
     // Zoned values once more in UTC, whose offset Postgres prints without minutes (`+00`).

@@ -101,10 +101,10 @@ export async function rotateSigningKeys(
   now: Date,
 ): Promise<{ active: string; next: string; retired: string | null }> {
   return withTransaction(pool, async (c) => {
-    const { rows: envRows } = await c.query(
-      'SELECT signing_alg FROM walgate.environments WHERE project_id = $1 AND name = $2 FOR UPDATE',
-      [env.projectId, env.name],
-    );
+    const { rows: envRows } = await c.query('SELECT signing_alg FROM walgate.environments WHERE project_id = $1 AND name = $2 FOR UPDATE', [
+      env.projectId,
+      env.name,
+    ]);
     const current: Environment = { ...env, signingAlg: envRows[0]?.signing_alg ?? env.signingAlg };
     const publishUntil = new Date(now.getTime() + (env.accessTokenTtlSeconds + RETIRED_SLACK_SECONDS) * 1000);
     const retired = await c.query<{ kid: string }>(

@@ -25,8 +25,7 @@ export interface LockoutPolicy {
 
 export type Reservation =
   /** The attempt may check the password. `lockedHere`: the lock this attempt set, should it fail. */
-  | { allowed: true; lockedHere: Date | null }
-  | { allowed: false; lockedUntil: Date };
+  { allowed: true; lockedHere: Date | null } | { allowed: false; lockedUntil: Date };
 
 export function accountKey(secrets: SecretBox, scope: { projectId: string; name: string }, email: string): Buffer {
   return secrets.mac(`login:${scope.projectId}\0${scope.name}\0${email}`);
@@ -47,7 +46,13 @@ interface Row {
  * mid-check costs an attempt rather than forgetting one. A success undoes the count
  * (recordLoginSuccess); a failure needs no second write.
  */
-export async function reserveLoginAttempt(pool: Pool, account: Buffer, client: string, policy: LockoutPolicy, now: Date): Promise<Reservation> {
+export async function reserveLoginAttempt(
+  pool: Pool,
+  account: Buffer,
+  client: string,
+  policy: LockoutPolicy,
+  now: Date,
+): Promise<Reservation> {
   client ||= 'unknown'; // never the account row's key
   const reservation = await withTransaction(pool, async (c): Promise<Reservation> => {
     const { rows } = await c.query<Row>(
@@ -85,7 +90,13 @@ export async function reserveLoginAttempt(pool: Pool, account: Buffer, client: s
  * The password was right: this client's and the account's counts start again. A lock is lifted
  * only if this very attempt set it — a lock that concurrent wrong passwords set stays.
  */
-export async function recordLoginSuccess(db: Queryable, account: Buffer, client: string, lockedHere: Date | null, now: Date): Promise<void> {
+export async function recordLoginSuccess(
+  db: Queryable,
+  account: Buffer,
+  client: string,
+  lockedHere: Date | null,
+  now: Date,
+): Promise<void> {
   client ||= 'unknown';
   await db.query(
     `UPDATE walgate.login_failures SET failures = 0, updated_at = $4,

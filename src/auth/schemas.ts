@@ -18,7 +18,11 @@ const password = z
     description: 'Policy: 8-256 characters, a zxcvbn-ts score of at least 3 of 4, not containing the e-mail local part.',
     examples: ['correct horse battery staple'],
   });
-const code = z.string().min(1, 'is required').max(64, 'is too long').meta({ description: 'The 6-digit code from the e-mail.', examples: ['123456'] });
+const code = z
+  .string()
+  .min(1, 'is required')
+  .max(64, 'is too long')
+  .meta({ description: 'The 6-digit code from the e-mail.', examples: ['123456'] });
 
 export const signupBody = z.object({
   email,

@@ -92,7 +92,15 @@ export class AuthService {
     await this.#limit(this.ctx.rateLimits.confirmSignupPerEmail, emailKey(env, input.email));
     const now = this.ctx.clock();
     const user = await users.findUserByEmail(this.ctx.pool, env, input.email);
-    const confirmed = await consumeCode(this.ctx.pool, this.ctx.secrets, user?.id ?? NOBODY, 'signup', input.code, env.codeMaxAttempts, now);
+    const confirmed = await consumeCode(
+      this.ctx.pool,
+      this.ctx.secrets,
+      user?.id ?? NOBODY,
+      'signup',
+      input.code,
+      env.codeMaxAttempts,
+      now,
+    );
     if (!user || !confirmed) {
       this.#count('confirm_failed');
       throw new AppError('AUTH_INVALID_CODE');
@@ -109,7 +117,13 @@ export class AuthService {
     const account = accountKey(this.ctx.secrets, env, input.email);
     const user = await users.findUserByEmail(this.ctx.pool, env, input.email);
     // Counted before the password is checked, known address or not (see lockout.ts).
-    const attempt = await reserveLoginAttempt(this.ctx.pool, account, meta.ip, { threshold: env.lockoutThreshold, lockoutSeconds: env.lockoutSeconds }, now);
+    const attempt = await reserveLoginAttempt(
+      this.ctx.pool,
+      account,
+      meta.ip,
+      { threshold: env.lockoutThreshold, lockoutSeconds: env.lockoutSeconds },
+      now,
+    );
     if (!attempt.allowed) {
       this.#count('login_refused');
       throw locked(attempt.lockedUntil);
@@ -186,7 +200,13 @@ export class AuthService {
     if (outcome.kind !== 'rotated') throw new AppError('AUTH_TOKEN_INVALID', 'The refresh token is invalid, expired or already used.');
     this.#count('refresh_ok');
     this.#profiles.delete(outcome.sessionId); // its expiry moved
-    const access = await issueAccessToken(this.keys, env, { userId: outcome.userId, email: outcome.email, sessionId: outcome.sessionId, issuer: this.ctx.config.publicUrl, now });
+    const access = await issueAccessToken(this.keys, env, {
+      userId: outcome.userId,
+      email: outcome.email,
+      sessionId: outcome.sessionId,
+      issuer: this.ctx.config.publicUrl,
+      now,
+    });
     return { accessToken: access.token, refreshToken: outcome.refreshToken, tokenType: 'Bearer', expiresIn: access.expiresIn };
   }
 
@@ -241,7 +261,13 @@ export class AuthService {
 
   async #startSession(env: Environment, user: users.User, now: Date): Promise<TokenPair> {
     const session = await createSession(this.ctx.pool, user.id, env, env.refreshTokenTtlSeconds, now);
-    const access = await issueAccessToken(this.keys, env, { userId: user.id, email: user.email, sessionId: session.sessionId, issuer: this.ctx.config.publicUrl, now });
+    const access = await issueAccessToken(this.keys, env, {
+      userId: user.id,
+      email: user.email,
+      sessionId: session.sessionId,
+      issuer: this.ctx.config.publicUrl,
+      now,
+    });
     return { accessToken: access.token, refreshToken: session.refreshToken, tokenType: 'Bearer', expiresIn: access.expiresIn };
   }
 

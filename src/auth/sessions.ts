@@ -19,7 +19,13 @@ export interface NewSession {
   expiresAt: Date;
 }
 
-export async function createSession(db: Queryable, userId: string, scope: SessionScope, ttlSeconds: number, now: Date): Promise<NewSession> {
+export async function createSession(
+  db: Queryable,
+  userId: string,
+  scope: SessionScope,
+  ttlSeconds: number,
+  now: Date,
+): Promise<NewSession> {
   const sessionId = randomUUID();
   const expiresAt = new Date(now.getTime() + ttlSeconds * 1000);
   await db.query(
@@ -77,7 +83,8 @@ export async function rotateRefreshToken(
      SELECT used.session_id, used.user_id, u.email FROM used JOIN walgate.users u ON u.id = used.user_id`,
     [hash, now, scope.projectId, scope.name, expiresAt, hashToken(next)],
   );
-  if (rows[0]) return { kind: 'rotated', sessionId: rows[0].session_id, userId: rows[0].user_id, email: rows[0].email, refreshToken: next, expiresAt };
+  if (rows[0])
+    return { kind: 'rotated', sessionId: rows[0].session_id, userId: rows[0].user_id, email: rows[0].email, refreshToken: next, expiresAt };
   return withTransaction(pool, async (c) => {
     const { rows: seen } = await c.query(
       `SELECT s.id, rt.used_at FROM walgate.refresh_tokens rt JOIN walgate.sessions s ON s.id = rt.session_id
@@ -112,4 +119,3 @@ export async function revokeUserSessions(db: Queryable, userId: string, reason: 
   );
   return rows.map((r) => r.id);
 }
-

@@ -109,7 +109,12 @@ export function bearerToken(header: string | undefined): string {
     // No bearer credentials at all: the challenge names the scheme without an error code
     // (RFC 6750 §3.1); error="invalid_token" is for a token that was presented and failed.
     const presented = /^Bearer\b/i.test(header ?? '');
-    throw new AppError('AUTH_TOKEN_INVALID', 'An Authorization: Bearer <token> header is required.', {}, presented ? {} : { 'WWW-Authenticate': 'Bearer realm="walgate"' });
+    throw new AppError(
+      'AUTH_TOKEN_INVALID',
+      'An Authorization: Bearer <token> header is required.',
+      {},
+      presented ? {} : { 'WWW-Authenticate': 'Bearer realm="walgate"' },
+    );
   }
   return match[1]!;
 }

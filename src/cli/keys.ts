@@ -38,7 +38,8 @@ export function registerKeyCommands(program: Command): void {
     .option('--environment <name>', 'environment name', 'master')
     .action(async (o: { project: string; environment: string }) => {
       await withCliContext(async (ctx) => {
-        if (!(await findEnvironment(ctx.pool, o.project, o.environment))) throw new CliError(`no environment ${o.project}/${o.environment}`);
+        if (!(await findEnvironment(ctx.pool, o.project, o.environment)))
+          throw new CliError(`no environment ${o.project}/${o.environment}`);
         const rows = (await listSigningKeys(ctx.pool, o.project, o.environment)).map((k) => ({
           kid: k.kid,
           alg: k.alg,

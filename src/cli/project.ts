@@ -1,5 +1,11 @@
 import type { Command } from 'commander';
-import { EnvironmentExistsError, listEnvironments, SchemaTakenError, updateEnvironment, type EnvironmentSettings } from '../projects/environments.js';
+import {
+  EnvironmentExistsError,
+  listEnvironments,
+  SchemaTakenError,
+  updateEnvironment,
+  type EnvironmentSettings,
+} from '../projects/environments.js';
 import { provisionEnvironment } from '../auth/provision.js';
 import { CliError, table, withCliContext } from './runtime.js';
 import { authOption, tokenFormatOption } from './options.js';
@@ -24,7 +30,9 @@ export function registerProjectCommands(program: Command): void {
             authEnabled: o.auth,
             tokenFormat: o.tokenFormat,
           });
-          console.log(`created ${env.projectId}/${env.name} (schema ${env.schemaName}, auth ${env.authEnabled ? 'on' : 'off'}, tokens ${env.tokenFormat})`);
+          console.log(
+            `created ${env.projectId}/${env.name} (schema ${env.schemaName}, auth ${env.authEnabled ? 'on' : 'off'}, tokens ${env.tokenFormat})`,
+          );
         } catch (err) {
           if (err instanceof EnvironmentExistsError || err instanceof SchemaTakenError) throw new CliError(err.message);
           if (err instanceof Error && /^invalid /.test(err.message)) throw new CliError(err.message);
@@ -64,7 +72,9 @@ export function registerProjectCommands(program: Command): void {
           tokens: e.tokenFormat,
           created: e.createdAt,
         }));
-        console.log(o.json ? JSON.stringify(rows, null, 2) : table(rows, ['project', 'environment', 'schema', 'auth', 'tokens', 'created']));
+        console.log(
+          o.json ? JSON.stringify(rows, null, 2) : table(rows, ['project', 'environment', 'schema', 'auth', 'tokens', 'created']),
+        );
       });
     });
 }

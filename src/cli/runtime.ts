@@ -35,7 +35,11 @@ export async function withCliContext<T>(fn: (ctx: Context) => Promise<T>): Promi
 export function table(rows: Array<Record<string, unknown>>, columns: string[]): string {
   const cell = (v: unknown) => (v instanceof Date ? v.toISOString() : v === null || v === undefined ? '-' : String(v));
   const widths = columns.map((c) => Math.max(c.length, ...rows.map((r) => cell(r[c]).length)));
-  const line = (values: string[]) => values.map((v, i) => v.padEnd(widths[i]!)).join('  ').trimEnd();
+  const line = (values: string[]) =>
+    values
+      .map((v, i) => v.padEnd(widths[i]!))
+      .join('  ')
+      .trimEnd();
   return [line(columns), ...rows.map((r) => line(columns.map((c) => cell(r[c]))))].join('\n');
 }
 
@@ -46,7 +50,8 @@ export function progress(label: string, total?: number): { tick(n: number): void
     const now = Date.now();
     if (!final && now - last < 250) return;
     last = now;
-    if (process.stderr.isTTY || final) process.stderr.write(`\r${label}: ${n}${total !== undefined ? `/${total}` : ''}${final ? '\n' : ''}`);
+    if (process.stderr.isTTY || final)
+      process.stderr.write(`\r${label}: ${n}${total !== undefined ? `/${total}` : ''}${final ? '\n' : ''}`);
   };
   return { tick: (n) => show(n), done: (n) => show(n, true) };
 }

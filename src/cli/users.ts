@@ -11,7 +11,7 @@ export function registerUserCommands(program: Command): void {
 
   users
     .command('logout')
-    .description("end every session of a user at once (force logout): their tokens are refused from now on")
+    .description('end every session of a user at once (force logout): their tokens are refused from now on')
     .requiredOption('--project <projectId>', 'project')
     .option('--environment <name>', 'environment name', 'master')
     .requiredOption('--email <email>', "the user's e-mail address")

@@ -111,7 +111,8 @@ export class CacheListener {
       connected();
       this.events.emit({ kind: 'all' });
       const err = await Promise.race([lost, closed.then(() => undefined)]);
-      if (!this.#stop.signal.aborted) this.log.warn({ err: err && { message: err.message } }, 'cache listener disconnected; caches fall back to their TTL');
+      if (!this.#stop.signal.aborted)
+        this.log.warn({ err: err && { message: err.message } }, 'cache listener disconnected; caches fall back to their TTL');
     } catch (err) {
       connected();
       this.log.warn({ err: { message: (err as Error).message } }, 'cache listener could not connect; caches fall back to their TTL');

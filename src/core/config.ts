@@ -3,9 +3,7 @@ import { z } from 'zod';
 // Every environment variable walgate reads is declared here, parsed once at start.
 // A bad value stops the process with a message that names the variable.
 
-const bool = z
-  .enum(['true', 'false', '1', '0', 'yes', 'no'])
-  .transform((v) => v === 'true' || v === '1' || v === 'yes');
+const bool = z.enum(['true', 'false', '1', '0', 'yes', 'no']).transform((v) => v === 'true' || v === '1' || v === 'yes');
 
 const port = z.coerce.number().int().min(0).max(65535);
 
@@ -15,17 +13,15 @@ const DAY_MS = 24 * 60 * 60 * 1000;
 // A retention window shorter than a second would prune history before anyone could read it.
 const retentionMs = z.coerce.number().int().min(1000);
 
-const retryDelays = z
-  .string()
-  .transform((s, ctx) => {
-    const parts = s.split(',').map((p) => p.trim());
-    const delays = parts.map(Number);
-    if (parts.length === 0 || delays.some((d) => !Number.isInteger(d) || d < 0)) {
-      ctx.addIssue({ code: 'custom', message: 'expected comma-separated non-negative integers (milliseconds)' });
-      return z.NEVER;
-    }
-    return delays;
-  });
+const retryDelays = z.string().transform((s, ctx) => {
+  const parts = s.split(',').map((p) => p.trim());
+  const delays = parts.map(Number);
+  if (parts.length === 0 || delays.some((d) => !Number.isInteger(d) || d < 0)) {
+    ctx.addIssue({ code: 'custom', message: 'expected comma-separated non-negative integers (milliseconds)' });
+    return z.NEVER;
+  }
+  return delays;
+});
 
 const url = (protocols: string[]) =>
   z.string().refine(
@@ -65,7 +61,11 @@ const schema = z.object({
   WEBHOOK_DEAD_RETENTION_MS: retentionMs.default(30 * DAY_MS),
   WEBHOOK_SECRET_GRACE_MS: positiveMs.default(86_400_000),
   TAILER_PORT: port.default(3001),
-  SLOT_WAL_WARN_BYTES: z.coerce.number().int().min(1).default(1024 ** 3),
+  SLOT_WAL_WARN_BYTES: z.coerce
+    .number()
+    .int()
+    .min(1)
+    .default(1024 ** 3),
   LOG_LEVEL: z.enum(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent']).default('info'),
   GRAPHQL_INTROSPECTION: bool.optional(),
   GRAPHQL_MAX_DEPTH: z.coerce.number().int().min(1).default(8),
@@ -82,9 +82,11 @@ export const ENV_VARIABLES: readonly string[] = Object.keys(schema.shape);
 /** Rules that tie variables together, each reported under the variable to change. */
 function checkTogether(e: Env, ctx: z.RefinementCtx): void {
   const production = e.NODE_ENV === 'production';
-  if (production && !e.KEY_ENCRYPTION_KEY) ctx.addIssue({ code: 'custom', path: ['KEY_ENCRYPTION_KEY'], message: 'required when NODE_ENV=production' });
+  if (production && !e.KEY_ENCRYPTION_KEY)
+    ctx.addIssue({ code: 'custom', path: ['KEY_ENCRYPTION_KEY'], message: 'required when NODE_ENV=production' });
   if (production && !e.DATABASE_URL) ctx.addIssue({ code: 'custom', path: ['DATABASE_URL'], message: 'required when NODE_ENV=production' });
-  if (e.WEBHOOK_RETRY_DELAYS_MS.length < 1) ctx.addIssue({ code: 'custom', path: ['WEBHOOK_RETRY_DELAYS_MS'], message: 'needs at least one delay' });
+  if (e.WEBHOOK_RETRY_DELAYS_MS.length < 1)
+    ctx.addIssue({ code: 'custom', path: ['WEBHOOK_RETRY_DELAYS_MS'], message: 'needs at least one delay' });
   if (production && e.TRUST_PROXY?.toLowerCase() === 'true') {
     // `true` trusts every X-Forwarded-For entry, so the left-most one, which the client writes
     // itself, would key every per-IP limit: a fresh value per request escapes them all.

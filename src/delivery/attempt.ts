@@ -21,8 +21,7 @@ export interface AttemptRequest {
 }
 
 export type AttemptOutcome =
-  | { kind: 'wait'; until: Date }
-  | { kind: 'sent'; result: SendResult; startedAt: Date; openedUntil: Date | null };
+  { kind: 'wait'; until: Date } | { kind: 'sent'; result: SendResult; startedAt: Date; openedUntil: Date | null };
 
 export interface AttemptDeps {
   sender: Sender;
@@ -59,11 +58,21 @@ export interface NextStep {
 }
 
 /** Where a delivery stands after its attempt number `attemptNo` answered `result` (outcome.ts decides). */
-export function nextStep(result: SendResult, attemptNo: number, delaysMs: readonly number[], openedUntil: Date | null, now: Date): NextStep {
+export function nextStep(
+  result: SendResult,
+  attemptNo: number,
+  delaysMs: readonly number[],
+  openedUntil: Date | null,
+  now: Date,
+): NextStep {
   const outcome = classifyAnswer({ status: result.status, headers: { 'retry-after': result.retryAfter } }, attemptNo, now, delaysMs);
   if (outcome.kind === 'delivered') return { status: 'delivered', nextAttemptAt: null, disable: null };
   if (outcome.kind === 'retry') {
-    return { status: 'retrying', nextAttemptAt: openedUntil && openedUntil > outcome.notBefore ? openedUntil : outcome.notBefore, disable: null };
+    return {
+      status: 'retrying',
+      nextAttemptAt: openedUntil && openedUntil > outcome.notBefore ? openedUntil : outcome.notBefore,
+      disable: null,
+    };
   }
   return { status: 'dead', nextAttemptAt: null, disable: outcome.kind === 'disable' ? outcome.reason : null };
 }

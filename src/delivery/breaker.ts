@@ -259,5 +259,9 @@ export async function breakerState(db: Pick<Pool, 'query'>, key: BreakerKey, now
   const r = rows[0];
   if (!r?.opened_until) return { state: 'closed', openUntil: null, consecutiveFailures: r?.consecutive_failures ?? 0 };
   const until = r.opened_until;
-  return { state: until > now ? 'open' : 'half-open', openUntil: until > now ? until.toISOString() : null, consecutiveFailures: r.consecutive_failures };
+  return {
+    state: until > now ? 'open' : 'half-open',
+    openUntil: until > now ? until.toISOString() : null,
+    consecutiveFailures: r.consecutive_failures,
+  };
 }

@@ -32,7 +32,8 @@ export function guardedConnector(options: {
         if (!options.allowPrivate) {
           for (const { address } of addresses) {
             const reason = forbiddenAddressReason(address);
-            if (reason) return callback(new ForbiddenAddressError(`refused to connect: ${host} resolves to ${reason} address ${address}`), null);
+            if (reason)
+              return callback(new ForbiddenAddressError(`refused to connect: ${host} resolves to ${reason} address ${address}`), null);
           }
         }
         const chosen = addresses[0]!.address;

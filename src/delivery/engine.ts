@@ -111,7 +111,9 @@ export class DeliveryEngine implements DeliverySink {
     this.#worker.start();
     const count = () =>
       this.#ctx.pool
-        .query<{ n: number }>(`SELECT count(*)::int AS n FROM pg_stat_activity WHERE datname = current_database() AND application_name = 'walgate-tailer-lock'`)
+        .query<{ n: number }>(
+          `SELECT count(*)::int AS n FROM pg_stat_activity WHERE datname = current_database() AND application_name = 'walgate-tailer-lock'`,
+        )
         .then(({ rows }) => (this.#peers = Math.max(0, rows[0]!.n - 1)))
         .catch(() => undefined);
     void count();

@@ -38,7 +38,8 @@ export type DeliveryDetail = DeliveryView & {
   payload: object | null;
 };
 
-const DELIVERY_COLUMNS = 'd.id, d.event_id, d.event_type, d.status, d.http_status, d.attempts, d.last_error, d.next_attempt_at, d.delivered_at, d.created_at';
+const DELIVERY_COLUMNS =
+  'd.id, d.event_id, d.event_type, d.status, d.http_status, d.attempts, d.last_error, d.next_attempt_at, d.delivered_at, d.created_at';
 
 /** The first attempt, when the stream folded it into the delivery's row. */
 interface FoldedAttempt {
@@ -115,7 +116,14 @@ export async function getDelivery(db: Queryable, webhookId: string, deliveryId: 
   );
   const r = rows[0];
   if (!r) return undefined;
-  const attempts = await db.query<{ attempt: number; started_at: Date; duration_ms: number; http_status: number | null; error: string | null; response_body: string | null }>(
+  const attempts = await db.query<{
+    attempt: number;
+    started_at: Date;
+    duration_ms: number;
+    http_status: number | null;
+    error: string | null;
+    response_body: string | null;
+  }>(
     `SELECT attempt, started_at, duration_ms, http_status, error, response_body FROM walgate.delivery_attempts
       WHERE delivery_id = $1 ORDER BY id`,
     [deliveryId],
@@ -124,18 +132,30 @@ export async function getDelivery(db: Queryable, webhookId: string, deliveryId: 
   // into the delivery's own row (one write per delivered change).
   const folded: AttemptView[] =
     attempts.rows.length === 0 && r.first_attempt_started_at
-      ? [{ attempt: 1, startedAt: r.first_attempt_started_at.toISOString(), durationMs: r.first_attempt_duration_ms ?? 0, httpStatus: r.http_status, error: null, responseBody: null }]
+      ? [
+          {
+            attempt: 1,
+            startedAt: r.first_attempt_started_at.toISOString(),
+            durationMs: r.first_attempt_duration_ms ?? 0,
+            httpStatus: r.http_status,
+            error: null,
+            responseBody: null,
+          },
+        ]
       : [];
   return {
     ...deliveryView(r),
-    attemptLog: [...folded, ...attempts.rows.map((a) => ({
-      attempt: a.attempt,
-      startedAt: a.started_at.toISOString(),
-      durationMs: a.duration_ms,
-      httpStatus: a.http_status,
-      error: a.error,
-      responseBody: a.response_body,
-    }))],
+    attemptLog: [
+      ...folded,
+      ...attempts.rows.map((a) => ({
+        attempt: a.attempt,
+        startedAt: a.started_at.toISOString(),
+        durationMs: a.duration_ms,
+        httpStatus: a.http_status,
+        error: a.error,
+        responseBody: a.response_body,
+      })),
+    ],
     payload: r.kept ? (JSON.parse(renderPayload(r)) as object) : null,
   };
 }
@@ -146,7 +166,12 @@ export async function getDelivery(db: Queryable, webhookId: string, deliveryId: 
  * is no such delivery; 'unfinished' when it is pending or retrying (a worker may hold it: moving
  * its due time would void that worker's claim).
  */
-export async function retryDelivery(db: Queryable, webhookId: string, deliveryId: string, now: Date): Promise<DeliveryView | 'unfinished' | undefined> {
+export async function retryDelivery(
+  db: Queryable,
+  webhookId: string,
+  deliveryId: string,
+  now: Date,
+): Promise<DeliveryView | 'unfinished' | undefined> {
   // A first attempt folded into the delivery's row becomes an attempt row of its own before the
   // row's status and answer change, so the log keeps it.
   await db.query(

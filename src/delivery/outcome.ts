@@ -5,11 +5,7 @@ import { delayBefore, maxAttempts } from './schedule.js';
 // the next attempt to at least that (capped at an hour; it still counts as an attempt); anything
 // else follows the retry schedule until its attempts are spent. Pure: the engine acts on it.
 
-export type Outcome =
-  | { kind: 'delivered' }
-  | { kind: 'retry'; notBefore: Date }
-  | { kind: 'dead' }
-  | { kind: 'disable'; reason: string };
+export type Outcome = { kind: 'delivered' } | { kind: 'retry'; notBefore: Date } | { kind: 'dead' } | { kind: 'disable'; reason: string };
 
 export interface Answer {
   /** The receiver's status; null when there was no answer (network error, time-out). */
@@ -25,7 +21,13 @@ export const RETRY_AFTER_CAP_MS = 60 * 60 * 1000;
  * Classifies the answer to attempt `attempt` (1-based) made at `now`, with the subscription's
  * retry schedule (WEBHOOK_RETRY_DELAYS_MS).
  */
-export function classifyAnswer(answer: Answer, attempt: number, now: Date, delaysMs: readonly number[], random: () => number = Math.random): Outcome {
+export function classifyAnswer(
+  answer: Answer,
+  attempt: number,
+  now: Date,
+  delaysMs: readonly number[],
+  random: () => number = Math.random,
+): Outcome {
   const { status } = answer;
   if (status !== null && status >= 200 && status < 300) return { kind: 'delivered' };
   if (status === 410) return { kind: 'disable', reason: 'the receiver answered 410 Gone' };

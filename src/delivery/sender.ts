@@ -45,7 +45,12 @@ export class Sender {
   constructor(options: SenderOptions) {
     this.#timeoutMs = options.timeoutMs;
     this.#agent = new Agent({
-      connect: guardedConnector({ allowPrivate: options.allowPrivateNetworks, tls: options.tls, timeoutMs: options.timeoutMs, lookup: options.lookup }),
+      connect: guardedConnector({
+        allowPrivate: options.allowPrivateNetworks,
+        tls: options.tls,
+        timeoutMs: options.timeoutMs,
+        lookup: options.lookup,
+      }),
       connections: options.connectionsPerOrigin ?? 8,
       keepAliveTimeout: 30_000,
       headersTimeout: options.timeoutMs,
@@ -114,7 +119,12 @@ async function readAnswer(body: AsyncIterable<Buffer>): Promise<string> {
 function describe(err: unknown, timeoutMs: number): string {
   const e = err as { name?: string; code?: string; message?: string; cause?: { code?: string; message?: string } };
   let text: string;
-  if (e.name === 'TimeoutError' || e.code === 'UND_ERR_HEADERS_TIMEOUT' || e.code === 'UND_ERR_BODY_TIMEOUT' || e.code === 'UND_ERR_CONNECT_TIMEOUT') {
+  if (
+    e.name === 'TimeoutError' ||
+    e.code === 'UND_ERR_HEADERS_TIMEOUT' ||
+    e.code === 'UND_ERR_BODY_TIMEOUT' ||
+    e.code === 'UND_ERR_CONNECT_TIMEOUT'
+  ) {
     text = `no answer within ${timeoutMs} ms`;
   } else {
     const code = e.code ?? e.cause?.code;

@@ -24,7 +24,12 @@ export function standardSignature(secret: string, messageId: string, timestampSe
 }
 
 /** `secrets`: the subscription's valid secrets, newest first (one, or two during a rotation's grace). */
-export function signatureHeaders(secrets: readonly string[], eventId: string, body: string, timestampSeconds: number): Record<string, string> {
+export function signatureHeaders(
+  secrets: readonly string[],
+  eventId: string,
+  body: string,
+  timestampSeconds: number,
+): Record<string, string> {
   const [newest] = secrets;
   if (newest === undefined) throw new Error('signatureHeaders: no secret');
   const hex = hexSignature(newest, body);

@@ -108,7 +108,16 @@ export class StreamDelivery implements DeliveryStream {
     const now = this.#ctx.clock();
     for (const delivery of deliveries) {
       this.#held++;
-      const job: Job = { event, delivery, createdAt: now, deadline: now.getTime() + this.#limits.parkAfterMs, state: 'waiting', lease: null, finished: false, settled: one };
+      const job: Job = {
+        event,
+        delivery,
+        createdAt: now,
+        deadline: now.getTime() + this.#limits.parkAfterMs,
+        state: 'waiting',
+        lease: null,
+        finished: false,
+        settled: one,
+      };
       const lane = this.#lane(delivery.webhookId);
       if (lane.waiting.length >= this.#spillAt(lane)) {
         this.stats.spilled++;
@@ -205,7 +214,8 @@ export class StreamDelivery implements DeliveryStream {
       .catch((err: unknown) => {
         // Not an answer from the receiver but a fault here: park it, so it is not lost.
         this.#ctx.log.error({ err, delivery: job.delivery.id }, 'delivery attempt failed unexpectedly; parked');
-        if (job.state === 'sending' && job.lease === null) this.#park(job, { status: 'pending', attempts: 0, nextAttemptAt: this.#ctx.clock() });
+        if (job.state === 'sending' && job.lease === null)
+          this.#park(job, { status: 'pending', attempts: 0, nextAttemptAt: this.#ctx.clock() });
       })
       .finally(() => {
         this.#sending.delete(job);
@@ -226,7 +236,14 @@ export class StreamDelivery implements DeliveryStream {
     // Paused now: it waits in the retry queue, which takes only active subscriptions.
     if (!target.active) return this.#park(job, { status: 'pending', attempts: 0, nextAttemptAt: now });
     const body = buildPayload({ projectId: target.projectId, environment: target.environment, select: delivery.select }, event);
-    const outcome = await attempt(this.#deps, { endpoint: { projectId: target.projectId, environment: target.environment, url: target.url.href }, url: target.url, secrets: target.secrets, eventId: event.id, operation: event.operation, body });
+    const outcome = await attempt(this.#deps, {
+      endpoint: { projectId: target.projectId, environment: target.environment, url: target.url.href },
+      url: target.url,
+      secrets: target.secrets,
+      eventId: event.id,
+      operation: event.operation,
+      body,
+    });
     if (this.#closed) return;
     if (outcome.kind === 'wait') {
       if (job.lease === null) this.#park(job, { status: 'pending', attempts: 0, nextAttemptAt: outcome.until });
@@ -277,7 +294,13 @@ export class StreamDelivery implements DeliveryStream {
     }
     this.#park(
       job,
-      { status: step.status === 'dead' ? 'dead' : 'retrying', attempts: 1, nextAttemptAt: step.nextAttemptAt ?? done, httpStatus: result.status, lastError: result.error },
+      {
+        status: step.status === 'dead' ? 'dead' : 'retrying',
+        attempts: 1,
+        nextAttemptAt: step.nextAttemptAt ?? done,
+        httpStatus: result.status,
+        lastError: result.error,
+      },
       { startedAt, durationMs: result.durationMs, httpStatus: result.status, error: result.error },
     );
   }

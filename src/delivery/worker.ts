@@ -5,7 +5,16 @@ import { attempt as attemptOnce, disable, nextStep, type AttemptDeps } from './a
 import type { BreakerKey } from './breaker.js';
 import { keepReconnecting } from '../core/db/reconnect.js';
 import { renderPayload } from './payload.js';
-import { claimDue, DELIVERIES_CHANNEL, postpone, queueDepth, recordAttempts, renewLease, type AttemptResult, type ClaimedDelivery } from './store.js';
+import {
+  claimDue,
+  DELIVERIES_CHANNEL,
+  postpone,
+  queueDepth,
+  recordAttempts,
+  renewLease,
+  type AttemptResult,
+  type ClaimedDelivery,
+} from './store.js';
 
 export interface QueueWorkerOptions {
   /** Attempts in flight at once, over all endpoints. */
@@ -172,7 +181,9 @@ export class QueueWorker {
   #dispatch(d: ClaimedDelivery): void {
     this.#running.set(d.webhook_id, (this.#running.get(d.webhook_id) ?? 0) + 1);
     const task = this.#attempt(d)
-      .catch((err: unknown) => this.#ctx.log.error({ err, delivery: d.id }, 'delivery attempt failed unexpectedly; it will be retried after its lease'))
+      .catch((err: unknown) =>
+        this.#ctx.log.error({ err, delivery: d.id }, 'delivery attempt failed unexpectedly; it will be retried after its lease'),
+      )
       .finally(() => {
         this.#inflight.delete(d.id);
         decrement(this.#running, d.webhook_id);
@@ -297,7 +308,10 @@ export class QueueWorker {
   async #listen(): Promise<void> {
     await keepReconnecting(
       async () => {
-        const client = new pg.Client({ connectionString: this.#ctx.pool.options.connectionString, application_name: 'walgate-delivery-listen' });
+        const client = new pg.Client({
+          connectionString: this.#ctx.pool.options.connectionString,
+          application_name: 'walgate-delivery-listen',
+        });
         try {
           const ended = new Promise<void>((resolve) => {
             client.on('error', () => resolve());

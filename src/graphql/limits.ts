@@ -89,11 +89,19 @@ export function sizeLimits(limits: SizeLimits): ValidationRule {
         const size = node.kind === Kind.OPERATION_DEFINITION ? measure.selectionSet(node.selectionSet) : measure.spread(node.name.value);
         const what = node.kind === Kind.OPERATION_DEFINITION ? 'operation' : `fragment ${node.name.value}`;
         if (size.depth > limits.maxDepth) {
-          context.reportError(new GraphQLError(`The ${what} is more than ${limits.maxDepth} levels deep; at most ${limits.maxDepth} are allowed.`, { nodes: [node] }));
+          context.reportError(
+            new GraphQLError(`The ${what} is more than ${limits.maxDepth} levels deep; at most ${limits.maxDepth} are allowed.`, {
+              nodes: [node],
+            }),
+          );
           return false;
         }
         if (size.cost > limits.maxCost) {
-          context.reportError(new GraphQLError(`The ${what} selects more than ${limits.maxCost} fields; at most ${limits.maxCost} are allowed.`, { nodes: [node] }));
+          context.reportError(
+            new GraphQLError(`The ${what} selects more than ${limits.maxCost} fields; at most ${limits.maxCost} are allowed.`, {
+              nodes: [node],
+            }),
+          );
           return false;
         }
       }

@@ -31,7 +31,9 @@ export function authResolvers(service: AuthService, environments: EnvironmentCac
   };
   const oneMutation = <T>(c: GraphQLContext, run: () => Promise<T>): Promise<T> => {
     if (state(c).mutations++ > 0) {
-      const error = new AppError('RATE_LIMIT_EXCEEDED', 'One authentication mutation per request: send the others separately.', { retryAfter: 1 });
+      const error = new AppError('RATE_LIMIT_EXCEEDED', 'One authentication mutation per request: send the others separately.', {
+        retryAfter: 1,
+      });
       return Promise.reject(error);
     }
     return run();
@@ -40,12 +42,18 @@ export function authResolvers(service: AuthService, environments: EnvironmentCac
   return {
     me: (_: unknown, c: GraphQLContext) => (state(c).me ??= env(c).then((e) => service.me(e, authorization(c)))),
     jwks: (_: unknown, c: GraphQLContext) => (state(c).jwks ??= env(c).then((e) => service.jwks(e))),
-    signup: ({ input }: Args<unknown>, c: GraphQLContext) => oneMutation(c, async () => service.signup(await env(c), parse(op.signup.body, input), meta(c))),
-    confirmSignup: ({ input }: Args<unknown>, c: GraphQLContext) => oneMutation(c, async () => service.confirmSignup(await env(c), parse(op.confirmSignup.body, input), meta(c))),
-    login: ({ input }: Args<unknown>, c: GraphQLContext) => oneMutation(c, async () => service.login(await env(c), parse(op.login.body, input), meta(c))),
-    recoverPassword: ({ input }: Args<unknown>, c: GraphQLContext) => oneMutation(c, async () => service.recoverPassword(await env(c), parse(op.recoverPassword.body, input))),
-    resetPassword: ({ input }: Args<unknown>, c: GraphQLContext) => oneMutation(c, async () => service.resetPassword(await env(c), parse(op.resetPassword.body, input), meta(c))),
-    refreshToken: ({ input }: Args<unknown>, c: GraphQLContext) => oneMutation(c, async () => service.refresh(await env(c), parse(op.refreshToken.body, input))),
+    signup: ({ input }: Args<unknown>, c: GraphQLContext) =>
+      oneMutation(c, async () => service.signup(await env(c), parse(op.signup.body, input), meta(c))),
+    confirmSignup: ({ input }: Args<unknown>, c: GraphQLContext) =>
+      oneMutation(c, async () => service.confirmSignup(await env(c), parse(op.confirmSignup.body, input), meta(c))),
+    login: ({ input }: Args<unknown>, c: GraphQLContext) =>
+      oneMutation(c, async () => service.login(await env(c), parse(op.login.body, input), meta(c))),
+    recoverPassword: ({ input }: Args<unknown>, c: GraphQLContext) =>
+      oneMutation(c, async () => service.recoverPassword(await env(c), parse(op.recoverPassword.body, input))),
+    resetPassword: ({ input }: Args<unknown>, c: GraphQLContext) =>
+      oneMutation(c, async () => service.resetPassword(await env(c), parse(op.resetPassword.body, input), meta(c))),
+    refreshToken: ({ input }: Args<unknown>, c: GraphQLContext) =>
+      oneMutation(c, async () => service.refresh(await env(c), parse(op.refreshToken.body, input))),
     logout: (_: unknown, c: GraphQLContext) => oneMutation(c, async () => service.logout(await env(c), authorization(c))),
   };
 }

@@ -27,7 +27,9 @@ export function graphqlRouter(ctx: Context, service: AuthService, environments: 
     formatError: formatError(ctx.log),
     onSubscribe: (_req, params) => {
       if (Buffer.byteLength(params.query ?? '') > limits.maxDocumentBytes) {
-        return [new GraphQLError(`The document is larger than ${limits.maxDocumentBytes} bytes.`, { extensions: { code: 'PAYLOAD_TOO_LARGE' } })];
+        return [
+          new GraphQLError(`The document is larger than ${limits.maxDocumentBytes} bytes.`, { extensions: { code: 'PAYLOAD_TOO_LARGE' } }),
+        ];
       }
     },
   });

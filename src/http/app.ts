@@ -55,10 +55,14 @@ export function createApp(ctx: Context, mounts: Mounts): express.Express {
   app.use(express.json({ limit: MAX_BODY, strict: false, type: ['application/json', 'application/*+json'] }));
   for (const [path, router] of mounts.routes) {
     // Remember where the router is mounted: Express forgets req.baseUrl before an error reaches the handler.
-    app.use(path, (req, res, next) => {
-      res.locals.mount = req.baseUrl;
-      next();
-    }, router);
+    app.use(
+      path,
+      (req, res, next) => {
+        res.locals.mount = req.baseUrl;
+        next();
+      },
+      router,
+    );
   }
   app.use(notFound);
   app.use(errorHandler(ctx.log));

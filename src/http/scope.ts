@@ -21,7 +21,11 @@ export interface Scope {
 
 export function readScope(req: Request, options: { environmentRequired?: boolean } = {}): Scope {
   const raw = { 'x-project-id': req.get('x-project-id'), environment: req.get('environment') };
-  const h = parse(options.environmentRequired ? projectHeaders.required({ environment: true }) : projectHeaders, raw, 'Missing or invalid project headers.');
+  const h = parse(
+    options.environmentRequired ? projectHeaders.required({ environment: true }) : projectHeaders,
+    raw,
+    'Missing or invalid project headers.',
+  );
   return { projectId: h['x-project-id'], environment: h.environment ?? DEFAULT_ENVIRONMENT };
 }
 

@@ -36,7 +36,7 @@ async function main(): Promise<void> {
   authPruner.start();
   // "walgate ready" means changes are being captured: wait (briefly) for the tailer to hold the
   // slot or stand by, so that a row written right after the banner is not missed by a test or a demo.
-  for (const until = Date.now() + 15_000; runtime.tailer.status().role === 'starting' && Date.now() < until; ) {
+  for (const until = Date.now() + 15_000; runtime.tailer.status().role === 'starting' && Date.now() < until;) {
     await new Promise((r) => setTimeout(r, 50));
   }
   // The embedded cluster is local and its password is in DATA_DIR anyway; an operator's URL is masked.

@@ -16,7 +16,12 @@ export interface Check {
 }
 
 const passed = (name: string, detail?: unknown): Check => ({ name, state: 'ok', ok: true, ...(detail === undefined ? {} : { detail }) });
-const failed = (name: string, detail?: unknown): Check => ({ name, state: 'failed', ok: false, ...(detail === undefined ? {} : { detail }) });
+const failed = (name: string, detail?: unknown): Check => ({
+  name,
+  state: 'failed',
+  ok: false,
+  ...(detail === undefined ? {} : { detail }),
+});
 
 /** A check's state from a boolean, for checks that are not a connection (the tailer's role). */
 export function checkOf(name: string, ok: boolean, detail?: unknown): Check {

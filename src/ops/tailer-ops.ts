@@ -114,7 +114,10 @@ export function registerTailerGauges(ctx: Context, tailer: WalTailer, worker: De
         this.reset();
         for (const b of worker.breakerStates()) {
           const u = new URL(b.url);
-          this.set({ project_id: b.projectId, environment: b.environment, url: `${u.origin}${u.pathname}` }, b.state === 'open' ? 1 : b.state === 'half-open' ? 0.5 : 0);
+          this.set(
+            { project_id: b.projectId, environment: b.environment, url: `${u.origin}${u.pathname}` },
+            b.state === 'open' ? 1 : b.state === 'half-open' ? 0.5 : 0,
+          );
         }
       },
     });
@@ -122,7 +125,12 @@ export function registerTailerGauges(ctx: Context, tailer: WalTailer, worker: De
 }
 
 /** The tailer's own listener (TAILER_PORT): /healthz, /readyz, /metrics. */
-export async function startTailerOps(ctx: Context, tailer: WalTailer, port: number, host: string): Promise<{ server: Server; url: string }> {
+export async function startTailerOps(
+  ctx: Context,
+  tailer: WalTailer,
+  port: number,
+  host: string,
+): Promise<{ server: Server; url: string }> {
   const server = createServer((req, res) => {
     const send = (status: number, body: unknown, type = 'application/json') => {
       res.writeHead(status, { 'content-type': type }).end(typeof body === 'string' ? body : JSON.stringify(body));
@@ -135,7 +143,12 @@ export async function startTailerOps(ctx: Context, tailer: WalTailer, port: numb
       if (path === '/readyz') {
         const status = tailer.status();
         const slot = await slotHealth(ctx, status.slotName).catch(() => undefined);
-        const role = checkOf('tailer', status.role === 'leader' || status.role === 'standby', { role: status.role, slot: status.slotName, durableLsn: status.durableLsn, ...slot });
+        const role = checkOf('tailer', status.role === 'leader' || status.role === 'standby', {
+          role: status.role,
+          slot: status.slotName,
+          durableLsn: status.durableLsn,
+          ...slot,
+        });
         const { status: code, body } = readiness([await databaseCheck(ctx.pool, ctx.log), await redisCheck(ctx.redis, ctx.log), role]);
         return send(code, body);
       }

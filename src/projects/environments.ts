@@ -135,11 +135,7 @@ async function schemaOwner(db: Queryable, schemaName: string): Promise<{ project
  * unique index environments_schema_name_key decides, also between concurrent creations). Runs
  * inside the caller's transaction.
  */
-export async function createEnvironment(
-  client: PoolClient,
-  secrets: SecretBox,
-  input: CreateEnvironmentInput,
-): Promise<Environment> {
+export async function createEnvironment(client: PoolClient, secrets: SecretBox, input: CreateEnvironmentInput): Promise<Environment> {
   if (!isValidName(input.projectId)) throw new Error(`invalid project id ${JSON.stringify(input.projectId)}`);
   if (!isValidName(input.name)) throw new Error(`invalid environment name ${JSON.stringify(input.name)}`);
   const schemaName = input.schemaName ?? defaultSchemaName(input.projectId, input.name);

@@ -108,7 +108,10 @@ export class Pruner {
   async #pruneHistory(add: (table: string, n: number, status?: string) => void): Promise<void> {
     const { pool, config } = this.#ctx;
     const now = this.#ctx.clock().getTime();
-    for (const [status, windowMs] of [['delivered', config.retention.deliveredMs], ['dead', config.retention.deadMs]] as const) {
+    for (const [status, windowMs] of [
+      ['delivered', config.retention.deliveredMs],
+      ['dead', config.retention.deadMs],
+    ] as const) {
       const before = new Date(now - windowMs);
       await this.#batches(async () => {
         const r = await pruneDeliveries(pool, status, before, this.#batch);

@@ -50,7 +50,13 @@ export function matchDeliveries(subs: readonly SubscriptionSpec[], change: Chang
   const out: DeliveryRecord[] = [];
   for (const sub of subs) {
     if (!wants(sub, change)) continue;
-    out.push({ id: deliveryId(sub.id, change.eventId), webhookId: sub.id, eventId: change.eventId, eventType: change.operation, select: sub.select });
+    out.push({
+      id: deliveryId(sub.id, change.eventId),
+      webhookId: sub.id,
+      eventId: change.eventId,
+      eventType: change.operation,
+      select: sub.select,
+    });
   }
   return out;
 }

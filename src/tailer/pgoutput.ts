@@ -198,4 +198,3 @@ export class RawPgoutputPlugin {
     return client.query(sql);
   }
 }
-

@@ -74,10 +74,11 @@ export async function watchTable(db: Queryable, schema: string, table: string): 
 /** Takes the table out of the publication (when no subscription names it any more). */
 export async function unwatchTable(db: Queryable, schema: string, table: string): Promise<void> {
   await lockPublication(db);
-  const { rowCount } = await db.query(
-    'SELECT 1 FROM pg_publication_tables WHERE pubname = $1 AND schemaname = $2 AND tablename = $3',
-    [PUBLICATION, schema, table],
-  );
+  const { rowCount } = await db.query('SELECT 1 FROM pg_publication_tables WHERE pubname = $1 AND schemaname = $2 AND tablename = $3', [
+    PUBLICATION,
+    schema,
+    table,
+  ]);
   if (!rowCount) return;
   try {
     // Dropping a table from the publication waits for whoever holds it in SHARE UPDATE EXCLUSIVE

@@ -44,7 +44,9 @@ interface SlotRow {
 }
 
 export async function readProcessedLsn(db: Queryable, slotName: string): Promise<string | undefined> {
-  const { rows } = await db.query<{ processed_lsn: string }>('SELECT processed_lsn::text FROM walgate.tailer_state WHERE slot_name = $1', [slotName]);
+  const { rows } = await db.query<{ processed_lsn: string }>('SELECT processed_lsn::text FROM walgate.tailer_state WHERE slot_name = $1', [
+    slotName,
+  ]);
   return rows[0]?.processed_lsn;
 }
 
@@ -84,12 +86,19 @@ export async function prepareSlot(pool: Pool, replicationUrl: string, slotName: 
   let slot = await waitUntilUnread(pool, slotName);
   const saved = await readProcessedLsn(pool, slotName);
   if (slot?.wal_status === 'lost') {
-    log.error({ slot: slotName }, 'the replication slot lost WAL it needed (max_slot_wal_keep_size?): recreating it; changes in the gap were not captured');
+    log.error(
+      { slot: slotName },
+      'the replication slot lost WAL it needed (max_slot_wal_keep_size?): recreating it; changes in the gap were not captured',
+    );
     await pool.query('SELECT pg_drop_replication_slot($1)', [slotName]);
     slot = undefined;
   }
   if (!slot) {
-    if (saved) log.error({ slot: slotName, processedLsn: saved }, 'the replication slot was missing: creating it; changes since the saved position were not captured');
+    if (saved)
+      log.error(
+        { slot: slotName, processedLsn: saved },
+        'the replication slot was missing: creating it; changes since the saved position were not captured',
+      );
     return createSlot(pool, replicationUrl, slotName);
   }
   if (!saved) {

@@ -153,7 +153,9 @@ export class WalTailer {
     const { pool, clock } = this.#ctx;
     const walLevel = (await pool.query<{ wal_level: string }>('SHOW wal_level')).rows[0]!.wal_level;
     if (walLevel !== 'logical') {
-      throw new Error(`wal_level is ${walLevel}: the tailer needs wal_level=logical (ALTER SYSTEM SET wal_level = logical, then restart Postgres)`);
+      throw new Error(
+        `wal_level is ${walLevel}: the tailer needs wal_level=logical (ALTER SYSTEM SET wal_level = logical, then restart Postgres)`,
+      );
     }
     await ensurePublication(pool);
     const start = await prepareSlot(pool, this.#o.databaseUrl, this.#o.slotName, log);
@@ -254,7 +256,10 @@ export class WalTailer {
       const keep = slot.keep_size == null ? -1 : Number(slot.keep_size);
       const limit = keep > 0 ? keep / 2 : this.#ctx.config.slotWalWarnBytes;
       if (retained !== null && retained > limit) {
-        log.warn({ retainedBytes: retained, limitBytes: limit, maxSlotWalKeepSize: keep }, 'the replication slot retains a lot of WAL: the tailer is behind');
+        log.warn(
+          { retainedBytes: retained, limitBytes: limit, maxSlotWalKeepSize: keep },
+          'the replication slot retains a lot of WAL: the tailer is behind',
+        );
       }
     } catch (err) {
       log.warn({ err }, 'could not read replication lag');

@@ -51,10 +51,10 @@ export async function listManagementTokens(db: Queryable, projectId: string): Pr
 
 /** Returns false when there is no such live token. */
 export async function revokeManagementToken(db: Queryable, id: string, at: Date): Promise<boolean> {
-  const { rowCount } = await db.query(
-    'UPDATE walgate.management_tokens SET revoked_at = $2 WHERE id = $1 AND revoked_at IS NULL',
-    [id, at],
-  );
+  const { rowCount } = await db.query('UPDATE walgate.management_tokens SET revoked_at = $2 WHERE id = $1 AND revoked_at IS NULL', [
+    id,
+    at,
+  ]);
   return (rowCount ?? 0) > 0;
 }
 
@@ -63,11 +63,7 @@ export async function revokeManagementToken(db: Queryable, id: string, at: Date)
  * the caller cannot choose byte by byte; last_used_at is refreshed at most once a minute per token
  * so the hot path stays a single read.
  */
-export async function authenticateManagementToken(
-  db: Queryable,
-  token: string,
-  at: Date,
-): Promise<ManagementToken | undefined> {
+export async function authenticateManagementToken(db: Queryable, token: string, at: Date): Promise<ManagementToken | undefined> {
   if (!token.startsWith(MANAGEMENT_TOKEN_PREFIX) || token.length > 200) return undefined;
   const { rows } = await db.query(
     `SELECT id, project_id, name, created_at, last_used_at, revoked_at FROM walgate.management_tokens

@@ -15,9 +15,16 @@ const events = z
   .meta({ description: 'The kinds of change to deliver, without repeats.' });
 
 const filter = z
-  .record(columnName, z.union([z.string(), z.number(), z.boolean(), z.null()], { message: 'must be a string, number, boolean or null (equality)' }))
+  .record(
+    columnName,
+    z.union([z.string(), z.number(), z.boolean(), z.null()], { message: 'must be a string, number, boolean or null (equality)' }),
+  )
   .refine((f) => Object.keys(f).length <= 32, 'must have at most 32 fields')
-  .meta({ description: 'Column → value, equality (numbers by value); the new row must match (the deleted row for DELETE). `null` clears it on update.', examples: [{ status: 'paid' }] });
+  .meta({
+    description:
+      'Column → value, equality (numbers by value); the new row must match (the deleted row for DELETE). `null` clears it on update.',
+    examples: [{ status: 'paid' }],
+  });
 
 const select = z
   .array(columnName)
@@ -34,7 +41,10 @@ const secret = z
 const url = z
   .string()
   .max(2048, 'must be at most 2048 characters')
-  .meta({ description: 'An `https:` URL without credentials whose host resolves to public addresses only.', examples: ['https://example.com/hooks'] });
+  .meta({
+    description: 'An `https:` URL without credentials whose host resolves to public addresses only.',
+    examples: ['https://example.com/hooks'],
+  });
 
 export const createBody = z.strictObject({
   projectId: name.meta({ description: 'Must equal the X-Project-Id header.' }),
@@ -72,7 +82,10 @@ const isoTime = z.iso.datetime({ offset: true, message: 'must be an ISO 8601 tim
 export const replayBody = z.strictObject({
   since: isoTime.optional(),
   until: isoTime.optional(),
-  dryRun: z.boolean().default(false).meta({ description: '`true`: only count the dead deliveries that would be replayed; nothing changes.' }),
+  dryRun: z
+    .boolean()
+    .default(false)
+    .meta({ description: '`true`: only count the dead deliveries that would be replayed; nothing changes.' }),
 });
 
 export const deliveryListQuery = z.strictObject({
@@ -85,7 +98,9 @@ export const deliveryListQuery = z.strictObject({
 
 export const deliveryParams = z.object({
   id: z.string().meta({ description: 'The subscription id.', examples: ['wh_3f6c2a1e9b8d4c7e0a5b1d2c3e4f5a6b'] }),
-  deliveryId: z.string().meta({ description: 'The delivery id.', examples: ['del_0000000001A2B3C4_000003_3f6c2a1e9b8d4c7e0a5b1d2c3e4f5a6b'] }),
+  deliveryId: z
+    .string()
+    .meta({ description: 'The delivery id.', examples: ['del_0000000001A2B3C4_000003_3f6c2a1e9b8d4c7e0a5b1d2c3e4f5a6b'] }),
 });
 
 export const webhookParams = z.object({

@@ -129,7 +129,10 @@ export class WebhookService {
     const rows = await listDeliveries(this.ctx.pool, row.id, { ...q, after, limit: q.limit + 1 });
     const page = rows.slice(0, q.limit);
     const last = page[page.length - 1];
-    return { deliveries: page, nextCursor: rows.length > q.limit && last ? encodeCursor({ createdAt: new Date(last.createdAt), id: last.id }) : null };
+    return {
+      deliveries: page,
+      nextCursor: rows.length > q.limit && last ? encodeCursor({ createdAt: new Date(last.createdAt), id: last.id }) : null,
+    };
   }
 
   async delivery(env: Environment, id: string, deliveryId: string): Promise<{ delivery: DeliveryDetail }> {
@@ -154,7 +157,8 @@ export class WebhookService {
 
   async update(env: Environment, id: string, body: UpdateBody): Promise<WebhookView> {
     // The URL check resolves the host: done before the transaction, as it depends on the body alone.
-    const urlProblems = body.url === undefined ? [] : await urlViolations(body.url, this.ctx.config.webhooks.allowPrivateNetworks, this.ctx.lookup);
+    const urlProblems =
+      body.url === undefined ? [] : await urlViolations(body.url, this.ctx.config.webhooks.allowPrivateNetworks, this.ctx.lookup);
     const now = this.ctx.clock();
     const row = await this.#write(async (c) => {
       // The publication, then the row: what the body does not name is taken from the row as it is
@@ -223,7 +227,8 @@ export class WebhookService {
   /** Everything about a body that needs the database or the network, as violations. */
   async #validate(env: Environment, body: BodyFacts, urls: { url?: string }): Promise<void> {
     const violations = await this.#bodyViolations(this.ctx.pool, env, body);
-    if (urls.url !== undefined) violations.push(...(await urlViolations(urls.url, this.ctx.config.webhooks.allowPrivateNetworks, this.ctx.lookup)));
+    if (urls.url !== undefined)
+      violations.push(...(await urlViolations(urls.url, this.ctx.config.webhooks.allowPrivateNetworks, this.ctx.lookup)));
     if (violations.length) throw validationError(violations);
   }
 

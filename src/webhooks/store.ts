@@ -50,12 +50,32 @@ export async function insertWebhook(db: Queryable, w: WebhookRow): Promise<Webho
   const { rows } = await db.query<WebhookRow>(
     `INSERT INTO walgate.webhooks (id, project_id, environment, schema_name, table_name, events, url, secret, active, filter, select_fields, created_at, updated_at)
      VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13) RETURNING ${COLUMNS}`,
-    [w.id, w.projectId, w.environment, w.schemaName, w.table, w.events, w.url, w.secret, w.active, w.filter === null ? null : JSON.stringify(w.filter), w.select, w.createdAt, w.updatedAt],
+    [
+      w.id,
+      w.projectId,
+      w.environment,
+      w.schemaName,
+      w.table,
+      w.events,
+      w.url,
+      w.secret,
+      w.active,
+      w.filter === null ? null : JSON.stringify(w.filter),
+      w.select,
+      w.createdAt,
+      w.updatedAt,
+    ],
   );
   return rows[0]!;
 }
 
-export async function findWebhook(db: Queryable, projectId: string, environment: string, id: string, lock = false): Promise<WebhookRow | undefined> {
+export async function findWebhook(
+  db: Queryable,
+  projectId: string,
+  environment: string,
+  id: string,
+  lock = false,
+): Promise<WebhookRow | undefined> {
   const { rows } = await db.query<WebhookRow>(
     `SELECT ${COLUMNS} FROM walgate.webhooks WHERE id = $1 AND project_id = $2 AND environment = $3${lock ? ' FOR UPDATE' : ''}`,
     [id, projectId, environment],
@@ -86,7 +106,19 @@ export async function updateWebhook(db: Queryable, w: WebhookRow): Promise<Webho
             disabled_reason = CASE WHEN $6 THEN NULL ELSE disabled_reason END, disabled_at = CASE WHEN $6 THEN NULL ELSE disabled_at END,
             previous_secret = $10, previous_secret_until = $11
       WHERE id = $1 RETURNING ${COLUMNS}`,
-    [w.id, w.table, w.events, w.url, w.secret, w.active, w.filter === null ? null : JSON.stringify(w.filter), w.select, w.updatedAt, w.previousSecret, w.previousSecretUntil],
+    [
+      w.id,
+      w.table,
+      w.events,
+      w.url,
+      w.secret,
+      w.active,
+      w.filter === null ? null : JSON.stringify(w.filter),
+      w.select,
+      w.updatedAt,
+      w.previousSecret,
+      w.previousSecretUntil,
+    ],
   );
   return rows[0]!;
 }
@@ -97,7 +129,10 @@ export async function deleteWebhook(db: Queryable, id: string): Promise<void> {
 
 /** Whether any subscription still names schema.table (the table then stays in the publication). */
 export async function tableIsWatched(db: Queryable, schemaName: string, table: string): Promise<boolean> {
-  const { rowCount } = await db.query('SELECT 1 FROM walgate.webhooks WHERE schema_name = $1 AND table_name = $2 LIMIT 1', [schemaName, table]);
+  const { rowCount } = await db.query('SELECT 1 FROM walgate.webhooks WHERE schema_name = $1 AND table_name = $2 LIMIT 1', [
+    schemaName,
+    table,
+  ]);
   return (rowCount ?? 0) > 0;
 }
 

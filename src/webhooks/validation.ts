@@ -57,7 +57,9 @@ export async function urlViolations(raw: string, allowPrivate: boolean, lookup: 
     const refused = check.addresses.find((a) => a.reason);
     if (refused) {
       // Not the address itself: what an internal name resolves to is not the caller's to learn.
-      return [{ path: 'url', message: `must not point to a ${refused.reason} address; set WEBHOOK_ALLOW_PRIVATE_NETWORKS=true to allow it` }];
+      return [
+        { path: 'url', message: `must not point to a ${refused.reason} address; set WEBHOOK_ALLOW_PRIVATE_NETWORKS=true to allow it` },
+      ];
     }
     if (!check.allowed) return [{ path: 'url', message: `host ${url.hostname} has no address` }];
   } catch {

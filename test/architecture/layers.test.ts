@@ -20,12 +20,36 @@ describe('architecture: layers that point one way', function () {
   this.timeout(60_000);
 
   const wrongWay: [string, string, string][] = [
-    ['the core importing a domain', 'src/core/fixture.ts', "import { AuthService } from '../auth/service.js';\nexport const x = AuthService;\n"],
-    ['a domain importing the HTTP adapter', 'src/auth/fixture.ts', "import { createApp } from '../http/app.js';\nexport const x = createApp;\n"],
-    ['projects importing auth (auth depends on projects)', 'src/projects/fixture.ts', "import { provisionEnvironment } from '../auth/provision.js';\nexport const x = provisionEnvironment;\n"],
-    ['delivery importing the webhook service', 'src/delivery/fixture.ts', "import { WebhookService } from '../webhooks/service.js';\nexport const x = WebhookService;\n"],
-    ['the webhook service reaching into the tailer past its capture interface', 'src/webhooks/fixture.ts', "import { watchTable } from '../tailer/publication.js';\nexport const x = watchTable;\n"],
-    ['the HTTP adapter importing the assembly', 'src/http/fixture.ts', "import { createApiApp } from '../main/api-app.js';\nexport const x = createApiApp;\n"],
+    [
+      'the core importing a domain',
+      'src/core/fixture.ts',
+      "import { AuthService } from '../auth/service.js';\nexport const x = AuthService;\n",
+    ],
+    [
+      'a domain importing the HTTP adapter',
+      'src/auth/fixture.ts',
+      "import { createApp } from '../http/app.js';\nexport const x = createApp;\n",
+    ],
+    [
+      'projects importing auth (auth depends on projects)',
+      'src/projects/fixture.ts',
+      "import { provisionEnvironment } from '../auth/provision.js';\nexport const x = provisionEnvironment;\n",
+    ],
+    [
+      'delivery importing the webhook service',
+      'src/delivery/fixture.ts',
+      "import { WebhookService } from '../webhooks/service.js';\nexport const x = WebhookService;\n",
+    ],
+    [
+      'the webhook service reaching into the tailer past its capture interface',
+      'src/webhooks/fixture.ts',
+      "import { watchTable } from '../tailer/publication.js';\nexport const x = watchTable;\n",
+    ],
+    [
+      'the HTTP adapter importing the assembly',
+      'src/http/fixture.ts',
+      "import { createApiApp } from '../main/api-app.js';\nexport const x = createApiApp;\n",
+    ],
   ];
   for (const [what, file, source] of wrongWay) {
     it(`fails the lint: ${what}`, async () => {
@@ -36,8 +60,15 @@ describe('architecture: layers that point one way', function () {
   }
 
   it('passes imports that point the right way', async () => {
-    expect(await layerErrors('src/webhooks/fixture.ts', "import { captureTable } from '../tailer/capture/index.js';\nimport { AppError } from '../core/errors.js';\nexport const x = [captureTable, AppError];\n")).to.deep.equal([]);
-    expect(await layerErrors('src/http/fixture.ts', "import { AuthService } from '../auth/service.js';\nexport const x = AuthService;\n")).to.deep.equal([]);
+    expect(
+      await layerErrors(
+        'src/webhooks/fixture.ts',
+        "import { captureTable } from '../tailer/capture/index.js';\nimport { AppError } from '../core/errors.js';\nexport const x = [captureTable, AppError];\n",
+      ),
+    ).to.deep.equal([]);
+    expect(
+      await layerErrors('src/http/fixture.ts', "import { AuthService } from '../auth/service.js';\nexport const x = AuthService;\n"),
+    ).to.deep.equal([]);
   });
 
   it('no folder of src/ imports a folder that imports it back (directly or around a cycle)', () => {
@@ -52,7 +83,9 @@ function folderGraph(src: string): Map<string, Set<string>> {
   const graph = new Map<string, Set<string>>();
   const top = (file: string) => path.relative(src, file).split(path.sep)[0]!;
   const walk = (dir: string): string[] =>
-    readdirSync(dir, { withFileTypes: true }).flatMap((e) => (e.isDirectory() ? walk(path.join(dir, e.name)) : /\.c?ts$/.test(e.name) ? [path.join(dir, e.name)] : []));
+    readdirSync(dir, { withFileTypes: true }).flatMap((e) =>
+      e.isDirectory() ? walk(path.join(dir, e.name)) : /\.c?ts$/.test(e.name) ? [path.join(dir, e.name)] : [],
+    );
   for (const file of walk(src)) {
     const from = top(file);
     for (const m of readFileSync(file, 'utf8').matchAll(/from\s+'(\.{1,2}\/[^']+)'/g)) {

@@ -19,7 +19,8 @@ function anyCodePoints(n: number): string {
   for (let i = 0; i < n; i++) {
     const kind = randomInt(4);
     if (kind === 0) s += String.fromCodePoint(randomInt(0x10000, 0x110000));
-    else if (kind === 1) s += String.fromCharCode(randomInt(0xd800, 0xe000)); // a lone surrogate
+    else if (kind === 1)
+      s += String.fromCharCode(randomInt(0xd800, 0xe000)); // a lone surrogate
     else s += String.fromCharCode(randomInt(0x20, 0xd800));
   }
   return s;
@@ -62,7 +63,9 @@ describe('auth: the abuse suite (worst-case input is answered within 250 ms of C
     await http.post('/graphql', { query: '{ jwks { keys { kid } } }' }); // the first GraphQL request warms the engine up
   });
   after(async () => {
-    console.log(`      worst CPU per operation (ms): ${JSON.stringify(Object.fromEntries(Object.entries(worst).map(([k, v]) => [k, Math.round(v)])))}`);
+    console.log(
+      `      worst CPU per operation (ms): ${JSON.stringify(Object.fromEntries(Object.entries(worst).map(([k, v]) => [k, Math.round(v)])))}`,
+    );
     await t.close();
   });
 
@@ -91,11 +94,17 @@ describe('auth: the abuse suite (worst-case input is answered within 250 ms of C
 
   describe('REST', () => {
     const cases: Array<[string, Record<string, () => string>]> = [
-      ['/auth/signup', { email: () => uniqueEmail('abuse'), password: () => PASSWORDS[randomInt(PASSWORDS.length)]!, name: () => anyCodePoints(200) }],
+      [
+        '/auth/signup',
+        { email: () => uniqueEmail('abuse'), password: () => PASSWORDS[randomInt(PASSWORDS.length)]!, name: () => anyCodePoints(200) },
+      ],
       ['/auth/confirm-signup', { email: () => account.email, code: () => anyCodePoints(64) }],
       ['/auth/login', { email: () => account.email, password: () => PASSWORDS[randomInt(PASSWORDS.length)]! }],
       ['/auth/recover-password', { email: () => LONGEST_EMAIL }],
-      ['/auth/reset-password', { email: () => account.email, code: () => '123456', newPassword: () => PASSWORDS[randomInt(PASSWORDS.length)]! }],
+      [
+        '/auth/reset-password',
+        { email: () => account.email, code: () => '123456', newPassword: () => PASSWORDS[randomInt(PASSWORDS.length)]! },
+      ],
       ['/auth/refresh-token', { refreshToken: () => anyCodePoints(512) }],
     ];
     for (const [path, fields] of cases) {
@@ -121,12 +130,22 @@ describe('auth: the abuse suite (worst-case input is answered within 250 ms of C
     it('GET /auth/me, POST /auth/logout and the key set with hostile headers and queries', async () => {
       // Header values are bytes: the longest a Node server takes (16 KB of headers), in printable ASCII.
       const printable = () => Array.from({ length: 15_000 }, () => String.fromCharCode(randomInt(0x21, 0x7f))).join('');
-      const tokens = [printable(), 'a.b.c'.repeat(3000), `${'e'.repeat(7000)}.${'e'.repeat(7000)}.${'e'.repeat(100)}`, '.'.repeat(15_000), account.accessToken.repeat(30).slice(0, 15_000)];
+      const tokens = [
+        printable(),
+        'a.b.c'.repeat(3000),
+        `${'e'.repeat(7000)}.${'e'.repeat(7000)}.${'e'.repeat(100)}`,
+        '.'.repeat(15_000),
+        account.accessToken.repeat(30).slice(0, 15_000),
+      ];
       for (const token of tokens) {
         await expectBounded('/auth/me', () => http.get('/auth/me', { headers: { authorization: `Bearer ${token}` } }));
         await expectBounded('/auth/logout', () => http.post('/auth/logout', undefined, { headers: { authorization: `Bearer ${token}` } }));
       }
-      await expectBounded('/auth/.well-known/jwks.json', () => http.get(`/auth/.well-known/jwks.json?projectId=${encodeURIComponent(Buffer.from(anyCodePoints(2000)).toString())}&environment=${'e'.repeat(4000)}`));
+      await expectBounded('/auth/.well-known/jwks.json', () =>
+        http.get(
+          `/auth/.well-known/jwks.json?projectId=${encodeURIComponent(Buffer.from(anyCodePoints(2000)).toString())}&environment=${'e'.repeat(4000)}`,
+        ),
+      );
     });
   });
 
@@ -149,14 +168,21 @@ describe('auth: the abuse suite (worst-case input is answered within 250 ms of C
         const huge = Object.fromEntries(Object.keys(input()).map((k) => [k, anyCodePoints(8000)]));
         await expectBounded(`graphql ${field}`, post(`mutation($i: ${type}!) { ${aliases} }`, { i: huge }));
         // One too many aliases: refused before anything runs.
-        await expectBounded(`graphql ${field}`, post(`mutation($i: ${type}!) { ${aliases} z: ${field}(input: $i) { ${selection} } }`, { i: input() }));
+        await expectBounded(
+          `graphql ${field}`,
+          post(`mutation($i: ${type}!) { ${aliases} z: ${field}(input: $i) { ${selection} } }`, { i: input() }),
+        );
       });
     }
 
     it('queries me and jwks, and logout: the most aliases (each worked out once per request)', async () => {
       const me = Array.from({ length: 33 }, (_, i) => `a${i}: me { user { id } }`).join(' ');
-      await expectBounded('graphql me', () => http.post('/graphql', { query: `{ ${me} }` }, { headers: { authorization: `Bearer ${account.accessToken}` } }));
-      const jwks = Array.from({ length: 50 }, (_, i) => `a${i}: jwks { keys { kid } }`).join(' ').slice(0, 8000);
+      await expectBounded('graphql me', () =>
+        http.post('/graphql', { query: `{ ${me} }` }, { headers: { authorization: `Bearer ${account.accessToken}` } }),
+      );
+      const jwks = Array.from({ length: 50 }, (_, i) => `a${i}: jwks { keys { kid } }`)
+        .join(' ')
+        .slice(0, 8000);
       await expectBounded('graphql jwks', post(`{ ${jwks.slice(0, jwks.lastIndexOf(' a'))} }`));
       const logout = Array.from({ length: 100 }, (_, i) => `a${i}: logout { message }`).join(' ');
       await expectBounded('graphql logout', post(`mutation { ${logout} }`));

@@ -6,7 +6,14 @@ import { PASSWORD, startAuthApi, uniqueEmail } from './support.js';
 
 // Every failure is the documented envelope with the right status: never a 500, never a hang.
 
-const POSTS = ['/auth/signup', '/auth/confirm-signup', '/auth/login', '/auth/recover-password', '/auth/reset-password', '/auth/refresh-token'];
+const POSTS = [
+  '/auth/signup',
+  '/auth/confirm-signup',
+  '/auth/login',
+  '/auth/recover-password',
+  '/auth/reset-password',
+  '/auth/refresh-token',
+];
 
 describe('auth: bad requests get the error envelope', () => {
   let t: TestApi;
@@ -44,12 +51,18 @@ describe('auth: bad requests get the error envelope', () => {
         expectEnvelope(res, 413, 'PAYLOAD_TOO_LARGE');
       });
       it('a body that is not JSON → 415', async () => {
-        const res = await http.post(path, undefined, { raw: 'email=a@b.co', headers: { 'content-type': 'application/x-www-form-urlencoded' } });
+        const res = await http.post(path, undefined, {
+          raw: 'email=a@b.co',
+          headers: { 'content-type': 'application/x-www-form-urlencoded' },
+        });
         expectEnvelope(res, 415, 'UNSUPPORTED_MEDIA_TYPE');
       });
       it('a body that does not decompress (gzip, deflate, br) → 400 VALIDATION_ERROR', async () => {
         for (const encoding of ['gzip', 'deflate', 'br']) {
-          const res = await http.post(path, undefined, { raw: 'not compressed', headers: { 'content-type': 'application/json', 'content-encoding': encoding } });
+          const res = await http.post(path, undefined, {
+            raw: 'not compressed',
+            headers: { 'content-type': 'application/json', 'content-encoding': encoding },
+          });
           expectEnvelope(res, 400, 'VALIDATION_ERROR');
         }
       });

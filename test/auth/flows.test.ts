@@ -178,7 +178,11 @@ describe('auth: the flows of the seed, through HTTP', () => {
       expect((await http.post('/auth/refresh-token', { refreshToken: a.refreshToken })).status).to.equal(401);
       expect((await http.post('/auth/login', { email: a.email, password: PASSWORD })).status).to.equal(401);
       expect((await http.post('/auth/login', { email: a.email, password: newPassword })).status).to.equal(200);
-      const reused = await http.post('/auth/reset-password', { email: a.email, code: codeIn(mail), newPassword: 'yet another passphrase 77' });
+      const reused = await http.post('/auth/reset-password', {
+        email: a.email,
+        code: codeIn(mail),
+        newPassword: 'yet another passphrase 77',
+      });
       expect(reused.status).to.equal(400);
       expect(reused.body.error).to.equal('AUTH_INVALID_CODE');
     });
@@ -190,7 +194,11 @@ describe('auth: the flows of the seed, through HTTP', () => {
       const weak = await http.post('/auth/reset-password', { email: a.email, code: codeIn(mail), newPassword: 'password' });
       expect(weak.status).to.equal(400);
       expect(weak.body.violations[0].path).to.equal('newPassword');
-      const ok = await http.post('/auth/reset-password', { email: a.email, code: codeIn(mail), newPassword: 'a brand new passphrase 2026' });
+      const ok = await http.post('/auth/reset-password', {
+        email: a.email,
+        code: codeIn(mail),
+        newPassword: 'a brand new passphrase 2026',
+      });
       expect(ok.status).to.equal(200);
     });
   });
@@ -231,7 +239,12 @@ describe('auth: the flows of the seed, through HTTP', () => {
     });
 
     it('requires a bearer token to log out', async () => {
-      const attempts: Array<Record<string, string>> = [{}, { authorization: 'Basic abc' }, { authorization: 'Bearer' }, { authorization: 'Bearer not.a.jwt' }];
+      const attempts: Array<Record<string, string>> = [
+        {},
+        { authorization: 'Basic abc' },
+        { authorization: 'Bearer' },
+        { authorization: 'Bearer not.a.jwt' },
+      ];
       for (const headers of attempts) {
         const res = await http.post('/auth/logout', undefined, { headers });
         expect(res.status).to.equal(401);
@@ -316,7 +329,9 @@ describe('auth: the flows of the seed, through HTTP', () => {
           ['POST', '/auth/login'],
           ['GET', '/auth/.well-known/jwks.json'],
         ] as const) {
-          const res = await http.with(headers).request(method, path, method === 'POST' ? { body: { email: 'a@b.co', password: PASSWORD } } : {});
+          const res = await http
+            .with(headers)
+            .request(method, path, method === 'POST' ? { body: { email: 'a@b.co', password: PASSWORD } } : {});
           expect(res.status, `${method} ${path} ${JSON.stringify(headers)}`).to.equal(404);
           expect(res.body.error).to.equal('AUTH_NOT_CONFIGURED');
         }

@@ -31,7 +31,9 @@ describe('auth hardening (issue 12)', function () {
     it('reset-password with a 256-character random password and a wrong code: AUTH_INVALID_CODE within the CPU bound', async () => {
       const a = await signUpAndConfirm(t, http);
       for (const email of [a.email, uniqueEmail('ghost')]) {
-        const { result, cpuMs } = await cpuMsOf(() => http.post('/auth/reset-password', { email, code: '123456', newPassword: randomPassword(256) }));
+        const { result, cpuMs } = await cpuMsOf(() =>
+          http.post('/auth/reset-password', { email, code: '123456', newPassword: randomPassword(256) }),
+        );
         expect(result.body.error).to.equal('AUTH_INVALID_CODE');
         expect(cpuMs, 'CPU ms').to.be.below(CPU_BOUND_MS);
       }
@@ -52,7 +54,9 @@ describe('auth hardening (issue 12)', function () {
       const tooWeak = await http.post('/auth/reset-password', { email, code, newPassword: 'a'.repeat(256) });
       expect(tooWeak.body.error).to.equal('VALIDATION_ERROR');
       // The code survived the weak attempt: the user tries again with a better password.
-      const { result: reset, cpuMs: resetCpu } = await cpuMsOf(() => http.post('/auth/reset-password', { email, code, newPassword: randomPassword(256) }));
+      const { result: reset, cpuMs: resetCpu } = await cpuMsOf(() =>
+        http.post('/auth/reset-password', { email, code, newPassword: randomPassword(256) }),
+      );
       expect(reset.status, JSON.stringify(reset.body)).to.equal(200);
       expect(resetCpu, 'reset CPU ms').to.be.below(CPU_BOUND_MS);
     });
@@ -63,7 +67,11 @@ describe('auth hardening (issue 12)', function () {
       await http.post('/graphql', { query: '{ jwks { keys { kid } } }' }); // the first GraphQL request warms the engine up
       const before = await authEvents(t);
       const { result, cpuMs } = await cpuMsOf(() =>
-        http.post('/graphql', { query: `mutation($i: LoginInput!) { ${aliases} }`, variables: { i: { email: a.email, password: PASSWORD } } }, from('198.51.100.90')),
+        http.post(
+          '/graphql',
+          { query: `mutation($i: LoginInput!) { ${aliases} }`, variables: { i: { email: a.email, password: PASSWORD } } },
+          from('198.51.100.90'),
+        ),
       );
       expect(result.status).to.equal(200);
       expect((await authEvents(t)).login_ok! - (before.login_ok ?? 0), 'logins checked').to.equal(1);
@@ -83,13 +91,19 @@ describe('auth hardening (issue 12)', function () {
           const email = uniqueEmail('target');
           const perEmail = [];
           for (let i = 0; i < 11; i++) perEmail.push(await h.post(path, body(email), from(`198.51.100.${i + 1}`)));
-          expect(perEmail.slice(0, 10).map((r) => r.body.error), path).to.deep.equal(Array(10).fill('AUTH_INVALID_CODE'));
+          expect(
+            perEmail.slice(0, 10).map((r) => r.body.error),
+            path,
+          ).to.deep.equal(Array(10).fill('AUTH_INVALID_CODE'));
           expect(perEmail[10]!.status, path).to.equal(429);
           expect(Number(perEmail[10]!.headers.get('retry-after'))).to.be.within(1, 60);
 
           const perIp = [];
           for (let i = 0; i < 21; i++) perIp.push(await h.post(path, body(uniqueEmail('spray')), from('203.0.113.50')));
-          expect(perIp.slice(0, 20).every((r) => r.status === 400), path).to.equal(true);
+          expect(
+            perIp.slice(0, 20).every((r) => r.status === 400),
+            path,
+          ).to.equal(true);
           expect(perIp[20]!.status, path).to.equal(429);
           expect(perIp[20]!.body.error).to.equal('RATE_LIMIT_EXCEEDED');
           expect(Number(perIp[20]!.headers.get('retry-after'))).to.be.within(1, 60);
@@ -111,7 +125,10 @@ describe('auth hardening (issue 12)', function () {
     for (let round = 0; round < 2; round++) {
       const code = await freshCode();
       for (let i = 0; i < 5; i++) {
-        expect((await http.post('/auth/reset-password', { email: a.email, code: wrongCode(code), newPassword: 'fresh passphrase number one' })).body.error).to.equal('AUTH_INVALID_CODE');
+        expect(
+          (await http.post('/auth/reset-password', { email: a.email, code: wrongCode(code), newPassword: 'fresh passphrase number one' }))
+            .body.error,
+        ).to.equal('AUTH_INVALID_CODE');
       }
     }
     // A third code is sent (the victim can still be mailed), but even its right value is refused.
@@ -131,7 +148,9 @@ describe('auth hardening (issue 12)', function () {
       const { http: h } = await t.provision({ projectId: 'race', name: 'master' });
       const a = await signUpAndConfirm(t, h);
       const before = await authEvents(t);
-      const results = await Promise.all(Array.from({ length: 20 }, (_, i) => h.post('/auth/login', { email: a.email, password: `wrong guess ${i}` }, from('198.51.100.7'))));
+      const results = await Promise.all(
+        Array.from({ length: 20 }, (_, i) => h.post('/auth/login', { email: a.email, password: `wrong guess ${i}` }, from('198.51.100.7'))),
+      );
       const after = await authEvents(t);
       const delta = (event: string) => (after[event] ?? 0) - (before[event] ?? 0);
       // Checked: failed + the one that set the lock. Refused without a check: the rest.
@@ -148,7 +167,8 @@ describe('auth hardening (issue 12)', function () {
       const { http: h } = await t.provision({ projectId: 'race2', name: 'master' });
       const a = await signUpAndConfirm(t, h);
       const client = from('198.51.100.8');
-      for (let i = 0; i < 4; i++) expect((await h.post('/auth/login', { email: a.email, password: `wrong ${i}` }, client)).status).to.equal(401);
+      for (let i = 0; i < 4; i++)
+        expect((await h.post('/auth/login', { email: a.email, password: `wrong ${i}` }, client)).status).to.equal(401);
       const before = await authEvents(t);
       const wrong = Array.from({ length: 10 }, (_, i) => h.post('/auth/login', { email: a.email, password: `racing wrong ${i}` }, client));
       const right = h.post('/auth/login', { email: a.email, password: PASSWORD }, client);
@@ -193,14 +213,19 @@ describe('auth hardening (issue 12)', function () {
     it('an unknown address is locked exactly like a known one: the 423 tells nothing', async () => {
       const ghost = uniqueEmail('ghost');
       const statuses = [];
-      for (let i = 0; i < 6; i++) statuses.push((await http.post('/auth/login', { email: ghost, password: `guess ${i}` }, from('203.0.113.10'))).status);
+      for (let i = 0; i < 6; i++)
+        statuses.push((await http.post('/auth/login', { email: ghost, password: `guess ${i}` }, from('203.0.113.10'))).status);
       expect(statuses).to.deep.equal([401, 401, 401, 401, 423, 423]);
     });
   });
 
   describe('client addresses', () => {
     it('TRUST_PROXY=true is refused in production, naming the variable; a hop count or addresses are accepted', () => {
-      const base = { NODE_ENV: 'production', DATABASE_URL: 'postgres://x@localhost/db', KEY_ENCRYPTION_KEY: Buffer.alloc(32, 1).toString('base64') };
+      const base = {
+        NODE_ENV: 'production',
+        DATABASE_URL: 'postgres://x@localhost/db',
+        KEY_ENCRYPTION_KEY: Buffer.alloc(32, 1).toString('base64'),
+      };
       expect(() => loadConfig({ ...base, TRUST_PROXY: 'true' })).to.throw(ConfigError, /TRUST_PROXY.*(hop|number of proxies)/);
       expect(loadConfig({ ...base, TRUST_PROXY: '2' }).trustProxy).to.equal('2');
       expect(loadConfig({ ...base, TRUST_PROXY: '10.0.0.0/8, 192.168.1.1' }).trustProxy).to.equal('10.0.0.0/8, 192.168.1.1');
@@ -217,7 +242,8 @@ describe('auth hardening (issue 12)', function () {
       const strict = await startTestApi({ env: { TRUST_PROXY: '1' } });
       try {
         const { http: h } = await strict.provision({ projectId: 'xff', name: 'master' });
-        const login = (xff: string) => h.post('/auth/login', { email: uniqueEmail('x'), password: 'some password here' }, { headers: { 'x-forwarded-for': xff } });
+        const login = (xff: string) =>
+          h.post('/auth/login', { email: uniqueEmail('x'), password: 'some password here' }, { headers: { 'x-forwarded-for': xff } });
         const forged = [];
         for (let i = 0; i < 21; i++) forged.push((await login(`10.9.8.${i}, 198.51.100.200`)).status);
         expect(forged.slice(0, 20).every((s) => s === 401)).to.equal(true);

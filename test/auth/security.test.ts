@@ -111,14 +111,18 @@ describe('auth: hostile input, races and secrets at rest', function () {
       const wrongKey = new Uint8Array(32).fill(7);
       await expectRejected(await new CompactEncrypt(jws).setProtectedHeader({ alg: 'dir', enc: 'A256GCM' }).encrypt(wrongKey));
       await expectRejected(await new CompactEncrypt(jws).setProtectedHeader({ alg: 'A256KW', enc: 'A256GCM' }).encrypt(wrongKey));
-      await expectRejected(`${b64({ alg: 'dir', enc: 'A256GCM' })}..${base64url.encode('iv')}.${base64url.encode('ct')}.${base64url.encode('tag')}`);
+      await expectRejected(
+        `${b64({ alg: 'dir', enc: 'A256GCM' })}..${base64url.encode('iv')}.${base64url.encode('ct')}.${base64url.encode('tag')}`,
+      );
     });
   });
 
   describe('races', () => {
     it('20 concurrent exchanges of one refresh token: exactly one succeeds, and the session dies', async () => {
       const a = await signUpAndConfirm(t, http);
-      const results = await Promise.all(Array.from({ length: 20 }, () => http.post('/auth/refresh-token', { refreshToken: a.refreshToken })));
+      const results = await Promise.all(
+        Array.from({ length: 20 }, () => http.post('/auth/refresh-token', { refreshToken: a.refreshToken })),
+      );
       const ok = results.filter((r) => r.status === 200);
       expect(ok).to.have.length(1);
       expect(results.filter((r) => r.status === 401 && r.body.error === 'AUTH_TOKEN_INVALID')).to.have.length(19);
@@ -141,7 +145,9 @@ describe('auth: hostile input, races and secrets at rest', function () {
     it('concurrent failed logins lock the account exactly once', async () => {
       const { http: strict } = await t.provision({ projectId: 'strict', name: 'master' });
       const a = await signUpAndConfirm(t, strict);
-      const results = await Promise.all(Array.from({ length: 12 }, (_, i) => strict.post('/auth/login', { email: a.email, password: `wrong guess number ${i}` })));
+      const results = await Promise.all(
+        Array.from({ length: 12 }, (_, i) => strict.post('/auth/login', { email: a.email, password: `wrong guess number ${i}` })),
+      );
       const locks = results.filter((r) => r.status === 423);
       expect(results.filter((r) => r.status === 401).length + locks.length).to.equal(12);
       expect(new Set(locks.map((r) => r.body.lockedUntil)).size).to.equal(1);

@@ -69,7 +69,9 @@ describe(`chaos: soak, ${SECONDS} s of mixed traffic`, function () {
     db = await createTestDatabase();
     const kek = randomBytes(32).toString('base64');
     const secret = `soak-secret-${randomBytes(8).toString('hex')}`;
-    ctx = await createContext(loadConfig({ KEY_ENCRYPTION_KEY: kek, DATA_DIR: dir, LOG_LEVEL: 'warn' }), db.url, { log: createLogger('warn') });
+    ctx = await createContext(loadConfig({ KEY_ENCRYPTION_KEY: kek, DATA_DIR: dir, LOG_LEVEL: 'warn' }), db.url, {
+      log: createLogger('warn'),
+    });
     await provisionEnvironment(ctx, { projectId: 'soak', name: 'master' });
     await ctx.pool.query('CREATE TABLE soak_master.events (id bigserial PRIMARY KEY, kind text, payload text)');
     // Space freed by pruning is reused once autovacuum has visited the table. Its default round
@@ -82,7 +84,15 @@ describe(`chaos: soak, ${SECONDS} s of mixed traffic`, function () {
     // The benchmark's subscriber: checks every signature and counts event ids, in a process of its own.
     receiver = await startCountingReceiver(secret, { cert, key });
     await receiver.reset(['/soak']);
-    await insertSubscription(ctx, { projectId: 'soak', environment: 'master', schema: 'soak_master', table: 'events', events: ['INSERT'], url: `${receiver.url}/soak`, secret });
+    await insertSubscription(ctx, {
+      projectId: 'soak',
+      environment: 'master',
+      schema: 'soak_master',
+      table: 'events',
+      events: ['INSERT'],
+      url: `${receiver.url}/soak`,
+      secret,
+    });
     const env = {
       ...process.env,
       NODE_ENV: 'production',
@@ -142,7 +152,12 @@ describe(`chaos: soak, ${SECONDS} s of mixed traffic`, function () {
       authCalls++;
       const res = await fetch(`${apiUrl}${pathname}`, {
         ...init,
-        headers: { 'content-type': 'application/json', 'x-project-id': 'soak', 'x-forwarded-for': ip, ...(init.headers as Record<string, string>) },
+        headers: {
+          'content-type': 'application/json',
+          'x-project-id': 'soak',
+          'x-forwarded-for': ip,
+          ...(init.headers as Record<string, string>),
+        },
       });
       if (res.status >= 500) authFailures++;
       return res;
@@ -155,8 +170,12 @@ describe(`chaos: soak, ${SECONDS} s of mixed traffic`, function () {
           const pair = (await login.json()) as { accessToken: string; refreshToken: string };
           const auth = { authorization: `Bearer ${pair.accessToken}` };
           for (let i = 0; i < 5; i++) await (await call('/auth/me', { headers: auth }, ip)).arrayBuffer();
-          const refreshed = (await (await call('/auth/refresh-token', { method: 'POST', body: JSON.stringify({ refreshToken: pair.refreshToken }) }, ip)).json()) as { accessToken: string };
-          await (await call('/auth/logout', { method: 'POST', headers: { authorization: `Bearer ${refreshed.accessToken}` } }, ip)).arrayBuffer();
+          const refreshed = (await (
+            await call('/auth/refresh-token', { method: 'POST', body: JSON.stringify({ refreshToken: pair.refreshToken }) }, ip)
+          ).json()) as { accessToken: string };
+          await (
+            await call('/auth/logout', { method: 'POST', headers: { authorization: `Bearer ${refreshed.accessToken}` } }, ip)
+          ).arrayBuffer();
         }
       }),
     );
@@ -182,10 +201,19 @@ describe(`chaos: soak, ${SECONDS} s of mixed traffic`, function () {
     const report = Object.fromEntries(
       (['api', 'tailer'] as const).map((name) => {
         const kept = samples[name].slice(Math.floor(samples[name].length / 4)); // after the warm-up
-        return [name, { firstMb: Math.round(kept[0]![1]), lastMb: Math.round(kept[kept.length - 1]![1]), trendGrowth: Math.round(trendGrowth(kept) * 1000) / 10 }];
+        return [
+          name,
+          {
+            firstMb: Math.round(kept[0]![1]),
+            lastMb: Math.round(kept[kept.length - 1]![1]),
+            trendGrowth: Math.round(trendGrowth(kept) * 1000) / 10,
+          },
+        ];
       }),
     );
-    console.log(`      soak: ${SECONDS} s, ${inserted} rows, ${stats.unique} delivered (${stats.received - stats.unique} repeats), ${authCalls} auth calls; RSS ${JSON.stringify(report)}`);
+    console.log(
+      `      soak: ${SECONDS} s, ${inserted} rows, ${stats.unique} delivered (${stats.received - stats.unique} repeats), ${authCalls} auth calls; RSS ${JSON.stringify(report)}`,
+    );
     // History: judged after the first window and pass (before that the tables only fill up).
     const judged = history.slice(Math.ceil((2 * RETENTION_MS) / 5000));
     const growth = Object.fromEntries(
@@ -206,7 +234,10 @@ describe(`chaos: soak, ${SECONDS} s of mixed traffic`, function () {
     // Memory is judged on long runs only: for the first minutes V8's heaps grow towards their
     // working size (a 90 s run sees +10–20 %), so a short run's trend says nothing about leaks.
     // Pruning keeps up: no delivered history stays longer than the window, three passes and 10 s.
-    expect(judged.map((h) => h.overdue!.rows), 'delivered history kept past its window').to.satisfy((ns: number[]) => ns.every((n) => n === 0));
+    expect(
+      judged.map((h) => h.overdue!.rows),
+      'delivered history kept past its window',
+    ).to.satisfy((ns: number[]) => ns.every((n) => n === 0));
     // Kept, the history would grow with the run: its second half would average about 1.8 times the
     // first (3 times, counted from zero). Pruned, it stays the size of the window — judged when
     // sending kept up with the writes: a backlog of pending deliveries (never pruned) grows the

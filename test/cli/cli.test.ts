@@ -13,7 +13,20 @@ describe('the walgate CLI', function () {
   after(() => t.close());
 
   it('has --help on every command', async () => {
-    for (const args of [[], ['migrate'], ['project', 'create'], ['project', 'set'], ['project', 'list'], ['token', 'create'], ['token', 'list'], ['token', 'revoke'], ['keys', 'rotate'], ['keys', 'list'], ['users', 'logout'], ['deliveries', 'replay']]) {
+    for (const args of [
+      [],
+      ['migrate'],
+      ['project', 'create'],
+      ['project', 'set'],
+      ['project', 'list'],
+      ['token', 'create'],
+      ['token', 'list'],
+      ['token', 'revoke'],
+      ['keys', 'rotate'],
+      ['keys', 'list'],
+      ['users', 'logout'],
+      ['deliveries', 'replay'],
+    ]) {
       const r = await walgate(t, [...args, '--help']);
       expect(r.code, args.join(' ')).to.equal(0);
       expect(r.stdout).to.match(/^Usage: walgate/);
@@ -32,7 +45,14 @@ describe('the walgate CLI', function () {
     expect(set.stdout).to.contain('auth on');
     const list = await walgate(t, ['project', 'list', '--json']);
     const projects = JSON.parse(list.stdout);
-    expect(projects).to.deep.include({ project: 'acme2', environment: 'master', schema: 'public', auth: 'on', tokens: 'jwe', created: projects.find((p: any) => p.project === 'acme2').created });
+    expect(projects).to.deep.include({
+      project: 'acme2',
+      environment: 'master',
+      schema: 'public',
+      auth: 'on',
+      tokens: 'jwe',
+      created: projects.find((p: any) => p.project === 'acme2').created,
+    });
     const dup = await walgate(t, ['project', 'create', 'acme2']);
     expect(dup.code).to.equal(1);
     expect(dup.stderr).to.contain('already exists');
@@ -74,7 +94,10 @@ describe('the walgate CLI', function () {
     expect(after).to.have.length(3);
     expect((await http.get('/auth/me', bearer(account.accessToken))).status).to.equal(200);
     const list = await walgate(t, ['keys', 'list', '--project', 'rot']);
-    expect(list.stdout).to.match(/next/).and.match(/active/).and.match(/retired/);
+    expect(list.stdout)
+      .to.match(/next/)
+      .and.match(/active/)
+      .and.match(/retired/);
   });
 
   it('one schema belongs to one environment: a collision is refused, naming the owner and --schema', async () => {
@@ -83,7 +106,9 @@ describe('the walgate CLI', function () {
     for (const args of [['tenant'], ['other', '--schema', 'tenant_master'], ['other', '--schema', 'Tenant_Master']]) {
       const r = await walgate(t, ['project', 'create', ...args]);
       expect(r.code, args.join(' ')).to.equal(1);
-      expect(r.stderr.trim()).to.match(/^walgate: schema \S+ already belongs to Tenant\/master; give this environment its own with --schema <name>$/i);
+      expect(r.stderr.trim()).to.match(
+        /^walgate: schema \S+ already belongs to Tenant\/master; give this environment its own with --schema <name>$/i,
+      );
     }
     const taken = await walgate(t, ['project', 'create', 'tenant', '--schema', 'tenant_two']);
     expect(taken.code, taken.stderr).to.equal(0);
@@ -119,7 +144,11 @@ describe('the walgate CLI', function () {
     const { insertSubscription } = await import('../support/subscriptions.js');
     const a = await insertSubscription(t.ctx, { projectId: 'dl', environment: 'master', schema: 'dl_master', table: 't' });
     const b = await insertSubscription(t.ctx, { projectId: 'dl', environment: 'master', schema: 'dl_master', table: 't' });
-    for (const [id, wh, at] of [['del_1', a, '2026-01-01T00:00:00Z'], ['del_2', a, '2026-03-01T00:00:00Z'], ['del_3', b, '2026-03-01T00:00:00Z']]) {
+    for (const [id, wh, at] of [
+      ['del_1', a, '2026-01-01T00:00:00Z'],
+      ['del_2', a, '2026-03-01T00:00:00Z'],
+      ['del_3', b, '2026-03-01T00:00:00Z'],
+    ]) {
       await t.ctx.pool.query(
         `INSERT INTO walgate.deliveries (id, webhook_id, event_id, event_type, status, attempts, next_attempt_at, created_at) VALUES ($1, $2, $1, 'INSERT', 'dead', 5, now(), $3)`,
         [id, wh, at],
@@ -132,9 +161,19 @@ describe('the walgate CLI', function () {
     expect(one.stdout).to.contain('replayed 1 dead-letter delivery');
     expect(one.stderr).to.contain('replayed: 1');
     const script = await new Promise<string>((resolve) =>
-      execFile('scripts/replay-dead-letters.sh', ['--until', '2026-02-01T00:00:00Z'], {
-        env: { ...process.env, DATABASE_URL: t.database.url, KEY_ENCRYPTION_KEY: t.config.keyEncryptionKey!.toString('base64'), LOG_LEVEL: 'warn' },
-      }, (_e, out) => resolve(out)),
+      execFile(
+        'scripts/replay-dead-letters.sh',
+        ['--until', '2026-02-01T00:00:00Z'],
+        {
+          env: {
+            ...process.env,
+            DATABASE_URL: t.database.url,
+            KEY_ENCRYPTION_KEY: t.config.keyEncryptionKey!.toString('base64'),
+            LOG_LEVEL: 'warn',
+          },
+        },
+        (_e, out) => resolve(out),
+      ),
     );
     expect(script).to.contain('replayed 1 dead-letter delivery');
     const { rows } = await t.ctx.pool.query(`SELECT id, status, attempts FROM walgate.deliveries ORDER BY id`);

@@ -50,12 +50,15 @@ describe('delivery console: /console in Chromium', function () {
   const markup: string[] = [];
   let nextId = 1;
 
-  const insertRow = (status = 'paid') => p.writer.query('INSERT INTO shop_master.orders (id, status, amount) VALUES ($1, $2, 12.50)', [nextId++, status]);
+  const insertRow = (status = 'paid') =>
+    p.writer.query('INSERT INTO shop_master.orders (id, status, amount) VALUES ($1, $2, 12.50)', [nextId++, status]);
 
   async function checkAccessibility(view: string): Promise<void> {
     markup.push(await page.content());
     if (!(await page.evaluate("'axe' in window"))) await page.evaluate(axeSource); // evaluated by the tool, not a <script>: the CSP stays strict
-    const violations = (await page.evaluate("axe.run(document, { resultTypes: ['violations'] }).then((r) => r.violations)")) as AxeViolation[];
+    const violations = (await page.evaluate(
+      "axe.run(document, { resultTypes: ['violations'] }).then((r) => r.violations)",
+    )) as AxeViolation[];
     const grave = violations.filter((v) => v.impact === 'serious' || v.impact === 'critical');
     expect(
       grave.map((v) => `${v.id} (${v.impact}): ${v.help} — ${v.nodes.map((n) => n.target.join(' ')).join(', ')}`),
@@ -126,7 +129,11 @@ describe('delivery console: /console in Chromium', function () {
     await page.locator('#table').waitFor();
     expect(await page.locator('#table option').allInnerTexts()).to.deep.equal(['customers', 'orders']);
     await page.getByLabel('Table').selectOption('orders');
-    expect((await page.locator('#select-columns label').allInnerTexts()).map((t) => t.replace(/\s+/g, ' ').trim())).to.deep.equal(['id integer', 'status text', 'amount numeric(12,2)']);
+    expect((await page.locator('#select-columns label').allInnerTexts()).map((t) => t.replace(/\s+/g, ' ').trim())).to.deep.equal([
+      'id integer',
+      'status text',
+      'amount numeric(12,2)',
+    ]);
     await page.getByLabel('DELETE').uncheck();
     await page.getByLabel('Receiver URL (https)').fill(`${p.receiver.url}/hook`);
     await page.getByRole('button', { name: 'Add a condition' }).click();
@@ -160,7 +167,11 @@ describe('delivery console: /console in Chromium', function () {
     await insertRow();
     await page.locator('#deliveries tbody tr').first().getByText('dead').waitFor({ timeout: 15_000 });
     expect(await statuses()).to.deep.equal(['dead', 'delivered']);
-    await page.locator('#deliveries tbody tr').first().getByRole('button', { name: /^Details/ }).click();
+    await page
+      .locator('#deliveries tbody tr')
+      .first()
+      .getByRole('button', { name: /^Details/ })
+      .click();
     await page.locator('#delivery-status').getByText('dead').waitFor();
     const attempts = await page.locator('#delivery table tbody tr').allInnerTexts();
     expect(attempts).to.have.length(5);
@@ -185,7 +196,11 @@ describe('delivery console: /console in Chromium', function () {
   });
 
   it('retries one delivered delivery: a further attempt in its log', async () => {
-    await page.locator('#deliveries tbody tr').last().getByRole('button', { name: /^Details/ }).click();
+    await page
+      .locator('#deliveries tbody tr')
+      .last()
+      .getByRole('button', { name: /^Details/ })
+      .click();
     await page.locator('#delivery-status').getByText('delivered').waitFor();
     const before = p.receiver.requests.length;
     await page.getByRole('button', { name: 'Retry now' }).click();
@@ -204,7 +219,9 @@ describe('delivery console: /console in Chromium', function () {
     await page.getByRole('button', { name: 'Rotate secret' }).click();
     await page.getByRole('dialog').getByRole('button', { name: 'Rotate' }).click();
     const secondSecret = await page.locator('#new-secret').innerText();
-    expect(secondSecret).to.match(/^whsec_/).and.not.equal(firstSecret);
+    expect(secondSecret)
+      .to.match(/^whsec_/)
+      .and.not.equal(firstSecret);
     const before = p.receiver.requests.length;
     await insertRow();
     const [next] = (await p.receiver.waitFor(before + 1)).slice(before);

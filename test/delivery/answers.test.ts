@@ -15,11 +15,18 @@ describe('delivery: 410 Gone disables the subscription', function () {
     p.receiver.behave = () => ({ status: 410 });
     const wh = await p.subscribe();
     await p.writer.query(`INSERT INTO shop_master.orders VALUES (1, 'new', 1)`);
-    const [d] = await eventually(() => p.delivery(wh), (r) => r[0]?.status === 'dead');
+    const [d] = await eventually(
+      () => p.delivery(wh),
+      (r) => r[0]?.status === 'dead',
+    );
     expect(d).to.include({ attempts: 1, http_status: 410 });
     expect(p.receiver.requests).to.have.length(1);
 
-    const api = new HttpClient(p.t.url, { authorization: `Bearer ${await p.t.managementToken('shop')}`, 'x-project-id': 'shop', environment: 'master' });
+    const api = new HttpClient(p.t.url, {
+      authorization: `Bearer ${await p.t.managementToken('shop')}`,
+      'x-project-id': 'shop',
+      environment: 'master',
+    });
     const res = await api.get(`/api/rest/_webhooks/${wh}`);
     expect(res.status).to.equal(200);
     expect(res.body.webhook).to.include({ active: false, disabledReason: 'the receiver answered 410 Gone' });
@@ -60,10 +67,15 @@ describe('delivery: 429 / 503 with Retry-After delay the next attempt', function
       const path = `/${status}`;
       const mine = () => p.receiver.requests.filter((r) => r.path === path);
       // The first request to this subscription is refused with Retry-After (the other test's subscription still takes changes).
-      p.receiver.behave = (req) => (req.path === path && mine().length === 1 ? { status, headers: { 'retry-after': retryAfter() } } : { status: 200 });
+      p.receiver.behave = (req) =>
+        req.path === path && mine().length === 1 ? { status, headers: { 'retry-after': retryAfter() } } : { status: 200 };
       const wh = await p.subscribe({ url: `${p.receiver.url}${path}` });
       await p.writer.query(`INSERT INTO shop_master.orders VALUES (${status}, 'new', 1)`);
-      const [d] = await eventually(() => p.delivery(wh), (r) => r[0]?.status === 'delivered', 10_000);
+      const [d] = await eventually(
+        () => p.delivery(wh),
+        (r) => r[0]?.status === 'delivered',
+        10_000,
+      );
       const [first, second] = mine();
       expect(second!.at - first!.answeredAt!).to.be.at.least(1900);
       expect(d).to.include({ attempts: 2, http_status: 200 });

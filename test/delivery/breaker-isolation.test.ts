@@ -10,7 +10,12 @@ describe('delivery: breakers per project, environment and exact URL', function (
   before(async () => {
     // A cool-down far longer than the test: anything that waits behind the open breaker fails it.
     // A generous time-out: on a loaded machine a slow answer must not count as the healthy endpoint's failure.
-    p = await startPipeline({ WEBHOOK_RETRY_DELAYS_MS: '0,100,100,100,100,100', WEBHOOK_BREAKER_FAILURES: '2', WEBHOOK_BREAKER_COOLDOWN_MS: '60000', WEBHOOK_TIMEOUT_MS: '8000' });
+    p = await startPipeline({
+      WEBHOOK_RETRY_DELAYS_MS: '0,100,100,100,100,100',
+      WEBHOOK_BREAKER_FAILURES: '2',
+      WEBHOOK_BREAKER_COOLDOWN_MS: '60000',
+      WEBHOOK_TIMEOUT_MS: '8000',
+    });
     await p.t.provision({ projectId: 'other', name: 'master' });
     await p.writer.query('CREATE TABLE other_master.orders (id int PRIMARY KEY, status text, amount numeric(12,2))');
   });
@@ -22,7 +27,11 @@ describe('delivery: breakers per project, environment and exact URL', function (
     const bad = await p.subscribe({ url: `${p.receiver.url}/bad` });
     const good = await p.subscribe({ url: `${p.receiver.url}/good` });
     const otherTenant = await insertSubscription(p.t.ctx, {
-      projectId: 'other', environment: 'master', schema: 'other_master', table: 'orders', url: `${p.receiver.url}/bad`,
+      projectId: 'other',
+      environment: 'master',
+      schema: 'other_master',
+      table: 'orders',
+      url: `${p.receiver.url}/bad`,
     });
     // Open shop's /bad breaker first.
     await p.writer.query(`INSERT INTO shop_master.orders VALUES (1, 'new', 1), (2, 'new', 1)`);
@@ -36,8 +45,16 @@ describe('delivery: breakers per project, environment and exact URL', function (
     const start = Date.now();
     await p.writer.query(`INSERT INTO shop_master.orders SELECT g, 'new', 1 FROM generate_series(3, 12) g`);
     await p.writer.query(`INSERT INTO other_master.orders SELECT g, 'new', 1 FROM generate_series(1, 10) g`);
-    await eventually(() => p.delivery(good), (r) => r.filter((d) => d.status === 'delivered').length === 12, 10_000);
-    await eventually(() => p.delivery(otherTenant), (r) => r.filter((d) => d.status === 'delivered').length === 10, 10_000);
+    await eventually(
+      () => p.delivery(good),
+      (r) => r.filter((d) => d.status === 'delivered').length === 12,
+      10_000,
+    );
+    await eventually(
+      () => p.delivery(otherTenant),
+      (r) => r.filter((d) => d.status === 'delivered').length === 10,
+      10_000,
+    );
     expect(Date.now() - start).to.be.below(10_000); // the cool-down is 60 s
     // …while shop's /bad waits behind its open breaker: not one more request reached it.
     const shopBad = p.receiver.requests.filter((r) => r.path === '/bad' && JSON.parse(r.body).project_id === 'shop');
@@ -72,7 +89,11 @@ describe('delivery: nothing goes through an open breaker until its probe', funct
     };
     const wh = await p.subscribe();
     await p.writer.query(`INSERT INTO shop_master.orders SELECT g, 'new', 1 FROM generate_series(1, 8) g`);
-    await eventually(() => p.delivery(wh), (r) => r.length === 8 && r.every((d) => d.status === 'delivered'), 15_000);
+    await eventually(
+      () => p.delivery(wh),
+      (r) => r.length === 8 && r.every((d) => d.status === 'delivered'),
+      15_000,
+    );
     const reqs = p.receiver.requests;
     const failing = reqs.slice(0, 8);
     const openingFailure = failing.map((r) => r.answeredAt!).sort((a, b) => a - b)[4]!; // the fifth consecutive failure
@@ -80,10 +101,16 @@ describe('delivery: nothing goes through an open breaker until its probe', funct
     const after = reqs.slice(9);
     const timeline = reqs.map((r) => `${r.at - failing[0]!.at}→${(r.answeredAt ?? NaN) - failing[0]!.at}`).join(' ');
     // Nothing between the opening failure and the probe, which comes after the cool-down…
-    expect(reqs.filter((r) => r.at > openingFailure && r.at < probe.at), timeline).to.have.length(0);
+    expect(
+      reqs.filter((r) => r.at > openingFailure && r.at < probe.at),
+      timeline,
+    ).to.have.length(0);
     expect(probe.at - openingFailure, timeline).to.be.at.least(COOLDOWN);
     // …and nothing until the probe has answered; then the other 7 deliveries follow.
-    expect(after.every((r) => r.at >= probe.answeredAt!), timeline).to.equal(true);
+    expect(
+      after.every((r) => r.at >= probe.answeredAt!),
+      timeline,
+    ).to.equal(true);
     expect(reqs, timeline).to.have.length(16);
     const { rows } = await p.t.ctx.pool.query('SELECT consecutive_failures, opened_until FROM walgate.endpoint_breakers');
     expect(rows[0]).to.deep.equal({ consecutive_failures: 0, opened_until: null });

@@ -34,7 +34,12 @@ describe('delivery: a stale breaker read cannot reopen the gate', () => {
         return result;
       },
     } as unknown as Pool;
-    const breakers = new EndpointBreakers(slowReads, { failures: 1, cooldownMs: 60_000, probeLeaseMs: 10_000 }, systemClock, createLogger('silent'));
+    const breakers = new EndpointBreakers(
+      slowReads,
+      { failures: 1, cooldownMs: 60_000, probeLeaseMs: 10_000 },
+      systemClock,
+      createLogger('silent'),
+    );
     const refreshing = breakers.refresh([endpoint]);
     await new Promise((r) => setTimeout(r, 50)); // the read has happened
     expect(await breakers.recordFailure(endpoint, false)).to.be.an.instanceOf(Date); // this failure opens it

@@ -39,7 +39,11 @@ describe('delivery: circuit breaker per endpoint', function () {
     // After it: one probe goes first; its success closes the breaker and the rest follow.
     await p.receiver.waitFor(6, 5000);
     expect(p.receiver.requests[5]!.at - openedAt).to.be.at.least(COOLDOWN - 400);
-    const done = await eventually(() => p.delivery(wh), (r) => r.filter((d) => d.status === 'delivered').length >= 3, 10_000);
+    const done = await eventually(
+      () => p.delivery(wh),
+      (r) => r.filter((d) => d.status === 'delivered').length >= 3,
+      10_000,
+    );
     expect(done.filter((d) => d.attempts === 1 && d.status === 'delivered')).to.have.length(3);
     const after = await p.t.ctx.pool.query('SELECT consecutive_failures, opened_until FROM walgate.endpoint_breakers');
     expect(after.rows[0]).to.deep.equal({ consecutive_failures: 0, opened_until: null });
@@ -52,7 +56,10 @@ describe('delivery: a slow and a failing subscriber do not hold up a healthy one
   this.timeout(30_000);
   let p: Pipeline;
   before(async () => {
-    p = await startPipeline({ WEBHOOK_TIMEOUT_MS: '3000', WEBHOOK_RETRY_DELAYS_MS: '0,100,100,100,100', WEBHOOK_BREAKER_FAILURES: '1000' }, { perWebhook: 4, concurrency: 16 });
+    p = await startPipeline(
+      { WEBHOOK_TIMEOUT_MS: '3000', WEBHOOK_RETRY_DELAYS_MS: '0,100,100,100,100', WEBHOOK_BREAKER_FAILURES: '1000' },
+      { perWebhook: 4, concurrency: 16 },
+    );
   });
   after(() => p?.close());
 
@@ -72,7 +79,10 @@ describe('delivery: a slow and a failing subscriber do not hold up a healthy one
     // 40 deliveries to the healthy endpoint, all before the hanging ones' first time-out (3 s).
     expect(elapsed).to.be.below(2500);
     expect(hanging.requests.length).to.be.at.most(4);
-    const delivered = await eventually(() => p.delivery(healthy), (r) => r.filter((d) => d.status === 'delivered').length === 40);
+    const delivered = await eventually(
+      () => p.delivery(healthy),
+      (r) => r.filter((d) => d.status === 'delivered').length === 40,
+    );
     expect(delivered).to.have.length(40);
   });
 });
@@ -99,7 +109,10 @@ describe('delivery: the SSRF guard checks the address actually connected', funct
     const mapped = await p.subscribe({ url: `https://[::ffff:127.0.0.1]:${new URL(p.receiver.url).port}/hook` });
     await p.writer.query(`INSERT INTO shop_master.orders VALUES (1, 'new', 1)`);
     for (const wh of [rebound, literal, mapped]) {
-      const [d] = await eventually(() => p.delivery(wh), (r) => r[0]?.status === 'dead');
+      const [d] = await eventually(
+        () => p.delivery(wh),
+        (r) => r[0]?.status === 'dead',
+      );
       expect(d!.http_status).to.equal(null);
       expect(d!.last_error).to.match(/refused to connect: .* resolves to loopback address/);
     }
@@ -112,11 +125,20 @@ describe('delivery: the SSRF guard checks the address actually connected', funct
     // 93.184.216.34 is only ever resolved to here, never connected to: the name is rebound before any change is written.
     names.set('hooks.rebind.test', ['93.184.216.34']);
     names.set('split.rebind.test', ['93.184.216.34']);
-    const api = new HttpClient(p.t.url, { authorization: `Bearer ${await p.t.managementToken('shop')}`, 'x-project-id': 'shop', environment: 'master' });
+    const api = new HttpClient(p.t.url, {
+      authorization: `Bearer ${await p.t.managementToken('shop')}`,
+      'x-project-id': 'shop',
+      environment: 'master',
+    });
     const ids: Record<string, string> = {};
     for (const host of ['hooks.rebind.test', 'split.rebind.test']) {
       const res = await api.post('/api/rest/_webhooks', {
-        projectId: 'shop', environment: 'master', table: 'orders', events: ['INSERT'], url: `https://${host}:${port}/hook`, secret: 'rebind-secret-0123456789',
+        projectId: 'shop',
+        environment: 'master',
+        table: 'orders',
+        events: ['INSERT'],
+        url: `https://${host}:${port}/hook`,
+        secret: 'rebind-secret-0123456789',
       });
       expect(res.status, JSON.stringify(res.body)).to.equal(201);
       ids[host] = res.body.webhook.id;
@@ -125,14 +147,25 @@ describe('delivery: the SSRF guard checks the address actually connected', funct
     names.set('hooks.rebind.test', ['127.0.0.1']);
     names.set('split.rebind.test', ['93.184.216.34', '10.0.0.7']);
     await p.writer.query(`INSERT INTO shop_master.orders VALUES (2, 'new', 1)`);
-    const [one] = await eventually(() => p.delivery(ids['hooks.rebind.test']!), (r) => r[0]?.status === 'dead');
+    const [one] = await eventually(
+      () => p.delivery(ids['hooks.rebind.test']!),
+      (r) => r[0]?.status === 'dead',
+    );
     expect(one!.last_error).to.match(/refused to connect: hooks\.rebind\.test resolves to loopback address 127\.0\.0\.1/);
-    const [two] = await eventually(() => p.delivery(ids['split.rebind.test']!), (r) => r[0]?.status === 'dead');
+    const [two] = await eventually(
+      () => p.delivery(ids['split.rebind.test']!),
+      (r) => r[0]?.status === 'dead',
+    );
     expect(two!.last_error).to.match(/refused to connect: split\.rebind\.test resolves to private address 10\.0\.0\.7/);
     expect(p.receiver.requests).to.have.length(0);
     // And the API refuses the name as it resolves now.
     const again = await api.post('/api/rest/_webhooks', {
-      projectId: 'shop', environment: 'master', table: 'orders', events: ['INSERT'], url: `https://hooks.rebind.test:${port}/hook`, secret: 'rebind-secret-0123456789',
+      projectId: 'shop',
+      environment: 'master',
+      table: 'orders',
+      events: ['INSERT'],
+      url: `https://hooks.rebind.test:${port}/hook`,
+      secret: 'rebind-secret-0123456789',
     });
     expect(again.status).to.equal(400);
     expect(again.body.violations[0].path).to.equal('url');

@@ -43,12 +43,26 @@ describe('delivery: WAL change → signed HTTPS POST, end to end', function () {
       expect(r.headers['webhook-id']).to.equal(body.id);
       expect(() => standard.verify(r.body, r.headers)).not.to.throw();
       expect(() => new Webhook(randomBytes(24).toString('base64')).verify(r.body, r.headers)).to.throw();
-      expect(body).to.include.keys('id', 'timestamp', 'project_id', 'environment', 'table', 'event', 'record', 'data', 'changed_fields', 'old_record');
+      expect(body).to.include.keys(
+        'id',
+        'timestamp',
+        'project_id',
+        'environment',
+        'table',
+        'event',
+        'record',
+        'data',
+        'changed_fields',
+        'old_record',
+      );
     }
     expect(kinds).to.deep.equal(['INSERT', 'UPDATE', 'DELETE']);
     expect(JSON.parse(requests[1]!.body)).to.deep.include({ changed_fields: ['status'], record: { id: 1, status: 'paid', amount: 10.5 } });
     expect(requests[0]!.body).to.contain('"amount":10.50');
-    const rows = await eventually(() => p.delivery(wh), (r) => r.every((d) => d.status === 'delivered'));
+    const rows = await eventually(
+      () => p.delivery(wh),
+      (r) => r.every((d) => d.status === 'delivered'),
+    );
     for (const d of rows) {
       expect(d).to.include({ status: 'delivered', attempts: 1, http_status: 200, last_error: null });
       expect(d.delivered_at).to.be.an.instanceOf(Date);
@@ -61,17 +75,24 @@ describe('delivery: WAL change → signed HTTPS POST, end to end', function () {
     await p.writer.query(`INSERT INTO shop_master.orders VALUES (2, 'new', 1)`);
     const [r] = await p.receiver.waitFor(1);
     expect(r!.headers['x-webhook-signature']).to.equal(createHmac('sha256', plain).update(r!.body).digest('hex'));
-    const mac = createHmac('sha256', plain).update(`${r!.headers['webhook-id']}.${r!.headers['webhook-timestamp']}.${r!.body}`).digest('base64');
+    const mac = createHmac('sha256', plain)
+      .update(`${r!.headers['webhook-id']}.${r!.headers['webhook-timestamp']}.${r!.body}`)
+      .digest('base64');
     expect(r!.headers['webhook-signature']).to.equal(`v1,${mac}`);
     const { sealWebhookSecret } = await import('../../src/delivery/secret.js');
-    await p.t.ctx.pool.query('UPDATE walgate.webhooks SET secret = $2 WHERE id = $1', [wh, sealWebhookSecret(p.t.ctx.secrets, 'the-rotated-secret-value')]);
+    await p.t.ctx.pool.query('UPDATE walgate.webhooks SET secret = $2 WHERE id = $1', [
+      wh,
+      sealWebhookSecret(p.t.ctx.secrets, 'the-rotated-secret-value'),
+    ]);
     await p.writer.query(`INSERT INTO shop_master.orders VALUES (3, 'new', 1)`);
     const [, r2] = await p.receiver.waitFor(2);
     expect(r2!.headers['x-webhook-signature']).to.equal(createHmac('sha256', 'the-rotated-secret-value').update(r2!.body).digest('hex'));
   });
 
   it('records rendered exactly as to_jsonb(row) reach the receiver', async () => {
-    await p.writer.query(`CREATE TABLE IF NOT EXISTS shop_master.rich (id int PRIMARY KEY, big numeric(40,20), huge bigint, at timestamptz, doc jsonb, tags text[], raw bytea, nothing text)`);
+    await p.writer.query(
+      `CREATE TABLE IF NOT EXISTS shop_master.rich (id int PRIMARY KEY, big numeric(40,20), huge bigint, at timestamptz, doc jsonb, tags text[], raw bytea, nothing text)`,
+    );
     await p.subscribe({ table: 'rich' });
     await p.writer.query(
       `INSERT INTO shop_master.rich VALUES (1, 12345678901234567890.12345678901234567890, 9007199254740993, '2024-05-06 07:08:09.123456+02',

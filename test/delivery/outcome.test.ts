@@ -49,7 +49,8 @@ describe('delivery: what a receiver’s answer means (outcome.ts)', () => {
 
   it('ignores Retry-After on other statuses, and values that are neither seconds nor a date', () => {
     expect(retryIn({ status: 500, headers: { 'retry-after': '120' } })).to.equal(1000);
-    for (const v of ['-5', '1.5', 'soon', 'Nov 2026', '', '12abc']) expect(retryIn({ status: 503, headers: { 'retry-after': v } }), v).to.equal(1000);
+    for (const v of ['-5', '1.5', 'soon', 'Nov 2026', '', '12abc'])
+      expect(retryIn({ status: 503, headers: { 'retry-after': v } }), v).to.equal(1000);
     expect(retryIn({ status: 503, headers: { 'retry-after': ['60', '1'] } })).to.equal(60_000);
   });
 

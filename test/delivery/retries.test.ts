@@ -23,7 +23,10 @@ describe('delivery: retries, dead letters and failures of every kind', function 
     const wh = await p.subscribe();
     await p.writer.query(`INSERT INTO shop_master.orders VALUES (1, 'new', 1)`);
     const requests = await p.receiver.waitFor(5);
-    const [d] = await eventually(() => p.delivery(wh), (r) => r[0]?.status === 'delivered');
+    const [d] = await eventually(
+      () => p.delivery(wh),
+      (r) => r[0]?.status === 'delivered',
+    );
     expect(d).to.include({ status: 'delivered', attempts: 5, http_status: 200, last_error: null });
     expect(d!.attempt_log.map((a: any) => a.http_status)).to.deep.equal([503, 503, 503, 503, 200]);
     expect(d!.attempt_log.map((a: any) => a.error)).to.deep.equal(['HTTP 503', 'HTTP 503', 'HTTP 503', 'HTTP 503', null]);
@@ -38,17 +41,30 @@ describe('delivery: retries, dead letters and failures of every kind', function 
     p.receiver.behave = () => ({ status: 500 });
     const wh = await p.subscribe();
     await p.writer.query(`INSERT INTO shop_master.orders VALUES (2, 'new', 1)`);
-    const [dead] = await eventually(() => p.delivery(wh), (r) => r[0]?.status === 'dead');
+    const [dead] = await eventually(
+      () => p.delivery(wh),
+      (r) => r[0]?.status === 'dead',
+    );
     expect(dead).to.include({ attempts: 5, http_status: 500, last_error: 'HTTP 500' });
     await new Promise((r) => setTimeout(r, 400));
     expect(p.receiver.requests).to.have.length(5);
     p.receiver.behave = () => ({ status: 200 });
     expect(await replayDeadDeliveries(p.t.ctx.pool, { webhookId: wh }, new Date())).to.equal(1);
-    const [delivered] = await eventually(() => p.delivery(wh), (r) => r[0]?.status === 'delivered');
+    const [delivered] = await eventually(
+      () => p.delivery(wh),
+      (r) => r[0]?.status === 'delivered',
+    );
     expect(delivered).to.include({ attempts: 1, http_status: 200 });
     expect(p.receiver.requests).to.have.length(6);
     // The history keeps every attempt, before and after the replay.
-    expect(delivered!.attempt_log.map((a: any) => [a.attempt, a.http_status])).to.deep.equal([[1, 500], [2, 500], [3, 500], [4, 500], [5, 500], [1, 200]]);
+    expect(delivered!.attempt_log.map((a: any) => [a.attempt, a.http_status])).to.deep.equal([
+      [1, 500],
+      [2, 500],
+      [3, 500],
+      [4, 500],
+      [5, 500],
+      [1, 200],
+    ]);
   });
 
   it('counts non-2xx, a time-out, a refused connection and a 3xx as failures; redirects are not followed', async () => {
@@ -66,7 +82,14 @@ describe('delivery: retries, dead letters and failures of every kind', function 
       redirect: await p.subscribe({ url: `${redirecting.url}/hook` }),
     };
     await p.writer.query(`INSERT INTO shop_master.orders VALUES (3, 'new', 1)`);
-    const first = async (wh: string) => (await eventually(() => p.delivery(wh), (r) => (r[0]?.attempts ?? 0) >= 1, 10_000))[0]!;
+    const first = async (wh: string) =>
+      (
+        await eventually(
+          () => p.delivery(wh),
+          (r) => (r[0]?.attempts ?? 0) >= 1,
+          10_000,
+        )
+      )[0]!;
     const notFound = await first(cases.notFound);
     expect(notFound).to.include({ status: 'retrying', http_status: 404, last_error: 'HTTP 404' });
     const timeout = await first(cases.timeout);
@@ -88,7 +111,8 @@ describe('delivery: retries, dead letters and failures of every kind', function 
     const wh = await p.subscribe();
     await p.writer.query(`INSERT INTO shop_master.orders VALUES (4, 'new', 1)`);
     const claimed = await eventually(
-      () => claimDue(p.t.ctx.pool, { now: new Date(), leaseUntil: new Date(Date.now() + 500), limit: 10, perWebhook: 10, inflight: new Map() }),
+      () =>
+        claimDue(p.t.ctx.pool, { now: new Date(), leaseUntil: new Date(Date.now() + 500), limit: 10, perWebhook: 10, inflight: new Map() }),
       (c) => c.length === 1,
     );
     expect(claimed[0]!.webhook_id).to.equal(wh);
@@ -99,12 +123,27 @@ describe('delivery: retries, dead letters and failures of every kind', function 
       await new Promise((r) => setTimeout(r, 250));
       expect(p.receiver.requests).to.have.length(1);
       await p.receiver.waitFor(2, 5000);
-      const [d] = await eventually(() => p.delivery(wh), (r) => r[0]?.status === 'delivered');
+      const [d] = await eventually(
+        () => p.delivery(wh),
+        (r) => r[0]?.status === 'delivered',
+      );
       expect(d!.attempts).to.equal(2);
       // The first worker comes back late with a failure: its claim is gone, nothing changes.
       const { recordAttempts } = await import('../../src/delivery/store.js');
       await recordAttempts(p.t.ctx.pool, [
-        { deliveryId: d!.id, lease: claimed[0]!.lease, attempt: 2, startedAt: new Date(), durationMs: 1, httpStatus: 500, error: 'HTTP 500', responseBody: null, status: 'retrying', nextAttemptAt: new Date(), deliveredAt: null },
+        {
+          deliveryId: d!.id,
+          lease: claimed[0]!.lease,
+          attempt: 2,
+          startedAt: new Date(),
+          durationMs: 1,
+          httpStatus: 500,
+          error: 'HTTP 500',
+          responseBody: null,
+          status: 'retrying',
+          nextAttemptAt: new Date(),
+          deliveredAt: null,
+        },
       ]);
       const [after] = await p.delivery(wh);
       expect(after).to.include({ status: 'delivered', attempts: 2, http_status: 200 });

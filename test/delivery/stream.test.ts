@@ -38,7 +38,10 @@ describe('delivery: the stream (WAL → receiver, the WAL as the queue)', functi
     const eventsBefore = (await p.t.ctx.pool.query('SELECT count(*)::int AS n FROM walgate.events')).rows[0].n;
     await p.writer.query(`INSERT INTO shop_master.orders SELECT g, 'new', g FROM generate_series(1, 200) g`);
     await p.receiver.waitFor(200, 60_000);
-    const rows = await eventually(() => p.delivery(wh), (r) => r.length === 200);
+    const rows = await eventually(
+      () => p.delivery(wh),
+      (r) => r.length === 200,
+    );
     for (const d of rows) {
       expect(d).to.include({ status: 'delivered', attempts: 1, http_status: 200, last_error: null });
       expect(d.first_attempt_started_at).to.be.instanceOf(Date);
@@ -49,7 +52,11 @@ describe('delivery: the stream (WAL → receiver, the WAL as the queue)', functi
     expect(eventsAfter - eventsBefore, 'no event row on the happy path').to.equal(0);
     // …and the slot moves past them.
     const end = await walPosition(p);
-    await eventually(() => slotPassed(p, end), (ok) => ok, 5000);
+    await eventually(
+      () => slotPassed(p, end),
+      (ok) => ok,
+      5000,
+    );
   });
 
   it('a paused subscription: what it took before the pause waits in the retry queue and goes out on resume', async () => {
@@ -58,13 +65,21 @@ describe('delivery: the stream (WAL → receiver, the WAL as the queue)', functi
     await p.writer.query(`INSERT INTO shop_master.orders SELECT g, 'new', g FROM generate_series(1, 10) g`);
     await p.t.ctx.pool.query('UPDATE walgate.webhooks SET active = false WHERE id = $1', [wh]);
     await p.writer.query(`INSERT INTO shop_master.orders VALUES (11, 'while paused', 11)`);
-    await eventually(() => p.delivery(wh), (r) => r.length === 10, 20_000);
+    await eventually(
+      () => p.delivery(wh),
+      (r) => r.length === 10,
+      20_000,
+    );
     const sent = p.receiver.requests.length;
     await sleep(500);
     expect(p.receiver.requests.length, 'nothing is sent while paused').to.equal(sent);
     p.receiver.behave = () => ({ status: 200 });
     await p.t.ctx.pool.query('UPDATE walgate.webhooks SET active = true WHERE id = $1', [wh]);
-    const rows = await eventually(() => p.delivery(wh), (r) => r.length === 10 && r.every((d) => d.status === 'delivered'), 30_000);
+    const rows = await eventually(
+      () => p.delivery(wh),
+      (r) => r.length === 10 && r.every((d) => d.status === 'delivered'),
+      30_000,
+    );
     expect(rows).to.have.length(10); // nothing for the change committed while paused
   });
 });
@@ -73,7 +88,12 @@ describe('delivery: a hanging subscriber holds the slot no longer than the bound
   this.timeout(120_000);
   let p: Pipeline;
   before(async () => {
-    p = await startPipeline({ WEBHOOK_RETRY_DELAYS_MS: '0,40,80,120,160', WEBHOOK_TIMEOUT_MS: '15000', WEBHOOK_PARK_AFTER_MS: '1000', WEBHOOK_BREAKER_FAILURES: '1000' });
+    p = await startPipeline({
+      WEBHOOK_RETRY_DELAYS_MS: '0,40,80,120,160',
+      WEBHOOK_TIMEOUT_MS: '15000',
+      WEBHOOK_PARK_AFTER_MS: '1000',
+      WEBHOOK_BREAKER_FAILURES: '1000',
+    });
   });
   after(() => p?.close());
 
@@ -84,20 +104,27 @@ describe('delivery: a hanging subscriber holds the slot no longer than the bound
     const end = await walPosition(p);
     const started = Date.now();
     // The bound is 1 s (WEBHOOK_PARK_AFTER_MS); the requests hang for 15 s (the time-out).
-    await eventually(() => slotPassed(p, end), (ok) => ok, 12_000);
+    await eventually(
+      () => slotPassed(p, end),
+      (ok) => ok,
+      12_000,
+    );
     const heldFor = Date.now() - started;
     expect(heldFor, 'the slot moved on long before the hanging requests timed out').to.be.below(12_000);
     const parked = await p.delivery(wh);
     expect(parked).to.have.length(100);
     expect(parked.every((d) => d.status === 'pending' || d.status === 'retrying')).to.equal(true);
     p.receiver.behave = () => ({ status: 200 });
-    const delivered = await eventually(() => p.delivery(wh), (r) => r.length === 100 && r.every((d) => d.status === 'delivered'), 60_000);
+    const delivered = await eventually(
+      () => p.delivery(wh),
+      (r) => r.length === 100 && r.every((d) => d.status === 'delivered'),
+      60_000,
+    );
     expect(delivered).to.have.length(100);
     // Every change reached the receiver with a 2xx under its one id.
     const ids = new Set(p.receiver.requests.map((r) => r.headers['x-service-delivery']));
     expect(ids.size).to.equal(100);
   });
-
 });
 
 describe('delivery: a standby that takes over in the middle of a batch misses nothing', function () {
@@ -120,12 +147,25 @@ describe('delivery: a standby that takes over in the middle of a batch misses no
     standbyEngine = await testWorker(p.t.ctx);
     standbyEngine.start();
     standby = startTailer(p.t.ctx, p.t.database.url, { sink: standbyEngine });
-    await eventually(async () => standby!.status().role, (r) => r === 'standby');
+    await eventually(
+      async () => standby!.status().role,
+      (r) => r === 'standby',
+    );
     const sub = (path: string) =>
-      insertSubscription(p.t.ctx, { projectId: 'shop', environment: 'master', schema: 'shop_master', table: 'orders', events: ['INSERT'], url: `${p.receiver.url}${path}` });
+      insertSubscription(p.t.ctx, {
+        projectId: 'shop',
+        environment: 'master',
+        schema: 'shop_master',
+        table: 'orders',
+        events: ['INSERT'],
+        url: `${p.receiver.url}${path}`,
+      });
     const first = await sub('/first');
     await p.writer.query(`INSERT INTO shop_master.orders VALUES (0, 'warm-up', 0)`);
-    await eventually(() => p.delivery(first), (r) => r.length === 1);
+    await eventually(
+      () => p.delivery(first),
+      (r) => r.length === 1,
+    );
     const start = await walPosition(p);
 
     // The fault: the leader's fenced writes stall behind the subscription view it must save (only
@@ -152,14 +192,27 @@ describe('delivery: a standby that takes over in the middle of a batch misses no
     await locker.query('ROLLBACK');
     await waitForLeader(standby);
 
-    const firstRows = await eventually(() => p.delivery(first), (r) => r.length === 41 && r.every((d) => d.status === 'delivered'), 60_000);
-    const secondRows = await eventually(() => p.delivery(second), (r) => r.length === 20 && r.every((d) => d.status === 'delivered'), 60_000);
+    const firstRows = await eventually(
+      () => p.delivery(first),
+      (r) => r.length === 41 && r.every((d) => d.status === 'delivered'),
+      60_000,
+    );
+    const secondRows = await eventually(
+      () => p.delivery(second),
+      (r) => r.length === 20 && r.every((d) => d.status === 'delivered'),
+      60_000,
+    );
     expect(firstRows).to.have.length(41);
     // The new subscription has exactly the changes committed after it, none before.
-    const ids = (path: string) => new Set(p.receiver.requests.filter((r) => r.path === path).map((r) => JSON.parse(r.body).record.id as number));
+    const ids = (path: string) =>
+      new Set(p.receiver.requests.filter((r) => r.path === path).map((r) => JSON.parse(r.body).record.id as number));
     expect([...ids('/second')].sort((a, b) => a - b)).to.deep.equal(Array.from({ length: 20 }, (_, i) => 21 + i));
     expect(ids('/first').size).to.equal(41);
     expect(secondRows).to.have.length(20);
-    await eventually(() => slotPassed(p, start), (ok) => ok, 10_000);
+    await eventually(
+      () => slotPassed(p, start),
+      (ok) => ok,
+      10_000,
+    );
   });
 });

@@ -70,7 +70,14 @@ export async function startPipeline(
     receiver,
     newReceiver,
     subscribe: (extra = {}) =>
-      insertSubscription(t.ctx, { projectId: 'shop', environment: 'master', schema: 'shop_master', table: 'orders', url: `${receiver.url}/hook`, ...extra }),
+      insertSubscription(t.ctx, {
+        projectId: 'shop',
+        environment: 'master',
+        schema: 'shop_master',
+        table: 'orders',
+        url: `${receiver.url}/hook`,
+        ...extra,
+      }),
     async delivery(webhookId) {
       const { rows } = await t.ctx.pool.query(
         `SELECT d.*, (SELECT json_agg(a ORDER BY a.id) FROM walgate.delivery_attempts a WHERE a.delivery_id = d.id) AS attempt_log

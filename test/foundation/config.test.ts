@@ -73,7 +73,10 @@ describe('configuration', () => {
 
   it('keeps delivered history 7 days and dead letters 30 days unless told otherwise', () => {
     expect(loadConfig({}).retention).to.deep.equal({ deliveredMs: 7 * 86_400_000, deadMs: 30 * 86_400_000 });
-    expect(loadConfig({ WEBHOOK_RETENTION_MS: '3600000', WEBHOOK_DEAD_RETENTION_MS: '1000' }).retention).to.deep.equal({ deliveredMs: 3_600_000, deadMs: 1000 });
+    expect(loadConfig({ WEBHOOK_RETENTION_MS: '3600000', WEBHOOK_DEAD_RETENTION_MS: '1000' }).retention).to.deep.equal({
+      deliveredMs: 3_600_000,
+      deadMs: 1000,
+    });
   });
 
   it('requires KEY_ENCRYPTION_KEY and DATABASE_URL in production', () => {

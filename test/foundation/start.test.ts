@@ -14,8 +14,19 @@ interface Run {
 }
 
 /** `npm start` as a newcomer runs it: no DATABASE_URL, a data directory of its own; stopped with Ctrl-C. */
-async function startAndStop(dataDir: string, port: number, tailerPort: number, whileRunning: (banner: string) => Promise<void>): Promise<Run> {
-  const env = { ...process.env, DATA_DIR: dataDir, PORT: String(port), TAILER_PORT: String(tailerPort), LOG_LEVEL: 'warn' } as NodeJS.ProcessEnv;
+async function startAndStop(
+  dataDir: string,
+  port: number,
+  tailerPort: number,
+  whileRunning: (banner: string) => Promise<void>,
+): Promise<Run> {
+  const env = {
+    ...process.env,
+    DATA_DIR: dataDir,
+    PORT: String(port),
+    TAILER_PORT: String(tailerPort),
+    LOG_LEVEL: 'warn',
+  } as NodeJS.ProcessEnv;
   delete env.DATABASE_URL;
   delete env.REDIS_URL;
   delete env.SMTP_URL;
@@ -86,7 +97,10 @@ describe('npm start (embedded Postgres)', function () {
     expect(second.code).to.equal(0);
     expect(second.output).not.to.contain('shown only once');
     // Ctrl-C stopped the cluster too: its pid file is gone.
-    const pidFile = await readFile(path.join(dataDir, 'pg', 'postmaster.pid')).then(() => 'present', () => 'gone');
+    const pidFile = await readFile(path.join(dataDir, 'pg', 'postmaster.pid')).then(
+      () => 'present',
+      () => 'gone',
+    );
     expect(pidFile).to.equal('gone');
   });
 });

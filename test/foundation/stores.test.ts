@@ -33,8 +33,7 @@ for (const kind of kinds) {
 
     const revocations = (): RevocationStore =>
       redis ? new RedisRevocationStore(redis, clock.now, `${prefix}revoked:`) : new PostgresRevocationStore(pool, clock.now);
-    const limiter = (): RateLimiter =>
-      new SharedRateLimiter(redis ? { kind: 'redis', redis } : { kind: 'postgres', pool }, prefix);
+    const limiter = (): RateLimiter => new SharedRateLimiter(redis ? { kind: 'redis', redis } : { kind: 'postgres', pool }, prefix);
 
     it('revocation list: a revoked session is revoked, another is not', async () => {
       const store = revocations();

@@ -136,7 +136,9 @@ describe('graphql: rate limits are shared with REST', function () {
     const login = (i: number) =>
       i % 2 === 0
         ? rest.login(http, { email: uniqueEmail('rl'), password: PASSWORD })
-        : graphqlCall(http, 'login', 'mutation($input: LoginInput!) { login(input: $input) { accessToken } }', { input: { email: uniqueEmail('rl'), password: PASSWORD } });
+        : graphqlCall(http, 'login', 'mutation($input: LoginInput!) { login(input: $input) { accessToken } }', {
+            input: { email: uniqueEmail('rl'), password: PASSWORD },
+          });
     const codes = [];
     for (let i = 0; i < 20; i++) codes.push((await login(i)).code);
     expect(codes.every((c) => c === 'AUTH_INVALID_CREDENTIALS')).to.equal(true);

@@ -48,8 +48,18 @@ const USER = 'id email name emailVerified createdAt';
 const PAIR = 'accessToken refreshToken tokenType expiresIn';
 
 /** Runs one operation over POST /graphql; `field` is the operation's top-level field. */
-export async function graphqlCall(http: HttpClient, field: string, query: string, variables?: Record<string, unknown>, token?: string): Promise<Outcome> {
-  const res = await http.post('/graphql', { query, variables }, { headers: { accept: 'application/graphql-response+json', ...auth(token).headers } });
+export async function graphqlCall(
+  http: HttpClient,
+  field: string,
+  query: string,
+  variables?: Record<string, unknown>,
+  token?: string,
+): Promise<Outcome> {
+  const res = await http.post(
+    '/graphql',
+    { query, variables },
+    { headers: { accept: 'application/graphql-response+json', ...auth(token).headers } },
+  );
   const error = res.body?.errors?.[0];
   if (error) {
     const { code, ...details } = error.extensions ?? {};

@@ -33,7 +33,8 @@ function commandProblems(words: string[], imagePaths: string[]): string[] {
       if (!existsSync(path.join(ROOT, word))) problems.push(`${word}: no such file`);
       if (!imagePaths.some((p) => word.startsWith(`${p}/`))) problems.push(`${word}: not copied into the image`);
     }
-    if (word === 'npm' && words[i + 1] === 'run' && !(words[i + 2]! in packageJson.scripts)) problems.push(`npm run ${words[i + 2]}: no such script`);
+    if (word === 'npm' && words[i + 1] === 'run' && !(words[i + 2]! in packageJson.scripts))
+      problems.push(`npm run ${words[i + 2]}: no such script`);
   });
   return problems;
 }
@@ -72,12 +73,17 @@ describe('containers: Dockerfile', () => {
         for (const source of sources) expect(existsSync(path.join(ROOT, source)), `COPY ${source}`).to.equal(true);
       }
     }
-    const ignored = read('.dockerignore').split('\n').map((l) => l.trim());
+    const ignored = read('.dockerignore')
+      .split('\n')
+      .map((l) => l.trim());
     expect(ignored).to.include.members(['.data', 'node_modules', 'dist', '.git']);
   });
 
   it('CMD and HEALTHCHECK run compiled files that exist, with node', () => {
-    const commands = [...all(runtime, 'CMD').map((c) => c.args), ...all(runtime, 'HEALTHCHECK').map((h) => h.args.slice(h.args.indexOf('CMD ') + 4))];
+    const commands = [
+      ...all(runtime, 'CMD').map((c) => c.args),
+      ...all(runtime, 'HEALTHCHECK').map((h) => h.args.slice(h.args.indexOf('CMD ') + 4)),
+    ];
     expect(commands).to.have.length(2);
     for (const args of commands) {
       const words = commandWords(args);
@@ -108,7 +114,10 @@ describe('containers: docker-compose.yml', () => {
     expect(services).to.include.all.keys('postgres', 'redis', 'mail', 'api', 'tailer');
     const settings = (services.postgres.command as string[]).filter((_, i, a) => a[i - 1] === '-c');
     expect(settings).to.include('wal_level=logical');
-    expect(settings.some((s) => /^max_slot_wal_keep_size=\d+[KMGT]B$/.test(s)), 'max_slot_wal_keep_size').to.equal(true);
+    expect(
+      settings.some((s) => /^max_slot_wal_keep_size=\d+[KMGT]B$/.test(s)),
+      'max_slot_wal_keep_size',
+    ).to.equal(true);
     expect(Number(/postgres:(\d+)/.exec(services.postgres.image)![1])).to.be.greaterThanOrEqual(15);
     expect(services.api.environment.SMTP_URL).to.match(/^smtp:\/\/mail:/);
   });
@@ -165,7 +174,10 @@ describe('containers: the health-check script', function () {
   const run = async (daemon: string, env: Record<string, string>) => {
     const script = path.join(ROOT, 'dist/src/main/healthcheck.js');
     try {
-      await promisify(execFile)(process.execPath, [script, daemon], { env: { PATH: process.env.PATH, NODE_ENV: 'test', HOST: '0.0.0.0', ...env }, timeout: 10_000 });
+      await promisify(execFile)(process.execPath, [script, daemon], {
+        env: { PATH: process.env.PATH, NODE_ENV: 'test', HOST: '0.0.0.0', ...env },
+        timeout: 10_000,
+      });
       return 0;
     } catch (err) {
       return (err as { code: number }).code;

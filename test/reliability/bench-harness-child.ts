@@ -11,7 +11,9 @@ const marker = process.argv[2]!;
 stopOnSignals(() => undefined, 300);
 onShutdown(() => writeFile(marker, 'stopped'));
 const idle = track(spawn(process.execPath, ['-e', 'setInterval(() => {}, 1000)'], { stdio: 'ignore' }));
-const stubborn = track(spawn(process.execPath, ['-e', "process.on('SIGTERM', () => {}); setInterval(() => {}, 1000)"], { stdio: 'ignore' }));
+const stubborn = track(
+  spawn(process.execPath, ['-e', "process.on('SIGTERM', () => {}); setInterval(() => {}, 1000)"], { stdio: 'ignore' }),
+);
 const { cert, key } = await testCertificates();
 const receiver = await startCountingReceiver('secret', { cert, key });
 process.stdout.write(`${JSON.stringify({ pids: [idle.pid, stubborn.pid, receiver.pid] })}\n`);

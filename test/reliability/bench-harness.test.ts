@@ -24,7 +24,9 @@ describe('bench harness: a signal stops every child process and Postgres', funct
   it('SIGTERM: the children are stopped (SIGKILL for one ignoring SIGTERM), the shutdown steps run, exit 143', async () => {
     const dir = await mkdtemp(path.join(tmpdir(), 'walgate-harness-'));
     const marker = path.join(dir, 'postgres-stopped');
-    const harness = spawn(process.execPath, [fileURLToPath(new URL('./bench-harness-child.js', import.meta.url)), marker], { stdio: ['ignore', 'pipe', 'inherit'] });
+    const harness = spawn(process.execPath, [fileURLToPath(new URL('./bench-harness-child.js', import.meta.url)), marker], {
+      stdio: ['ignore', 'pipe', 'inherit'],
+    });
     try {
       const pids = await new Promise<number[]>((resolve, reject) => {
         let out = '';

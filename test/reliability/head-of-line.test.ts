@@ -11,7 +11,10 @@ describe('reliability: no head-of-line blocking', function () {
   this.timeout(90_000);
   let p: Pipeline;
   before(async () => {
-    p = await startPipeline({ WEBHOOK_TIMEOUT_MS: '2000', WEBHOOK_RETRY_DELAYS_MS: '0,50,50,50,50,50,50,50', WEBHOOK_BREAKER_FAILURES: '100000' }, { perWebhook: 4, concurrency: 12 });
+    p = await startPipeline(
+      { WEBHOOK_TIMEOUT_MS: '2000', WEBHOOK_RETRY_DELAYS_MS: '0,50,50,50,50,50,50,50', WEBHOOK_BREAKER_FAILURES: '100000' },
+      { perWebhook: 4, concurrency: 12 },
+    );
   });
   after(() => p?.close());
 
@@ -19,7 +22,10 @@ describe('reliability: no head-of-line blocking', function () {
   async function steadyRun(first: number, rows: number): Promise<number[]> {
     const seen = p.receiver.requests.length;
     for (let i = 0; i < rows; i += 5) {
-      await p.writer.query(`INSERT INTO shop_master.orders SELECT g, 'new', 1 FROM generate_series($1::int, $2::int) g`, [first + i, first + i + 4]);
+      await p.writer.query(`INSERT INTO shop_master.orders SELECT g, 'new', 1 FROM generate_series($1::int, $2::int) g`, [
+        first + i,
+        first + i + 4,
+      ]);
       await sleep(25);
     }
     await p.receiver.waitFor(seen + rows, 30_000);

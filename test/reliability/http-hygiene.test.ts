@@ -20,7 +20,9 @@ describe('reliability: HTTP hygiene of answers', () => {
     const login = await http.post('/auth/login', { email: a.email, password: a.password });
     expect(login.headers.get('cache-control')).to.equal('no-store');
     expect((await http.get('/auth/me', bearer(login.body.accessToken))).headers.get('cache-control')).to.equal('no-store');
-    expect((await http.post('/auth/login', { email: a.email, password: 'wrong wrong wrong' })).headers.get('cache-control')).to.equal('no-store');
+    expect((await http.post('/auth/login', { email: a.email, password: 'wrong wrong wrong' })).headers.get('cache-control')).to.equal(
+      'no-store',
+    );
     expect((await http.post('/graphql', { query: '{ jwks { keys { kid } } }' })).headers.get('cache-control')).to.equal('no-store');
     expect((await http.get('/auth/.well-known/jwks.json')).headers.get('cache-control')).to.equal('public, max-age=300');
   });
@@ -37,12 +39,17 @@ describe('reliability: HTTP hygiene of answers', () => {
     expect(management.headers.get('www-authenticate')).to.match(/^Bearer realm="walgate"/);
     // No bearer credentials at all: the scheme, without an error code (RFC 6750 §3.1).
     for (const headers of [{}, { authorization: 'Basic dXNlcjpwYXNz' }] as Array<Record<string, string>>) {
-      for (const res of [await http.get('/auth/me', { headers }), await http.get('/api/rest/_webhooks', { headers: { ...headers, environment: 'master' } })]) {
+      for (const res of [
+        await http.get('/auth/me', { headers }),
+        await http.get('/api/rest/_webhooks', { headers: { ...headers, environment: 'master' } }),
+      ]) {
         expect(res.status).to.equal(401);
         expect(res.headers.get('www-authenticate'), JSON.stringify(headers)).to.equal('Bearer realm="walgate"');
       }
     }
-    const wrongManagement = await http.get('/api/rest/_webhooks', { headers: { authorization: 'Bearer wgm_notatoken', environment: 'master' } });
+    const wrongManagement = await http.get('/api/rest/_webhooks', {
+      headers: { authorization: 'Bearer wgm_notatoken', environment: 'master' },
+    });
     expect(wrongManagement.headers.get('www-authenticate')).to.equal('Bearer realm="walgate", error="invalid_token"');
   });
 
@@ -64,9 +71,19 @@ describe('reliability: HTTP hygiene of answers', () => {
     await http.post('/auth/reset-password', { email: a.email, code: resetCode, newPassword });
     await http.post('/auth/login', { email: a.email, password: 'a wrong password, logged?' });
     const secrets = [
-      a.password, newPassword, 'a wrong password, logged?', signupCode, resetCode,
-      a.accessToken, a.refreshToken, login.body.accessToken, login.body.refreshToken,
-      refreshed.body.accessToken, refreshed.body.refreshToken, viaGraphql.body.data.login.accessToken, viaGraphql.body.data.login.refreshToken,
+      a.password,
+      newPassword,
+      'a wrong password, logged?',
+      signupCode,
+      resetCode,
+      a.accessToken,
+      a.refreshToken,
+      login.body.accessToken,
+      login.body.refreshToken,
+      refreshed.body.accessToken,
+      refreshed.body.refreshToken,
+      viaGraphql.body.data.login.accessToken,
+      viaGraphql.body.data.login.refreshToken,
     ];
     expect(t.logs.lines.length).to.be.above(10);
     for (const secret of secrets) expect(t.logs.text, 'a secret in the logs').to.not.contain(secret);

@@ -44,7 +44,11 @@ describe('reliability: identifiers from end to end', function () {
     writer = new pg.Client({ connectionString: t.database.url });
     await writer.connect();
     await writer.query('CREATE TABLE shop_master.victim (id int PRIMARY KEY)');
-    api = new HttpClient(t.url, { authorization: `Bearer ${await t.managementToken('shop')}`, 'x-project-id': 'shop', environment: 'master' });
+    api = new HttpClient(t.url, {
+      authorization: `Bearer ${await t.managementToken('shop')}`,
+      'x-project-id': 'shop',
+      environment: 'master',
+    });
     tailer = startTailer(t.ctx, t.database.url);
     await waitForLeader(tailer);
   });
@@ -60,7 +64,12 @@ describe('reliability: identifiers from end to end', function () {
     await writer.query(`CREATE TABLE ${q(table)} (id int PRIMARY KEY, ${columns.map((c) => `${quoteIdent(c)} text`).join(', ')})`);
     const [filtered, ...rest] = columns;
     const res = await api.post('/api/rest/_webhooks', {
-      projectId: 'shop', environment: 'master', table, events: ['INSERT', 'UPDATE'], url: URL_, secret: SECRET,
+      projectId: 'shop',
+      environment: 'master',
+      table,
+      events: ['INSERT', 'UPDATE'],
+      url: URL_,
+      secret: SECRET,
       filter: { [filtered!]: 'yes' },
       select: ['id', filtered!, ...rest.slice(0, 1)],
     });
@@ -78,7 +87,10 @@ describe('reliability: identifiers from end to end', function () {
     // Only the matching row: a second delivery would show a filter that matched nothing, or everything.
     await writer.query(`UPDATE ${q(table)} SET ${quoteIdent(filtered!)} = 'yes' WHERE id = $1`, [rowId]);
     const both = await waitForDeliveries(t.ctx, 2, wh);
-    expect(both.map((x) => [x.payload.event, x.payload.record.id])).to.deep.equal([['INSERT', rowId + 1], ['UPDATE', rowId]]);
+    expect(both.map((x) => [x.payload.event, x.payload.record.id])).to.deep.equal([
+      ['INSERT', rowId + 1],
+      ['UPDATE', rowId],
+    ]);
     expect(both[1]!.payload.changed_fields).to.deep.equal([filtered]);
     expect((await api.delete(`/api/rest/_webhooks/${wh}`)).status).to.equal(204);
   }
@@ -121,11 +133,24 @@ describe('reliability: identifiers from end to end', function () {
       [{ table: 'plain', select: ['id', '*'] }, 'select.1'],
     ];
     for (const [change, path] of cases) {
-      const res = await api.post('/api/rest/_webhooks', { projectId: 'shop', environment: 'master', table: 'plain', events: ['INSERT'], url: URL_, secret: SECRET, ...change });
+      const res = await api.post('/api/rest/_webhooks', {
+        projectId: 'shop',
+        environment: 'master',
+        table: 'plain',
+        events: ['INSERT'],
+        url: URL_,
+        secret: SECRET,
+        ...change,
+      });
       expect(res.status, `${JSON.stringify(change)}: ${res.text}`).to.equal(400);
-      expect(res.body.violations.map((v: { path: string }) => v.path), JSON.stringify(change)).to.include(path);
+      expect(
+        res.body.violations.map((v: { path: string }) => v.path),
+        JSON.stringify(change),
+      ).to.include(path);
     }
-    const published = await t.ctx.pool.query(`SELECT 1 FROM pg_publication_tables WHERE pubname = 'walgate' AND tablename IN ('plain', 'victim')`);
+    const published = await t.ctx.pool.query(
+      `SELECT 1 FROM pg_publication_tables WHERE pubname = 'walgate' AND tablename IN ('plain', 'victim')`,
+    );
     expect(published.rowCount).to.equal(0);
     expect((await writer.query('SELECT to_regclass($1) AS t', ['shop_master.victim'])).rows[0].t).to.equal('shop_master.victim');
   });

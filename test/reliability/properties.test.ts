@@ -14,7 +14,19 @@ import { startAuthApi } from '../auth/support.js';
 const RUNS = Number(process.env.PROPERTY_RUNS ?? 60);
 
 const headerValue = fc.oneof(
-  fc.constantFrom('shop', 'master', 'staging', '', ' ', 'Bearer ', 'Bearer a.b.c', "shop' OR 1=1 --", '../../etc/passwd', 'ßéÿ', 'x'.repeat(300)),
+  fc.constantFrom(
+    'shop',
+    'master',
+    'staging',
+    '',
+    ' ',
+    'Bearer ',
+    'Bearer a.b.c',
+    "shop' OR 1=1 --",
+    '../../etc/passwd',
+    'ßéÿ',
+    'x'.repeat(300),
+  ),
   fc.string({ maxLength: 40 }).map((s) => s.replace(/[^\x20-\x7e]/g, '')),
 );
 const headers = fc.record(
@@ -28,13 +40,18 @@ const headers = fc.record(
   { requiredKeys: [] },
 );
 // Any code point, NUL included: Postgres text cannot hold U+0000, which must be a 400, not a 500.
-const text = (maxLength = 40) => fc.oneof(fc.string({ maxLength }), fc.string({ unit: 'binary', maxLength }), fc.constantFrom('\u0000', 'a\u0000b'));
+const text = (maxLength = 40) =>
+  fc.oneof(fc.string({ maxLength }), fc.string({ unit: 'binary', maxLength }), fc.constantFrom('\u0000', 'a\u0000b'));
 // A path segment as sent: well-formed encodings of any text, and malformed or NUL-bearing ones.
 const pathSegment = fc.oneof(
   text(20).map(encodeURIComponent),
   fc.constantFrom('%', '%E0%A4%A', '%ZZ', '%00', 'wh_%00', '..%2F..%2F', '%C0%AF'),
 );
-const query = fc.dictionary(fc.constantFrom('projectId', 'environment', 'limit', 'cursor', 'since', 'until', 'x'), fc.oneof(headerValue, text(20)), { maxKeys: 3 });
+const query = fc.dictionary(
+  fc.constantFrom('projectId', 'environment', 'limit', 'cursor', 'since', 'until', 'x'),
+  fc.oneof(headerValue, text(20)),
+  { maxKeys: 3 },
+);
 const body = fc.oneof(
   fc.jsonValue({ maxDepth: 3 }),
   fc.record(
@@ -47,9 +64,16 @@ const body = fc.oneof(
       name: fc.oneof(text(), fc.integer()),
       table: fc.oneof(fc.constantFrom('orders', "o'; DROP TABLE x --", 'a.b', '"q"', 'ord\u0000ers'), text()),
       events: fc.array(fc.oneof(fc.constantFrom('INSERT', 'UPDATE', 'DELETE'), text()), { maxLength: 4 }),
-      url: fc.oneof(fc.webUrl(), fc.constantFrom('https://127.0.0.1/h', 'https://[::1]/h', 'https://2130706433/', 'javascript:alert(1)'), text()),
+      url: fc.oneof(
+        fc.webUrl(),
+        fc.constantFrom('https://127.0.0.1/h', 'https://[::1]/h', 'https://2130706433/', 'javascript:alert(1)'),
+        text(),
+      ),
       secret: text(80),
-      filter: fc.oneof(fc.jsonValue({ maxDepth: 2 }), fc.dictionary(text(10), fc.oneof(text(10), fc.integer(), fc.boolean()), { maxKeys: 3 })),
+      filter: fc.oneof(
+        fc.jsonValue({ maxDepth: 2 }),
+        fc.dictionary(text(10), fc.oneof(text(10), fc.integer(), fc.boolean()), { maxKeys: 3 }),
+      ),
       select: fc.array(text(), { maxLength: 3 }),
       active: fc.jsonValue({ maxDepth: 0 }),
     },
@@ -116,9 +140,12 @@ describe('reliability: generated hostile requests always get the envelope', func
         '{ __schema { types { name } } }',
       ),
       // String literals with escapes the parser decodes, U+0000 among them.
-      fc.constantFrom('\\u0000', 'a\\u0000b', '\\uD800', 'x').map(
-        (s) => `mutation { signup(input: { email: "nul.${s.length}@example.com", password: "correct horse battery staple 42", name: "${s}" }) { userId } }`,
-      ),
+      fc
+        .constantFrom('\\u0000', 'a\\u0000b', '\\uD800', 'x')
+        .map(
+          (s) =>
+            `mutation { signup(input: { email: "nul.${s.length}@example.com", password: "correct horse battery staple 42", name: "${s}" }) { userId } }`,
+        ),
     );
     const variables = fc.oneof(
       fc.jsonValue({ maxDepth: 3 }),

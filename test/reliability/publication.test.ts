@@ -20,8 +20,14 @@ describe('reliability: the publication under concurrent subscription changes', f
   before(async () => {
     t = await startTestApi();
     await t.provision({ projectId: 'shop', name: 'master' });
-    await t.ctx.pool.query('CREATE TABLE shop_master.orders (id int PRIMARY KEY, status text); CREATE TABLE shop_master.busy (id int PRIMARY KEY); CREATE TABLE shop_master.reports (id int PRIMARY KEY)');
-    api = new HttpClient(t.url, { authorization: `Bearer ${await t.managementToken('shop')}`, 'x-project-id': 'shop', environment: 'master' });
+    await t.ctx.pool.query(
+      'CREATE TABLE shop_master.orders (id int PRIMARY KEY, status text); CREATE TABLE shop_master.busy (id int PRIMARY KEY); CREATE TABLE shop_master.reports (id int PRIMARY KEY)',
+    );
+    api = new HttpClient(t.url, {
+      authorization: `Bearer ${await t.managementToken('shop')}`,
+      'x-project-id': 'shop',
+      environment: 'master',
+    });
     other = new pg.Client({ connectionString: t.database.url });
     await other.connect();
   });
@@ -31,9 +37,21 @@ describe('reliability: the publication under concurrent subscription changes', f
   });
 
   const published = async (table: string) =>
-    ((await t.ctx.pool.query(`SELECT 1 FROM pg_publication_tables WHERE pubname = 'walgate' AND schemaname = 'shop_master' AND tablename = $1`, [table])).rowCount ?? 0) > 0;
+    ((
+      await t.ctx.pool.query(
+        `SELECT 1 FROM pg_publication_tables WHERE pubname = 'walgate' AND schemaname = 'shop_master' AND tablename = $1`,
+        [table],
+      )
+    ).rowCount ?? 0) > 0;
   const create = async (table: string) => {
-    const res = await api.post('/api/rest/_webhooks', { projectId: 'shop', environment: 'master', table, events: ['INSERT'], url: URL_, secret: SECRET });
+    const res = await api.post('/api/rest/_webhooks', {
+      projectId: 'shop',
+      environment: 'master',
+      table,
+      events: ['INSERT'],
+      url: URL_,
+      secret: SECRET,
+    });
     expect(res.status, JSON.stringify(res.body)).to.equal(201);
     return res.body.webhook.id as string;
   };
@@ -61,7 +79,11 @@ describe('reliability: the publication under concurrent subscription changes', f
 
   it('concurrent deletes and table changes leave exactly the subscribed tables watched', async () => {
     const ids = await Promise.all([create('orders'), create('orders'), create('busy'), create('busy')]);
-    await Promise.all([api.delete(`/api/rest/_webhooks/${ids[0]}`), api.delete(`/api/rest/_webhooks/${ids[1]}`), api.patch(`/api/rest/_webhooks/${ids[2]}`, { table: 'orders' })]);
+    await Promise.all([
+      api.delete(`/api/rest/_webhooks/${ids[0]}`),
+      api.delete(`/api/rest/_webhooks/${ids[1]}`),
+      api.patch(`/api/rest/_webhooks/${ids[2]}`, { table: 'orders' }),
+    ]);
     expect(await published('orders')).to.equal(true); // ids[2] moved there
     expect(await published('busy')).to.equal(true); // ids[3] stays
     await Promise.all([api.delete(`/api/rest/_webhooks/${ids[2]}`), api.delete(`/api/rest/_webhooks/${ids[3]}`)]);
@@ -73,7 +95,14 @@ describe('reliability: the publication under concurrent subscription changes', f
     await other.query('BEGIN');
     await other.query('SELECT * FROM shop_master.reports'); // a long report: ALTER TABLE waits for its lock
     const started = Date.now();
-    const res = await api.post('/api/rest/_webhooks', { projectId: 'shop', environment: 'master', table: 'reports', events: ['INSERT'], url: URL_, secret: SECRET });
+    const res = await api.post('/api/rest/_webhooks', {
+      projectId: 'shop',
+      environment: 'master',
+      table: 'reports',
+      events: ['INSERT'],
+      url: URL_,
+      secret: SECRET,
+    });
     expect(res.status).to.equal(503);
     expect(res.body.error).to.equal('SERVICE_UNAVAILABLE');
     expect(res.headers.get('retry-after')).to.equal('5');

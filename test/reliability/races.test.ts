@@ -26,9 +26,18 @@ describe('reliability: races', function () {
   });
 
   it('concurrent PATCHes of one subscription: all succeed, and the last state is one of them whole', async () => {
-    const api = new HttpClient(t.url, { authorization: `Bearer ${await t.managementToken('shop')}`, 'x-project-id': 'shop', environment: 'master' });
+    const api = new HttpClient(t.url, {
+      authorization: `Bearer ${await t.managementToken('shop')}`,
+      'x-project-id': 'shop',
+      environment: 'master',
+    });
     const created = await api.post('/api/rest/_webhooks', {
-      projectId: 'shop', environment: 'master', table: 'orders', events: ['INSERT'], url: 'https://93.184.216.34/h/0', secret: 'whsec-super-secret-value-0001',
+      projectId: 'shop',
+      environment: 'master',
+      table: 'orders',
+      events: ['INSERT'],
+      url: 'https://93.184.216.34/h/0',
+      secret: 'whsec-super-secret-value-0001',
     });
     expect(created.status).to.equal(201);
     const id = created.body.webhook.id as string;
@@ -50,11 +59,21 @@ describe('reliability: races', function () {
     // A PATCH changes only what it names. Fields it does not name must be taken from the row as it
     // is when the PATCH commits, not as it was read before a concurrent PATCH committed.
     await writer.query('CREATE TABLE IF NOT EXISTS shop_master.archive (id int PRIMARY KEY, status text)');
-    const api = new HttpClient(t.url, { authorization: `Bearer ${await t.managementToken('shop')}`, 'x-project-id': 'shop', environment: 'master' });
+    const api = new HttpClient(t.url, {
+      authorization: `Bearer ${await t.managementToken('shop')}`,
+      'x-project-id': 'shop',
+      environment: 'master',
+    });
     const lost: string[] = [];
     for (let round = 0; round < 10; round++) {
       const created = await api.post('/api/rest/_webhooks', {
-        projectId: 'shop', environment: 'master', table: 'orders', events: ['INSERT'], url: 'https://93.184.216.34/h', secret: 'whsec-super-secret-value-0001', filter: { status: 'old' },
+        projectId: 'shop',
+        environment: 'master',
+        table: 'orders',
+        events: ['INSERT'],
+        url: 'https://93.184.216.34/h',
+        secret: 'whsec-super-secret-value-0001',
+        filter: { status: 'old' },
       });
       expect(created.status).to.equal(201);
       const id = created.body.webhook.id as string;
@@ -63,10 +82,15 @@ describe('reliability: races', function () {
         api.patch(`/api/rest/_webhooks/${id}`, { active: false }),
         api.patch(`/api/rest/_webhooks/${id}`, { filter: { status: 'new' }, events: ['INSERT', 'DELETE'] }),
       ]);
-      expect(answers.map((a) => a.status), JSON.stringify(answers.map((a) => a.body))).to.deep.equal([200, 200, 200]);
+      expect(
+        answers.map((a) => a.status),
+        JSON.stringify(answers.map((a) => a.body)),
+      ).to.deep.equal([200, 200, 200]);
       const w = (await api.get(`/api/rest/_webhooks/${id}`)).body.webhook;
       const got = { table: w.table, active: w.active, filter: w.filter, events: w.events };
-      if (JSON.stringify(got) !== JSON.stringify({ table: 'archive', active: false, filter: { status: 'new' }, events: ['INSERT', 'DELETE'] })) {
+      if (
+        JSON.stringify(got) !== JSON.stringify({ table: 'archive', active: false, filter: { status: 'new' }, events: ['INSERT', 'DELETE'] })
+      ) {
         lost.push(`round ${round}: ${JSON.stringify(got)}`);
       }
       expect((await api.delete(`/api/rest/_webhooks/${id}`)).status).to.equal(204);

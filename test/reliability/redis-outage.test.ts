@@ -22,7 +22,10 @@ describe('reliability: Redis stopped and started', function () {
     const until = Date.now() + 10_000;
     while (Date.now() < until) {
       if (t?.ctx.redis?.status === 'ready') return;
-      const ok = await fetch(`http://127.0.0.1:${port}`).then(() => true, (err: Error & { cause?: { code?: string } }) => err.cause?.code !== 'ECONNREFUSED');
+      const ok = await fetch(`http://127.0.0.1:${port}`).then(
+        () => true,
+        (err: Error & { cause?: { code?: string } }) => err.cause?.code !== 'ECONNREFUSED',
+      );
       if (ok && !t) return;
       await new Promise((r) => setTimeout(r, 100));
     }

@@ -24,9 +24,12 @@ describe('retention: expired sessions, refresh tokens, codes, revocation entries
   after(() => t?.close());
 
   const rows = async (sql: string, params: unknown[] = []) => (await t.ctx.pool.query(sql, params)).rows;
-  const sessionOf = async (userId: string) => (await rows('SELECT id, revoked_at, revoked_reason FROM walgate.sessions WHERE user_id = $1', [userId]))[0];
+  const sessionOf = async (userId: string) =>
+    (await rows('SELECT id, revoked_at, revoked_reason FROM walgate.sessions WHERE user_id = $1', [userId]))[0];
   const tokensOf = async (sessionId: string) =>
-    (await rows('SELECT token_hash FROM walgate.refresh_tokens WHERE session_id = $1', [sessionId])).map((r) => (r.token_hash as Buffer).toString('hex'));
+    (await rows('SELECT token_hash FROM walgate.refresh_tokens WHERE session_id = $1', [sessionId])).map((r) =>
+      (r.token_hash as Buffer).toString('hex'),
+    );
 
   it('removes what has expired, keeps a live session with its used refresh tokens, and reuse detection still revokes the family', async () => {
     // A logs in once and is never seen again; B keeps refreshing.
@@ -68,7 +71,9 @@ describe('retention: expired sessions, refresh tokens, codes, revocation entries
     expect((await http.post('/auth/refresh-token', { refreshToken: a.refreshToken })).status).to.equal(401);
 
     // B's live session keeps all three tokens, the two used ones included...
-    expect(await tokensOf(bSession.id)).to.have.members([b.refreshToken, b2.refreshToken, b3.refreshToken].map((r) => hashToken(r).toString('hex')));
+    expect(await tokensOf(bSession.id)).to.have.members(
+      [b.refreshToken, b2.refreshToken, b3.refreshToken].map((r) => hashToken(r).toString('hex')),
+    );
     // ...so a replay of the first one is recognised as reuse and revokes the whole family.
     const replay = await http.post('/auth/refresh-token', { refreshToken: b.refreshToken });
     expect(replay.status).to.equal(401);

@@ -27,8 +27,13 @@ describe('retention: delivered and dead history is removed by age, unfinished de
       WEBHOOK_TIMEOUT_MS: '1500',
       WEBHOOK_BREAKER_FAILURES: '1000',
     });
-    for (const table of ['failing', 'expiring', 'paused']) await p.writer.query(`CREATE TABLE shop_master.${table} (id int PRIMARY KEY, note text)`);
-    api = new HttpClient(p.t.url, { authorization: `Bearer ${await p.t.managementToken('shop')}`, 'x-project-id': 'shop', environment: 'master' });
+    for (const table of ['failing', 'expiring', 'paused'])
+      await p.writer.query(`CREATE TABLE shop_master.${table} (id int PRIMARY KEY, note text)`);
+    api = new HttpClient(p.t.url, {
+      authorization: `Bearer ${await p.t.managementToken('shop')}`,
+      'x-project-id': 'shop',
+      environment: 'master',
+    });
     pruner = new Pruner(p.t.ctx, { scopes: ['history'] });
     pruner.start();
   });
@@ -63,8 +68,14 @@ describe('retention: delivered and dead history is removed by age, unfinished de
     // (The stream parks the timed-out attempt as `retrying`; the second change is read by a new
     // tailer once the subscription is paused, and parked as `pending`.)
     await p.writer.query(`INSERT INTO shop_master.paused VALUES (1, 'retrying')`);
-    await eventually(async () => hanging.requests.length, (n) => n === 1);
-    await eventually(() => p.delivery(paused), (r) => r.length === 1 && r[0]!.status === 'retrying');
+    await eventually(
+      async () => hanging.requests.length,
+      (n) => n === 1,
+    );
+    await eventually(
+      () => p.delivery(paused),
+      (r) => r.length === 1 && r[0]!.status === 'retrying',
+    );
     await p.tailer.stop();
     await p.worker.stop(5000);
     await p.writer.query(`INSERT INTO shop_master.paused VALUES (2, 'pending')`);
@@ -80,43 +91,91 @@ describe('retention: delivered and dead history is removed by age, unfinished de
     await p.writer.query(`INSERT INTO shop_master.orders VALUES (1, 'new', 1), (2, 'new', 2)`);
     await p.writer.query(`INSERT INTO shop_master.failing VALUES (1, 'replayed')`);
     await p.writer.query(`INSERT INTO shop_master.expiring VALUES (1, 'expires')`);
-    const done = await eventually(() => p.delivery(delivered), (r) => r.length === 2 && r.every((d) => d.status === 'delivered'));
+    const done = await eventually(
+      () => p.delivery(delivered),
+      (r) => r.length === 2 && r.every((d) => d.status === 'delivered'),
+    );
     expect(await shown(delivered)).to.have.length(2);
-    const died = await eventually(() => p.delivery(dead), (r) => r.length === 1 && r[0]!.status === 'dead');
-    const expired = await eventually(() => p.delivery(expiring), (r) => r.length === 1 && r[0]!.status === 'dead');
+    const died = await eventually(
+      () => p.delivery(dead),
+      (r) => r.length === 1 && r[0]!.status === 'dead',
+    );
+    const expired = await eventually(
+      () => p.delivery(expiring),
+      (r) => r.length === 1 && r[0]!.status === 'dead',
+    );
     expect(await shown(dead)).to.have.length(1);
 
     // Delivered history: gone from the API and from every table, attempts and event data included.
-    await eventually(() => shown(delivered), (d) => d.length === 0, 3 * DELIVERED_MS + 2000);
+    await eventually(
+      () => shown(delivered),
+      (d) => d.length === 0,
+      3 * DELIVERED_MS + 2000,
+    );
     const doneIds = done.map((d) => d.id);
     expect(await count('SELECT count(*)::int AS n FROM walgate.deliveries WHERE id = ANY($1)', doneIds)).to.equal(0);
     expect(await count('SELECT count(*)::int AS n FROM walgate.delivery_attempts WHERE delivery_id = ANY($1)', doneIds)).to.equal(0);
-    await eventually(() => count('SELECT count(*)::int AS n FROM walgate.events WHERE id = ANY($1)', done.map((d) => d.event_id)), (n) => n === 0, 3000);
+    await eventually(
+      () =>
+        count(
+          'SELECT count(*)::int AS n FROM walgate.events WHERE id = ANY($1)',
+          done.map((d) => d.event_id),
+        ),
+      (n) => n === 0,
+      3000,
+    );
 
     // Dead letters older than the delivered window but inside theirs: kept, and they replay.
     expect((await shown(dead)).map((d) => d.status)).to.deep.equal(['dead']);
     expect((await shown(expiring)).map((d) => d.status)).to.deep.equal(['dead']);
     failing.behave = () => ({ status: 200 });
     expect(await replayDeadDeliveries(p.t.ctx.pool, { webhookId: dead }, new Date())).to.equal(1);
-    await eventually(() => p.delivery(dead), (r) => r[0]?.status === 'delivered');
+    await eventually(
+      () => p.delivery(dead),
+      (r) => r[0]?.status === 'delivered',
+    );
     const last = failing.requests[failing.requests.length - 1]!;
     expect(JSON.parse(last.body).record).to.deep.equal({ id: 1, note: 'replayed' }); // its payload was kept
     expect(failing.requests).to.have.length(6); // 5 failed attempts + the replay
 
     // The other dead letter goes after WEBHOOK_DEAD_RETENTION_MS, with its attempts and event data.
-    await eventually(() => shown(expiring), (d) => d.length === 0, DEAD_MS + 3000);
-    expect(await count('SELECT count(*)::int AS n FROM walgate.delivery_attempts WHERE delivery_id = ANY($1)', [expired[0]!.id])).to.equal(0);
-    await eventually(() => count('SELECT count(*)::int AS n FROM walgate.events WHERE id = ANY($1)', [expired[0]!.event_id]), (n) => n === 0, 3000);
+    await eventually(
+      () => shown(expiring),
+      (d) => d.length === 0,
+      DEAD_MS + 3000,
+    );
+    expect(await count('SELECT count(*)::int AS n FROM walgate.delivery_attempts WHERE delivery_id = ANY($1)', [expired[0]!.id])).to.equal(
+      0,
+    );
+    await eventually(
+      () => count('SELECT count(*)::int AS n FROM walgate.events WHERE id = ANY($1)', [expired[0]!.event_id]),
+      (n) => n === 0,
+      3000,
+    );
 
     // Replayed and delivered: history now, removed WEBHOOK_RETENTION_MS after its delivery.
-    await eventually(() => shown(dead), (d) => d.length === 0, 3 * DELIVERED_MS + 2000);
-    expect(await count('SELECT count(*)::int AS n FROM walgate.delivery_attempts WHERE delivery_id = ANY($1)', died.map((d) => d.id))).to.equal(0);
+    await eventually(
+      () => shown(dead),
+      (d) => d.length === 0,
+      3 * DELIVERED_MS + 2000,
+    );
+    expect(
+      await count(
+        'SELECT count(*)::int AS n FROM walgate.delivery_attempts WHERE delivery_id = ANY($1)',
+        died.map((d) => d.id),
+      ),
+    ).to.equal(0);
 
     // The paused subscription's deliveries are older than every window and all still there, with their event data.
     const kept = await p.delivery(paused);
     expect(kept.map((d) => d.id).sort()).to.deep.equal(unfinished.map((d) => d.id).sort());
     expect(kept.map((d) => d.status).sort()).to.deep.equal(['pending', 'retrying']);
-    expect(await count('SELECT count(*)::int AS n FROM walgate.events WHERE id = ANY($1)', kept.map((d) => d.event_id))).to.equal(2);
+    expect(
+      await count(
+        'SELECT count(*)::int AS n FROM walgate.events WHERE id = ANY($1)',
+        kept.map((d) => d.event_id),
+      ),
+    ).to.equal(2);
     expect(await shown(paused)).to.have.length(2);
 
     const metrics = await p.t.ctx.metrics.text();

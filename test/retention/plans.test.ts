@@ -18,7 +18,16 @@ import pg from 'pg';
 // reading the whole table: checked on the plans Postgres makes for tables of some size, where a
 // sequential scan would be chosen if no index served.
 
-const BIG_TABLES = ['deliveries', 'delivery_attempts', 'events', 'sessions', 'refresh_tokens', 'verification_codes', 'revoked_sessions', 'rate_limits'];
+const BIG_TABLES = [
+  'deliveries',
+  'delivery_attempts',
+  'events',
+  'sessions',
+  'refresh_tokens',
+  'verification_codes',
+  'revoked_sessions',
+  'rate_limits',
+];
 
 /** A Queryable that EXPLAINs each statement instead of running it. */
 function explaining(pool: pg.Pool, plans: unknown[]): Queryable {
@@ -92,7 +101,12 @@ describe('retention: every batch reads an index range, not the table', function 
     await pruneDeliveries(q, 'delivered', weekAgo, 1000);
     await pruneDeliveries(q, 'dead', weekAgo, 1000);
     await pruneEvents(q, weekAgo, EVENTS_START, 1000);
-    await pruneEvents(q, weekAgo, { committedAt: new Date(now.getTime() - 30 * 24 * 3600 * 1000).toISOString(), id: 'evt_0000001000' }, 1000);
+    await pruneEvents(
+      q,
+      weekAgo,
+      { committedAt: new Date(now.getTime() - 30 * 24 * 3600 * 1000).toISOString(), id: 'evt_0000001000' },
+      1000,
+    );
     await pruneSessions(q, now, 1000);
     await pruneVerificationCodes(q, now, 1000);
     await pruneRevokedSessions(q, now, 1000);

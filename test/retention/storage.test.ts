@@ -28,10 +28,15 @@ describe('retention: bytes on disk per delivered change', function () {
     const before = await sizes();
     const started = Date.now();
     for (let i = 0; i < N; i += 100) {
-      await p.writer.query(`INSERT INTO shop_master.orders SELECT g, 'new', g * 1.5 FROM generate_series($1::int, $2::int) g`, [i + 1, i + 100]);
+      await p.writer.query(`INSERT INTO shop_master.orders SELECT g, 'new', g * 1.5 FROM generate_series($1::int, $2::int) g`, [
+        i + 1,
+        i + 100,
+      ]);
     }
     await eventually(
-      async () => (await p.t.ctx.pool.query(`SELECT count(*)::int AS n FROM walgate.deliveries WHERE webhook_id = $1 AND status = 'delivered'`, [wh])).rows[0].n,
+      async () =>
+        (await p.t.ctx.pool.query(`SELECT count(*)::int AS n FROM walgate.deliveries WHERE webhook_id = $1 AND status = 'delivered'`, [wh]))
+          .rows[0].n,
       (n) => n === N,
       300_000,
     );

@@ -24,10 +24,16 @@ const ARGS = [
 export function ensureChromium(): void {
   if (existsSync(EXECUTABLE)) return;
   try {
-    execFileSync('sh', ['-c', 'apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium'], { stdio: 'pipe', timeout: 15 * 60_000 });
+    execFileSync('sh', ['-c', 'apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium'], {
+      stdio: 'pipe',
+      timeout: 15 * 60_000,
+    });
   } catch (err) {
     const e = err as { stderr?: Buffer; message: string };
-    throw new Error(`Chromium is needed at ${EXECUTABLE} and could not be installed (apt-get install chromium): ${e.stderr?.toString().trim() || e.message}`, { cause: err });
+    throw new Error(
+      `Chromium is needed at ${EXECUTABLE} and could not be installed (apt-get install chromium): ${e.stderr?.toString().trim() || e.message}`,
+      { cause: err },
+    );
   }
   if (!existsSync(EXECUTABLE)) throw new Error(`apt-get install chromium succeeded but ${EXECUTABLE} is still missing`);
 }

@@ -43,7 +43,9 @@ export async function createTestDatabase(): Promise<TestDatabase> {
             `SELECT pg_terminate_backend(active_pid) FROM pg_replication_slots WHERE database = $1 AND active_pid IS NOT NULL`,
             [name],
           );
-          await c.query(`SELECT pg_drop_replication_slot(slot_name) FROM pg_replication_slots WHERE database = $1 AND NOT active`, [name]).catch(() => undefined);
+          await c
+            .query(`SELECT pg_drop_replication_slot(slot_name) FROM pg_replication_slots WHERE database = $1 AND NOT active`, [name])
+            .catch(() => undefined);
           const { rowCount } = await c.query('SELECT 1 FROM pg_replication_slots WHERE database = $1', [name]);
           if (!rowCount) break;
           await new Promise((r) => setTimeout(r, 100));

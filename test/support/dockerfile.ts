@@ -51,5 +51,10 @@ export function commandWords(args: string): string[] {
 
 /** `ENV A=1 B=2` → { A: '1', B: '2' } (the forms this project uses). */
 export function envAssignments(args: string): Record<string, string> {
-  return Object.fromEntries(args.split(/\s+/).filter(Boolean).map((pair) => pair.split('=') as [string, string]));
+  return Object.fromEntries(
+    args
+      .split(/\s+/)
+      .filter(Boolean)
+      .map((pair) => pair.split('=') as [string, string]),
+  );
 }

@@ -30,7 +30,14 @@ export async function mochaGlobalSetup(): Promise<void> {
       dir: clusterDir,
       database: 'postgres',
       // Durability is not what these tests measure (the crash tests kill walgate, not Postgres).
-      settings: { fsync: 'off', synchronous_commit: 'off', full_page_writes: 'off', max_replication_slots: 60, max_wal_senders: 60, max_connections: 400 },
+      settings: {
+        fsync: 'off',
+        synchronous_commit: 'off',
+        full_page_writes: 'off',
+        max_replication_slots: 60,
+        max_wal_senders: 60,
+        max_connections: 400,
+      },
     });
     adminUrl = cluster.urlFor('postgres');
   }

@@ -14,9 +14,7 @@ export interface ReceivedRequest {
 
 /** What the receiver does with a request: answer a status (and a body: `ok` unless told), hang, or redirect. */
 export type Behaviour =
-  | { status: number; body?: string; headers?: Record<string, string>; after?: Promise<unknown> }
-  | { hang: true }
-  | { redirect: string };
+  { status: number; body?: string; headers?: Record<string, string>; after?: Promise<unknown> } | { hang: true } | { redirect: string };
 
 /**
  * A real HTTPS subscriber on 127.0.0.1 with a certificate from the test CA. It records every

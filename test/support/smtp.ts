@@ -66,7 +66,10 @@ export class TestSmtpServer {
     if (existing.length > seen) return existing[seen]!;
     let count = existing.length;
     return new Promise((resolve, reject) => {
-      const timer = setTimeout(() => reject(new Error(`no mail to ${address} within ${options.timeoutMs ?? 5000} ms`)), options.timeoutMs ?? 5000);
+      const timer = setTimeout(
+        () => reject(new Error(`no mail to ${address} within ${options.timeoutMs ?? 5000} ms`)),
+        options.timeoutMs ?? 5000,
+      );
       this.#waiters.push({
         match: (m) => m.to.includes(address.toLowerCase()) && ++count > seen,
         resolve: (m) => {

@@ -100,10 +100,10 @@ describe('tailer durability', function () {
     launch();
     const writing = (async () => {
       for (let start = 0; start < total; start += perTransaction) {
-        await writer.query(
-          `INSERT INTO shop_master.orders SELECT g, 'row ' || g FROM generate_series($1::int, $2::int) g`,
-          [start + 1, start + perTransaction],
-        );
+        await writer.query(`INSERT INTO shop_master.orders SELECT g, 'row ' || g FROM generate_series($1::int, $2::int) g`, [
+          start + 1,
+          start + perTransaction,
+        ]);
       }
     })();
     const count = async () => (await t.ctx.pool.query('SELECT count(*)::int AS n FROM walgate.deliveries')).rows[0].n as number;
@@ -121,7 +121,10 @@ describe('tailer durability', function () {
     }
     await writing;
     // The kills must have hit a tailer in the middle of its work, or this test shows nothing.
-    expect(killedAt.some((n) => n > 0 && n < total), `deliveries at each kill: ${killedAt}`).to.equal(true);
+    expect(
+      killedAt.some((n) => n > 0 && n < total),
+      `deliveries at each kill: ${killedAt}`,
+    ).to.equal(true);
     try {
       const until = Date.now() + 60_000;
       for (;;) {
@@ -155,7 +158,10 @@ describe('tailer durability', function () {
 
   it('a standby daemon takes the slot over each time the leader is SIGKILLed: nothing lost, ids unchanged', async function () {
     const wh = await insertSubscription(t.ctx, { projectId: 'shop', environment: 'master', schema: 'shop_master', table: 'orders' });
-    interface Daemon { child: ChildProcess; port: number }
+    interface Daemon {
+      child: ChildProcess;
+      port: number;
+    }
     const launch = async (): Promise<Daemon> => {
       const port = await freePort();
       const env = {
@@ -178,7 +184,6 @@ describe('tailer durability', function () {
         return body.checks.find((c) => c.name === 'tailer')?.detail?.role;
       } catch {
         return undefined; // not listening yet
-
       }
     };
     const inRole = async (pair: Daemon[], wanted: string, timeoutMs: number): Promise<Daemon> => {
@@ -201,7 +206,10 @@ describe('tailer durability', function () {
     let written = 0;
     const writing = (async () => {
       for (let start = 0; start < total; start += 10) {
-        await writer.query(`INSERT INTO shop_master.orders SELECT g, 'row ' || g FROM generate_series($1::int, $2::int) g`, [start + 1, start + 10]);
+        await writer.query(`INSERT INTO shop_master.orders SELECT g, 'row ' || g FROM generate_series($1::int, $2::int) g`, [
+          start + 1,
+          start + 10,
+        ]);
         written = start + 10;
       }
     })();
@@ -210,7 +218,11 @@ describe('tailer durability', function () {
     try {
       let leader = await inRole(pair, 'leader', 15_000);
       for (let i = 0; i < 3; i++) {
-        const standby = await inRole(pair.filter((d) => d !== leader), 'standby', 15_000);
+        const standby = await inRole(
+          pair.filter((d) => d !== leader),
+          'standby',
+          15_000,
+        );
         await sleep(500);
         deliveredAtKill.push((await t.ctx.pool.query('SELECT count(*)::int AS n FROM walgate.deliveries')).rows[0].n);
         const killedAt = Date.now();
@@ -220,7 +232,10 @@ describe('tailer durability', function () {
         pair.splice(pair.indexOf(pair.find((d) => d !== standby)!), 1, await launch()); // the killed one comes back as the standby
       }
       await writing;
-      expect(deliveredAtKill.some((n) => n > 0 && n < total), `deliveries at each kill: ${deliveredAtKill} (of ${written} written)`).to.equal(true);
+      expect(
+        deliveredAtKill.some((n) => n > 0 && n < total),
+        `deliveries at each kill: ${deliveredAtKill} (of ${written} written)`,
+      ).to.equal(true);
       const until = Date.now() + 60_000;
       for (;;) {
         const { rows } = await t.ctx.pool.query('SELECT count(*)::int AS n FROM walgate.deliveries WHERE webhook_id = $1', [wh]);
@@ -251,7 +266,14 @@ describe('tailer durability', function () {
     await receiver.start();
     const caFile = `${t.config.dataDir}/test-ca.pem`;
     await writeFile(caFile, (await testCertificates()).ca);
-    await insertSubscription(t.ctx, { projectId: 'shop', environment: 'master', schema: 'shop_master', table: 'orders', url: `${receiver.url}/hook`, events: ['INSERT'] });
+    await insertSubscription(t.ctx, {
+      projectId: 'shop',
+      environment: 'master',
+      schema: 'shop_master',
+      table: 'orders',
+      url: `${receiver.url}/hook`,
+      events: ['INSERT'],
+    });
     const env = {
       ...process.env,
       DATABASE_URL: t.database.url,
@@ -279,7 +301,10 @@ describe('tailer durability', function () {
     launch();
     const writing = (async () => {
       for (let start = 0; start < total; start += 10) {
-        await writer.query(`INSERT INTO shop_master.orders SELECT g, 'row ' || g FROM generate_series($1::int, $2::int) g`, [start + 1, start + 10]);
+        await writer.query(`INSERT INTO shop_master.orders SELECT g, 'row ' || g FROM generate_series($1::int, $2::int) g`, [
+          start + 1,
+          start + 10,
+        ]);
       }
     })();
     const receivedAt: number[] = [];
@@ -297,7 +322,10 @@ describe('tailer durability', function () {
         launch();
       }
       await writing;
-      expect(receivedAt.some((n) => n > 0 && n < total), `requests at each kill: ${receivedAt}`).to.equal(true);
+      expect(
+        receivedAt.some((n) => n > 0 && n < total),
+        `requests at each kill: ${receivedAt}`,
+      ).to.equal(true);
       const idsByRow = new Map<number, Set<string>>();
       const until = Date.now() + 90_000;
       while (idsByRow.size < total) {

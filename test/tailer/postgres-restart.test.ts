@@ -35,7 +35,10 @@ describe('tailer and api across a Postgres restart', function () {
     ctx = await createContext(config, cluster.url, {
       log: createLogger('info', new CapturedLogs()),
       // The steady clients below ask far more often than the platform's limits allow.
-      rateLimits: { login: { name: 'login', points: 100_000, durationSeconds: 60 }, management: { name: 'management', points: 100_000, durationSeconds: 60 } },
+      rateLimits: {
+        login: { name: 'login', points: 100_000, durationSeconds: 60 },
+        management: { name: 'management', points: 100_000, durationSeconds: 60 },
+      },
     });
     await migrate(ctx.pool);
     // Steady login traffic, not a lockout test: the one client's failed logins (an unknown address
@@ -100,7 +103,11 @@ describe('tailer and api across a Postgres restart', function () {
     tailer ??= startTailer(ctx, cluster.url, { retryMaxMs: 300 });
     await waitForLeader(tailer);
     const { createManagementToken } = await import('../../src/webhooks/management-tokens.js');
-    const management = new HttpClient(api.url, { authorization: `Bearer ${(await createManagementToken(ctx.pool, 'shop')).token}`, 'x-project-id': 'shop', environment: 'master' });
+    const management = new HttpClient(api.url, {
+      authorization: `Bearer ${(await createManagementToken(ctx.pool, 'shop')).token}`,
+      'x-project-id': 'shop',
+      environment: 'master',
+    });
     const http = new HttpClient(api.url, { 'x-project-id': 'shop' });
 
     let running = true;
@@ -113,7 +120,9 @@ describe('tailer and api across a Postgres restart', function () {
       while (running) {
         const from = next;
         next += 5;
-        await writes.query('INSERT INTO shop_master.steady SELECT generate_series($1::int, $2::int)', [from, from + 4]).catch(() => failedWrites++);
+        await writes
+          .query('INSERT INTO shop_master.steady SELECT generate_series($1::int, $2::int)', [from, from + 4])
+          .catch(() => failedWrites++);
         await sleep(10);
       }
     })();
@@ -122,7 +131,11 @@ describe('tailer and api across a Postgres restart', function () {
     const asking = (async () => {
       while (running) {
         for (const [what, call] of [
-          ['login', () => http.post('/auth/login', { email: 'nobody@example.com', password: 'correct horse battery staple 42' }, { timeoutMs: 15_000 })],
+          [
+            'login',
+            () =>
+              http.post('/auth/login', { email: 'nobody@example.com', password: 'correct horse battery staple 42' }, { timeoutMs: 15_000 }),
+          ],
           ['list', () => management.get('/api/rest/_webhooks', { timeoutMs: 15_000 })],
         ] as const) {
           const started = Date.now();
@@ -163,7 +176,8 @@ describe('tailer and api across a Postgres restart', function () {
         expect(rows[0]).to.deep.equal({ deliveries: written[0]!.n, events: written[0]!.n, rows_seen: written[0]!.n });
         break;
       }
-      if (Date.now() > until) throw new Error(`${rows[0].rows_seen} of ${written[0]!.n} rows delivered: ${JSON.stringify(tailer.status())}`);
+      if (Date.now() > until)
+        throw new Error(`${rows[0].rows_seen} of ${written[0]!.n} rows delivered: ${JSON.stringify(tailer.status())}`);
       await sleep(200);
     }
     // The api answered every request in time: its normal answer, or 503 SERVICE_UNAVAILABLE — never a 500, never a hang.
@@ -172,8 +186,13 @@ describe('tailer and api across a Postgres restart', function () {
     expect(odd.length, `answers other than the normal one or 503: ${JSON.stringify(odd.slice(0, 8))}`).to.equal(0);
     expect(answers.filter((a) => a.status === 503).length, 'some requests came while Postgres was away').to.be.above(0);
     const slowest = Math.max(...answers.map((a) => a.ms));
-    console.log(`      ${written[0]!.n} rows delivered once each; ${answers.length} requests, ${answers.filter((a) => a.status === 503).length} answered 503, slowest ${slowest} ms`);
+    console.log(
+      `      ${written[0]!.n} rows delivered once each; ${answers.length} requests, ${answers.filter((a) => a.status === 503).length} answered 503, slowest ${slowest} ms`,
+    );
     expect(slowest, 'the slowest answer (ms)').to.be.below(6000);
-    expect(answers.slice(-10).every((a) => a.status === normal[a.what]), 'back to normal by itself').to.equal(true);
+    expect(
+      answers.slice(-10).every((a) => a.status === normal[a.what]),
+      'back to normal by itself',
+    ).to.equal(true);
   });
 });

@@ -20,7 +20,9 @@ export interface StoredDelivery {
  * refuses, so every delivery is parked with its event: the rows the tests read.
  */
 export function startTailer(ctx: Context, databaseUrl: string, options: Partial<WalTailerOptions> = {}): WalTailer {
-  const own = options.sink ? undefined : new DeliveryEngine(ctx, { disableSubscription: (id, reason, at) => disableWebhook(ctx.pool, id, reason, at) });
+  const own = options.sink
+    ? undefined
+    : new DeliveryEngine(ctx, { disableSubscription: (id, reason, at) => disableWebhook(ctx.pool, id, reason, at) });
   const tailer = new WalTailer(ctx, {
     databaseUrl,
     sink: options.sink ?? own!,
@@ -59,7 +61,14 @@ export async function deliveries(ctx: Context, webhookId?: string): Promise<Stor
   );
   return rows.map((r) => {
     const payloadText = renderPayload(r);
-    return { id: r.id, webhookId: r.webhook_id, eventId: r.event_id, eventType: r.event_type, payload: JSON.parse(payloadText), payloadText };
+    return {
+      id: r.id,
+      webhookId: r.webhook_id,
+      eventId: r.event_id,
+      eventType: r.event_type,
+      payload: JSON.parse(payloadText),
+      payloadText,
+    };
   });
 }
 

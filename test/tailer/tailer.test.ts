@@ -77,13 +77,18 @@ describe('tailer: WAL changes become deliveries', function () {
     const found = await waitForDeliveries(t.ctx, 5, wh);
     const ids = found.map((d) => d.eventId);
     const prefix = ids[0]!.slice(0, 21);
-    expect(ids.every((id) => id.startsWith(prefix)), 'one commit LSN').to.equal(true);
+    expect(
+      ids.every((id) => id.startsWith(prefix)),
+      'one commit LSN',
+    ).to.equal(true);
     expect(found.map((d) => d.payload.record.id)).to.deep.equal([1, 2, 3, 4, 5]);
   });
 
   it('applies the filter (to the deleted row for DELETE) and the field selection', async () => {
     const wh = await sub({ filter: { status: 'paid', amount: 10 }, select: ['id', 'status'] });
-    await writer.query(`INSERT INTO shop_master.orders VALUES (1, 'new', 10, 'secret'), (2, 'paid', 10.00, 'secret'), (3, 'paid', 11, 'x')`);
+    await writer.query(
+      `INSERT INTO shop_master.orders VALUES (1, 'new', 10, 'secret'), (2, 'paid', 10.00, 'secret'), (3, 'paid', 11, 'x')`,
+    );
     await writer.query(`UPDATE shop_master.orders SET note = 'changed' WHERE id IN (1, 2)`);
     await writer.query(`DELETE FROM shop_master.orders WHERE id = 2`);
     await waitUntilCaughtUp(t.ctx, tailer);
@@ -158,10 +163,10 @@ describe('tailer: WAL changes become deliveries', function () {
     await writer.query('UPDATE shop_master.rich SET counter = 1 WHERE id = 1'); // `long` unchanged: not re-sent
     const [ins, upd] = await waitForDeliveries(t.ctx, 2, wh);
     const compare = async (payloadText: string, key: 'record' | 'old_record', expectedSql: string) => {
-      const { rows } = await t.ctx.pool.query(
-        `SELECT ($1::jsonb -> $2)::text AS actual, (${expectedSql})::text AS expected`,
-        [payloadText, key],
-      );
+      const { rows } = await t.ctx.pool.query(`SELECT ($1::jsonb -> $2)::text AS actual, (${expectedSql})::text AS expected`, [
+        payloadText,
+        key,
+      ]);
       expect(rows[0].actual).to.equal(rows[0].expected);
     };
     const rowNow = `SELECT to_jsonb(r) FROM shop_master.rich r WHERE id = 1`;
@@ -224,7 +229,8 @@ describe('tailer: WAL changes become deliveries', function () {
     await waitUntilCaughtUp(t.ctx, tailer);
     const slot = tailer.status().slotName;
     const position = async () =>
-      (await t.ctx.pool.query(`SELECT confirmed_flush_lsn::text AS c FROM pg_replication_slots WHERE slot_name = $1`, [slot])).rows[0].c as string;
+      (await t.ctx.pool.query(`SELECT confirmed_flush_lsn::text AS c FROM pg_replication_slots WHERE slot_name = $1`, [slot])).rows[0]
+        .c as string;
     const before = await position();
     // WAL written by tables nobody watches must not be held back by the slot.
     await writer.query('CREATE TABLE public.unwatched (x int)');

@@ -36,7 +36,11 @@ describe('delivery log API and secret rotation', function () {
 
   before(async () => {
     p = await startPipeline({ WEBHOOK_SECRET_GRACE_MS: String(GRACE_MS), WEBHOOK_BREAKER_FAILURES: '100' });
-    api = new HttpClient(p.t.url, { authorization: `Bearer ${await p.t.managementToken('shop')}`, 'x-project-id': 'shop', environment: 'master' });
+    api = new HttpClient(p.t.url, {
+      authorization: `Bearer ${await p.t.managementToken('shop')}`,
+      'x-project-id': 'shop',
+      environment: 'master',
+    });
     const res = await api.post('/api/rest/_webhooks', {
       projectId: 'shop',
       environment: 'master',
@@ -113,7 +117,9 @@ describe('delivery log API and secret rotation', function () {
     expect(minutes).to.have.length(60);
     expect(minutes.reduce((n: number, m: any) => n + m.failed, 0)).to.equal(5);
     expect(minutes.reduce((n: number, m: any) => n + m.delivered, 0)).to.equal(1);
-    expect(Date.parse(minutes[59].minute)).to.be.at.most(Date.now()).and.above(Date.now() - 60_000);
+    expect(Date.parse(minutes[59].minute))
+      .to.be.at.most(Date.now())
+      .and.above(Date.now() - 60_000);
 
     // Retry this one: the receiver is back; the new attempt joins the log as the 6th.
     p.receiver.behave = () => ({ status: 200 });
@@ -124,7 +130,10 @@ describe('delivery log API and secret rotation', function () {
       () => api.get(`${base()}/deliveries/${id}`),
       (r) => r.body.delivery.status === 'delivered',
     );
-    expect(after.body.delivery.attemptLog.map((a: any) => [a.attempt, a.httpStatus])).to.deep.equal([...[1, 2, 3, 4, 5].map((n) => [n, 503]), [6, 200]]);
+    expect(after.body.delivery.attemptLog.map((a: any) => [a.attempt, a.httpStatus])).to.deep.equal([
+      ...[1, 2, 3, 4, 5].map((n) => [n, 503]),
+      [6, 200],
+    ]);
     // A delivered one may be sent again too.
     expect((await api.post(`${base()}/deliveries/${id}/retry`)).status).to.equal(202);
     await eventually(
@@ -156,7 +165,9 @@ describe('delivery log API and secret rotation', function () {
       url: `${p.receiver.url}/other`,
       secret: whsec(),
     });
-    expect((await api.get(`/api/rest/_webhooks/${other.body.webhook.id}/deliveries/del_waiting`)).body.error).to.equal('DELIVERY_NOT_FOUND');
+    expect((await api.get(`/api/rest/_webhooks/${other.body.webhook.id}/deliveries/del_waiting`)).body.error).to.equal(
+      'DELIVERY_NOT_FOUND',
+    );
     await p.t.ctx.pool.query(`DELETE FROM walgate.deliveries WHERE id = 'del_waiting'`);
   });
 
@@ -169,11 +180,23 @@ describe('delivery log API and secret rotation', function () {
     const second = await api.get(`${base()}/deliveries?limit=1&cursor=${first.body.nextCursor}`);
     expect(second.body.deliveries.map((d: any) => d.id)).to.deep.equal([all[1].id]);
     expect(second.body.nextCursor).to.equal(null);
-    expect((await api.get(`${base()}/deliveries?until=${encodeURIComponent(all[0].createdAt)}`)).body.deliveries.map((d: any) => d.id)).to.deep.equal([all[1].id]);
-    expect((await api.get(`${base()}/deliveries?since=${encodeURIComponent(all[0].createdAt)}`)).body.deliveries.map((d: any) => d.id)).to.deep.equal([all[0].id]);
+    expect(
+      (await api.get(`${base()}/deliveries?until=${encodeURIComponent(all[0].createdAt)}`)).body.deliveries.map((d: any) => d.id),
+    ).to.deep.equal([all[1].id]);
+    expect(
+      (await api.get(`${base()}/deliveries?since=${encodeURIComponent(all[0].createdAt)}`)).body.deliveries.map((d: any) => d.id),
+    ).to.deep.equal([all[0].id]);
     expect((await api.get(`${base()}/deliveries?status=pending`)).body.deliveries).to.deep.equal([]);
 
-    for (const q of ['status=lost', 'since=yesterday', 'limit=0', 'limit=101', 'cursor=abc', 'cursor=' + Buffer.from(JSON.stringify(['2020-01-01T00:00:00Z', "del_' OR 1=1"])).toString('base64url'), 'extra=1']) {
+    for (const q of [
+      'status=lost',
+      'since=yesterday',
+      'limit=0',
+      'limit=101',
+      'cursor=abc',
+      'cursor=' + Buffer.from(JSON.stringify(['2020-01-01T00:00:00Z', "del_' OR 1=1"])).toString('base64url'),
+      'extra=1',
+    ]) {
       const res = await api.get(`${base()}/deliveries?${q}`);
       expect(res.status, q).to.equal(400);
       expect(res.body.error, q).to.equal('VALIDATION_ERROR');

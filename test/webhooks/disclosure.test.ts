@@ -17,13 +17,22 @@ describe('webhook management API: a refused URL does not disclose addresses', fu
     t = await startTestApi({ env: { WEBHOOK_ALLOW_PRIVATE_NETWORKS: 'false' }, overrides: { lookup } });
     await t.provision({ projectId: 'shop', name: 'master' });
     await t.ctx.pool.query('CREATE TABLE shop_master.orders (id int PRIMARY KEY)');
-    api = new HttpClient(t.url, { authorization: `Bearer ${await t.managementToken('shop')}`, 'x-project-id': 'shop', environment: 'master' });
+    api = new HttpClient(t.url, {
+      authorization: `Bearer ${await t.managementToken('shop')}`,
+      'x-project-id': 'shop',
+      environment: 'master',
+    });
   });
   after(() => t?.close());
 
   it('a name resolving to a private address is refused without echoing the address', async () => {
     const res = await api.post('/api/rest/_webhooks', {
-      projectId: 'shop', environment: 'master', table: 'orders', events: ['INSERT'], url: 'https://billing.internal.test/hook', secret: 'disclosure-secret-0123456789',
+      projectId: 'shop',
+      environment: 'master',
+      table: 'orders',
+      events: ['INSERT'],
+      url: 'https://billing.internal.test/hook',
+      secret: 'disclosure-secret-0123456789',
     });
     expect(res.status).to.equal(400);
     expect(res.body.error).to.equal('VALIDATION_ERROR');

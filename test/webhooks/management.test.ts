@@ -52,10 +52,29 @@ describe('webhook management API', function () {
     const res = await api.post('/api/rest/_webhooks', valid({ filter: { status: 'paid' }, select: ['id', 'status'] }));
     expect(res.status).to.equal(201);
     const w = res.body.webhook;
-    expect(w).to.have.all.keys('id', 'table', 'events', 'url', 'active', 'filter', 'select', 'createdAt', 'updatedAt', 'disabledReason', 'disabledAt');
+    expect(w).to.have.all.keys(
+      'id',
+      'table',
+      'events',
+      'url',
+      'active',
+      'filter',
+      'select',
+      'createdAt',
+      'updatedAt',
+      'disabledReason',
+      'disabledAt',
+    );
     expect(w).to.include({ disabledReason: null, disabledAt: null });
     expect(w.id).to.match(/^wh_[0-9a-f]{32}$/);
-    expect(w).to.deep.include({ table: 'orders', events: ['INSERT', 'UPDATE'], url: PUBLIC_URL, active: true, filter: { status: 'paid' }, select: ['id', 'status'] });
+    expect(w).to.deep.include({
+      table: 'orders',
+      events: ['INSERT', 'UPDATE'],
+      url: PUBLIC_URL,
+      active: true,
+      filter: { status: 'paid' },
+      select: ['id', 'status'],
+    });
     const { rows } = await t.ctx.pool.query(
       `SELECT c.relreplident, EXISTS (SELECT 1 FROM pg_publication_tables WHERE pubname = 'walgate' AND schemaname = 'shop_master' AND tablename = 'orders') AS published
          FROM pg_class c WHERE c.oid = 'shop_master.orders'::regclass`,
@@ -76,7 +95,17 @@ describe('webhook management API', function () {
       await t.ctx.pool.query(
         `INSERT INTO walgate.deliveries (id, webhook_id, event_id, event_type, status, attempts, http_status, last_error, next_attempt_at, created_at, delivered_at)
          VALUES ($1, $2, $3, 'INSERT', $4, $5, $6, $7, now(), now() + make_interval(secs => $8), $9)`,
-        [`del_t${i}`, w.id, `evt_t${i}`, i === 54 ? 'dead' : 'delivered', i === 54 ? 5 : 1, i === 54 ? 500 : 200, i === 54 ? 'HTTP 500' : null, i, i === 54 ? null : new Date()],
+        [
+          `del_t${i}`,
+          w.id,
+          `evt_t${i}`,
+          i === 54 ? 'dead' : 'delivered',
+          i === 54 ? 5 : 1,
+          i === 54 ? 500 : 200,
+          i === 54 ? 'HTTP 500' : null,
+          i,
+          i === 54 ? null : new Date(),
+        ],
       );
     }
     const res = await api.get(`/api/rest/_webhooks/${w.id}`);
@@ -84,7 +113,16 @@ describe('webhook management API', function () {
     expect(res.body.webhook).to.deep.equal(w);
     expect(res.body.deliveries).to.have.length(50);
     const newest = res.body.deliveries[0];
-    expect(newest).to.include({ id: 'del_t54', eventId: 'evt_t54', status: 'dead', httpStatus: 500, attempts: 5, lastError: 'HTTP 500', nextAttemptAt: null, deliveredAt: null });
+    expect(newest).to.include({
+      id: 'del_t54',
+      eventId: 'evt_t54',
+      status: 'dead',
+      httpStatus: 500,
+      attempts: 5,
+      lastError: 'HTTP 500',
+      nextAttemptAt: null,
+      deliveredAt: null,
+    });
     expect(new Date(newest.createdAt).toISOString()).to.equal(newest.createdAt);
     expect(res.text).not.to.contain(SECRET);
   });
@@ -143,7 +181,9 @@ describe('webhook management API', function () {
     await t.ctx.pool.query('CREATE TABLE shop_master.lonely (id int PRIMARY KEY)');
     const w = await create({ table: 'lonely' });
     const published = () =>
-      t.ctx.pool.query(`SELECT 1 FROM pg_publication_tables WHERE pubname = 'walgate' AND schemaname = 'shop_master' AND tablename = 'lonely'`);
+      t.ctx.pool.query(
+        `SELECT 1 FROM pg_publication_tables WHERE pubname = 'walgate' AND schemaname = 'shop_master' AND tablename = 'lonely'`,
+      );
     expect((await published()).rowCount).to.equal(1);
     const res = await api.delete(`/api/rest/_webhooks/${w.id}`);
     expect(res.status).to.equal(204);
@@ -258,7 +298,11 @@ describe('webhook management API', function () {
       try {
         await t2.provision({ projectId: 'shop', name: 'master' });
         await t2.ctx.pool.query('CREATE TABLE shop_master.orders (id int PRIMARY KEY)');
-        const http = new HttpClient(t2.url, { authorization: `Bearer ${await t2.managementToken('shop')}`, 'x-project-id': 'shop', environment: 'master' });
+        const http = new HttpClient(t2.url, {
+          authorization: `Bearer ${await t2.managementToken('shop')}`,
+          'x-project-id': 'shop',
+          environment: 'master',
+        });
         const res = await http.post('/api/rest/_webhooks', valid({ url: 'https://127.0.0.1:8443/h' }));
         expect(res.status).to.equal(201);
       } finally {
@@ -292,7 +336,11 @@ describe('webhook management API', function () {
       const t2 = await startTestApi({ overrides: { rateLimits: { management: { name: 'management', points: 3, durationSeconds: 60 } } } });
       try {
         await t2.provision({ projectId: 'shop', name: 'master' });
-        const http = new HttpClient(t2.url, { authorization: `Bearer ${await t2.managementToken('shop')}`, 'x-project-id': 'shop', environment: 'master' });
+        const http = new HttpClient(t2.url, {
+          authorization: `Bearer ${await t2.managementToken('shop')}`,
+          'x-project-id': 'shop',
+          environment: 'master',
+        });
         const statuses = [];
         let last;
         for (let i = 0; i < 4; i++) statuses.push((last = await http.get('/api/rest/_webhooks')).status);

@@ -38,7 +38,11 @@ describe('webhook management API: shared negative cases on every endpoint', func
   after(() => t.close());
 
   const endpoints = (): Array<[method: string, path: string, body?: unknown]> => [
-    ['POST', '/api/rest/_webhooks', { projectId: 'shop', environment: 'master', table: 'orders', events: ['INSERT'], url: 'https://93.184.216.34/h', secret: SECRET }],
+    [
+      'POST',
+      '/api/rest/_webhooks',
+      { projectId: 'shop', environment: 'master', table: 'orders', events: ['INSERT'], url: 'https://93.184.216.34/h', secret: SECRET },
+    ],
     ['GET', '/api/rest/_webhooks'],
     ['GET', `/api/rest/_webhooks/${id}`],
     ['PATCH', `/api/rest/_webhooks/${id}`, { active: true }],
@@ -59,7 +63,12 @@ describe('webhook management API: shared negative cases on every endpoint', func
   const cases: Array<[string, () => Record<string, string>, number, string]> = [
     ['no token', () => ({ 'x-project-id': 'shop', environment: 'master' }), 401, 'AUTH_TOKEN_INVALID'],
     ['a wrong token', () => ({ ...good(), authorization: 'Bearer wgm_notarealtoken' }), 401, 'AUTH_TOKEN_INVALID'],
-    ['an access token instead of a management token', () => ({ ...good(), authorization: 'Bearer eyJhbGciOiJFUzI1NiJ9.e30.sig' }), 401, 'AUTH_TOKEN_INVALID'],
+    [
+      'an access token instead of a management token',
+      () => ({ ...good(), authorization: 'Bearer eyJhbGciOiJFUzI1NiJ9.e30.sig' }),
+      401,
+      'AUTH_TOKEN_INVALID',
+    ],
     ["another project's token", () => ({ ...good(), authorization: `Bearer ${otherToken}` }), 403, 'FORBIDDEN'],
     ['no X-Project-ID', () => ({ authorization: `Bearer ${token}`, environment: 'master' }), 400, 'VALIDATION_ERROR'],
     ['no environment header', () => ({ authorization: `Bearer ${token}`, 'x-project-id': 'shop' }), 400, 'VALIDATION_ERROR'],
@@ -89,7 +98,12 @@ describe('webhook management API: shared negative cases on every endpoint', func
     for (const encoding of ['gzip', 'deflate', 'br']) {
       for (const [method, path, body] of endpoints()) {
         if (body === undefined) continue;
-        const res = await call(method, path, { ...good(), 'content-type': 'application/json', 'content-encoding': encoding }, { raw: 'this is not compressed' });
+        const res = await call(
+          method,
+          path,
+          { ...good(), 'content-type': 'application/json', 'content-encoding': encoding },
+          { raw: 'this is not compressed' },
+        );
         expect(res.status, `${encoding}: ${method} ${path} ${res.text}`).to.equal(400);
         expect(res.body.error).to.equal('VALIDATION_ERROR');
       }
@@ -110,7 +124,10 @@ describe('webhook management API: shared negative cases on every endpoint', func
       const res = await call(method, path, { ...good(), 'content-type': 'application/json' }, { raw: JSON.stringify(body) });
       expect(res.status, `${method} ${path} ${res.text}`).to.equal(400);
       expect(res.body.error).to.equal('VALIDATION_ERROR');
-      expect(res.body.violations.map((v: { path: string }) => v.path), `${method} ${path}`).to.deep.equal([violation]);
+      expect(
+        res.body.violations.map((v: { path: string }) => v.path),
+        `${method} ${path}`,
+      ).to.deep.equal([violation]);
     }
   });
 

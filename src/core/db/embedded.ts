@@ -129,8 +129,7 @@ export async function startEmbeddedPostgres(options: EmbeddedOptions): Promise<E
   let state: StateFile | undefined = await readFile(stateFile, 'utf8')
     .then((s) => JSON.parse(s) as StateFile)
     .catch(() => undefined);
-  const urlFor = (s: StateFile, db: string) =>
-    `postgres://${USER}:${encodeURIComponent(s.password)}@127.0.0.1:${s.port}/${db}`;
+  const urlFor = (s: StateFile, db: string) => `postgres://${USER}:${encodeURIComponent(s.password)}@127.0.0.1:${s.port}/${db}`;
 
   if (!(await exists(path.join(dataDir, 'PG_VERSION')))) {
     state = { port: await freePort(), password: randomBytes(18).toString('base64url') };

@@ -24,5 +24,8 @@ export function qualified(schema: string, table: string): string {
  * anything outside [a-z0-9_] replaced by `_`.
  */
 export function defaultSchemaName(projectId: string, environment: string): string {
-  return `${projectId}_${environment}`.toLowerCase().replace(/[^a-z0-9_]/g, '_').slice(0, 63);
+  return `${projectId}_${environment}`
+    .toLowerCase()
+    .replace(/[^a-z0-9_]/g, '_')
+    .slice(0, 63);
 }

@@ -66,9 +66,7 @@ export async function migrate(pool: Pool, migrations?: Migration[]): Promise<str
 /** The names of migrations not yet applied (readiness checks use it). */
 export async function pendingMigrations(pool: Pool): Promise<string[]> {
   const all = await loadMigrations();
-  const { rows } = await pool
-    .query<{ id: number }>('SELECT id FROM walgate.migrations')
-    .catch(() => ({ rows: [] as { id: number }[] }));
+  const { rows } = await pool.query<{ id: number }>('SELECT id FROM walgate.migrations').catch(() => ({ rows: [] as { id: number }[] }));
   const done = new Set(rows.map((r) => r.id));
   return all.filter((m) => !done.has(m.id)).map((m) => m.name);
 }

@@ -48,10 +48,7 @@ export class PostgresRevocationStore implements RevocationStore {
 
   async isRevoked(sessionId: string): Promise<boolean> {
     const { rowCount } = await pgUnavailableOnError(() =>
-      this.pool.query('SELECT 1 FROM walgate.revoked_sessions WHERE session_id = $1 AND expires_at > $2', [
-        sessionId,
-        this.clock(),
-      ]),
+      this.pool.query('SELECT 1 FROM walgate.revoked_sessions WHERE session_id = $1 AND expires_at > $2', [sessionId, this.clock()]),
     );
     return (rowCount ?? 0) > 0;
   }

@@ -21,7 +21,8 @@ const operations = {
     method: 'post',
     path: '/signup',
     summary: 'Sign up',
-    description: 'Creates an unconfirmed account and e-mails a 6-digit code (valid 10 minutes, 5 attempts). Limited to 10 a minute per client IP.',
+    description:
+      'Creates an unconfirmed account and e-mails a 6-digit code (valid 10 minutes, 5 attempts). Limited to 10 a minute per client IP.',
     headers: projectHeaders,
     body: body.signupBody,
     success: { status: 201, description: 'The account exists; the code is on its way.', schema: res.signupResponse },
@@ -53,7 +54,8 @@ const operations = {
     method: 'post',
     path: '/recover-password',
     summary: 'Ask for a password reset code',
-    description: 'The same answer whether or not the address is registered; a code is e-mailed if it is. Limited to 5 a minute per address.',
+    description:
+      'The same answer whether or not the address is registered; a code is e-mailed if it is. Limited to 5 a minute per address.',
     headers: projectHeaders,
     body: body.recoverPasswordBody,
     success: { status: 200, description: 'Always.', schema: res.messageResponse },
@@ -94,7 +96,8 @@ const operations = {
     method: 'get',
     path: '/me',
     summary: 'The current user and session',
-    description: 'Checks the revocation list, which a signature check alone cannot: resource servers ask here when a logout must take effect at once.',
+    description:
+      'Checks the revocation list, which a signature check alone cannot: resource servers ask here when a logout must take effect at once.',
     security: 'accessToken',
     headers: projectHeaders,
     success: { status: 200, description: 'The user and the session.', schema: res.meResponse },

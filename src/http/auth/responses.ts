@@ -17,10 +17,18 @@ export const user = z.object({
 export const tokenPair = z.object({
   accessToken: z
     .string()
-    .meta({ description: 'A JWT (JWS, or a 5-part JWE for environments set to `--token-format jwe`), valid 15 minutes.', examples: ['eyJhbGciOiJFUzI1NiIsImtpZCI6…'] }),
-  refreshToken: z.string().meta({ description: 'Opaque, single use, valid 30 days: exchanging it issues a new pair.', examples: ['Zk3xQ0u1…'] }),
+    .meta({
+      description: 'A JWT (JWS, or a 5-part JWE for environments set to `--token-format jwe`), valid 15 minutes.',
+      examples: ['eyJhbGciOiJFUzI1NiIsImtpZCI6…'],
+    }),
+  refreshToken: z
+    .string()
+    .meta({ description: 'Opaque, single use, valid 30 days: exchanging it issues a new pair.', examples: ['Zk3xQ0u1…'] }),
   tokenType: z.literal('Bearer'),
-  expiresIn: z.int().positive().meta({ description: 'Seconds until the access token expires.', examples: [900] }),
+  expiresIn: z
+    .int()
+    .positive()
+    .meta({ description: 'Seconds until the access token expires.', examples: [900] }),
 });
 
 export const signupResponse = z.object({ userId: z.uuid(), message: z.string() });

@@ -23,7 +23,11 @@ export const managementHeaders = projectHeaders.extend({ environment: projectHea
 export async function managementScope(ctx: Context, environments: EnvironmentCache, req: Request): Promise<ManagementScope> {
   const token = await authenticateManagementToken(ctx.pool, bearerToken(req.get('authorization')), ctx.clock());
   if (!token) throw new AppError('AUTH_TOKEN_INVALID', 'The management token is missing, invalid or revoked.');
-  const h = parse(managementHeaders, { 'x-project-id': req.get('x-project-id'), environment: req.get('environment') }, 'Missing or invalid project headers.');
+  const h = parse(
+    managementHeaders,
+    { 'x-project-id': req.get('x-project-id'), environment: req.get('environment') },
+    'Missing or invalid project headers.',
+  );
   if (h['x-project-id'] !== token.projectId) throw new AppError('FORBIDDEN');
   const env = await environments.get(h['x-project-id'], h.environment);
   if (!env) throw validationError([{ path: 'environment', message: `project ${h['x-project-id']} has no environment ${h.environment}` }]);

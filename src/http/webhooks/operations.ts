@@ -7,7 +7,12 @@ import * as body from '../../webhooks/schemas.js';
 // The webhook management API, declared once for the router (routes.ts) and the reference.
 
 /** managementScope (access.ts): no live token (401), bad headers or environment (400), another project's token (403), 600/min per token (429). */
-const MANAGEMENT_SCOPE = ['AUTH_TOKEN_INVALID', 'VALIDATION_ERROR', 'FORBIDDEN', 'RATE_LIMIT_EXCEEDED'] as const satisfies readonly ErrorCode[];
+const MANAGEMENT_SCOPE = [
+  'AUTH_TOKEN_INVALID',
+  'VALIDATION_ERROR',
+  'FORBIDDEN',
+  'RATE_LIMIT_EXCEEDED',
+] as const satisfies readonly ErrorCode[];
 
 const common = [...MANAGEMENT_SCOPE, ...ANY_REQUEST_ERRORS] as const;
 const withBody = [...common, ...JSON_BODY_ERRORS] as const;
@@ -21,7 +26,7 @@ const operations = {
     method: 'get',
     path: '/_tables',
     summary: "The environment's tables and their columns",
-    description: 'What `table`, `filter` and `select` may name: the tables of the environment\'s Postgres schema.',
+    description: "What `table`, `filter` and `select` may name: the tables of the environment's Postgres schema.",
     success: { status: 200, description: 'The tables, by name.', schema: res.tablesResponse },
     errors: common,
   },
@@ -59,7 +64,8 @@ const operations = {
     method: 'patch',
     path: '/:id',
     summary: 'Update a subscription',
-    description: 'Any of the fields; `null` clears `filter` or `select`. Rotate the secret here (receivers may accept the old and the new one during the switch); `active: false` pauses.',
+    description:
+      'Any of the fields; `null` clears `filter` or `select`. Rotate the secret here (receivers may accept the old and the new one during the switch); `active: false` pauses.',
     params: body.webhookParams,
     body: body.updateBody,
     success: { status: 200, description: 'Updated.', schema: res.webhookResponse },

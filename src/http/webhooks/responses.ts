@@ -18,14 +18,22 @@ const webhook = z
     select: z.array(z.string()).nullable(),
     createdAt: timestamp,
     updatedAt: timestamp,
-    disabledReason: z.string().nullable().meta({ description: 'Why delivery disabled it (its receiver answered 410 Gone); null otherwise.' }),
+    disabledReason: z
+      .string()
+      .nullable()
+      .meta({ description: 'Why delivery disabled it (its receiver answered 410 Gone); null otherwise.' }),
     disabledAt: timestamp.nullable().meta({ description: 'When delivery disabled it; null otherwise.' }),
   })
   .meta({ description: 'A subscription. The secret is never returned.' });
 
 const delivery = z.object({
   id: z.string().meta({ examples: ['del_…'] }),
-  eventId: z.string().meta({ description: 'The `id` of the payload and the X-Service-Delivery header: deduplicate by it.', examples: ['evt_0000000001A2B3C4_000003'] }),
+  eventId: z
+    .string()
+    .meta({
+      description: 'The `id` of the payload and the X-Service-Delivery header: deduplicate by it.',
+      examples: ['evt_0000000001A2B3C4_000003'],
+    }),
   event: z.enum(EVENTS),
   status: z.enum(['pending', 'retrying', 'delivered', 'dead']).meta({ description: '`dead`: every attempt failed; kept until replayed.' }),
   httpStatus: z.int().min(100).max(599).nullable().meta({ description: "The subscriber's status at the last attempt." }),
@@ -53,11 +61,16 @@ const deliveryDetail = delivery.extend({
 const health = z
   .object({
     breaker: z.object({
-      state: z.enum(['closed', 'open', 'half-open']).meta({ description: '`open`: deliveries to this endpoint wait; `half-open`: one probe is due.' }),
+      state: z
+        .enum(['closed', 'open', 'half-open'])
+        .meta({ description: '`open`: deliveries to this endpoint wait; `half-open`: one probe is due.' }),
       openUntil: timestamp.nullable(),
       consecutiveFailures: z.int().nonnegative(),
     }),
-    disabledReason: z.string().nullable().meta({ description: 'Why the receiver disabled the subscription (a 410), while it is disabled.' }),
+    disabledReason: z
+      .string()
+      .nullable()
+      .meta({ description: 'Why the receiver disabled the subscription (a 410), while it is disabled.' }),
     disabledAt: timestamp.nullable(),
     lastSuccessAt: timestamp.nullable(),
     failuresLastHour: z.int().nonnegative().meta({ description: 'Failed attempts that started within the last hour.' }),
@@ -92,7 +105,13 @@ export const deliveryResponse = z.object({ delivery });
 
 export const deliveryMinutesResponse = z.object({
   minutes: z
-    .array(z.object({ minute: timestamp.meta({ description: "The minute's start." }), delivered: z.int().nonnegative(), failed: z.int().nonnegative() }))
+    .array(
+      z.object({
+        minute: timestamp.meta({ description: "The minute's start." }),
+        delivered: z.int().nonnegative(),
+        failed: z.int().nonnegative(),
+      }),
+    )
     .meta({ description: 'The last 60 minutes, oldest first: deliveries that succeeded, attempts that failed.' }),
 });
 

@@ -49,10 +49,15 @@ export function webhooksRouter(ctx: Context, service: WebhookService, environmen
     reply(
       res,
       op.replayWebhook,
-      await service.replay(env, id, {
-        since: range.since ? new Date(range.since) : undefined,
-        until: range.until ? new Date(range.until) : undefined,
-      }, range.dryRun),
+      await service.replay(
+        env,
+        id,
+        {
+          since: range.since ? new Date(range.since) : undefined,
+          until: range.until ? new Date(range.until) : undefined,
+        },
+        range.dryRun,
+      ),
     );
   });
   handle(r, op.listDeliveries, async (req, res) => {

@@ -53,9 +53,15 @@ describe('unit: payload building', () => {
   });
 
   it('INSERT and DELETE: changed_fields empty; old_record null when there is no old image', () => {
-    const insert = JSON.parse(renderPayload({ ...UPDATE, operation: 'INSERT', old_record: null, changed_fields: [] })) as Record<string, unknown>;
+    const insert = JSON.parse(renderPayload({ ...UPDATE, operation: 'INSERT', old_record: null, changed_fields: [] })) as Record<
+      string,
+      unknown
+    >;
     expect(insert).to.deep.include({ event: 'INSERT', old_record: null, changed_fields: [] });
-    const del = JSON.parse(renderPayload({ ...UPDATE, operation: 'DELETE', record: UPDATE.old_record!, changed_fields: [] })) as Record<string, unknown>;
+    const del = JSON.parse(renderPayload({ ...UPDATE, operation: 'DELETE', record: UPDATE.old_record!, changed_fields: [] })) as Record<
+      string,
+      unknown
+    >;
     expect(del).to.deep.include({ event: 'DELETE', changed_fields: [] });
     expect(del.record).to.deep.equal(del.old_record);
   });

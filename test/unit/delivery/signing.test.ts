@@ -11,7 +11,9 @@ describe('unit: delivery signatures', () => {
     it('matches the RFC 4231 HMAC-SHA256 test vectors', () => {
       // RFC 4231 test case 1 (key twenty 0x0b bytes, data "Hi There") and 2 (key "Jefe").
       expect(hexSignature('\x0b'.repeat(20), 'Hi There')).to.equal('b0344c61d8db38535ca8afceaf0bf12b881dc200c9833da726e9376c2e32cff7');
-      expect(hexSignature('Jefe', 'what do ya want for nothing?')).to.equal('5bdcc146bf60754e6a042426089575c75a003f089d2739839dec58b964ec3843');
+      expect(hexSignature('Jefe', 'what do ya want for nothing?')).to.equal(
+        '5bdcc146bf60754e6a042426089575c75a003f089d2739839dec58b964ec3843',
+      );
     });
 
     it('signs the UTF-8 bytes of body and secret', () => {
@@ -67,10 +69,12 @@ describe('unit: delivery signatures', () => {
       const wh = new Webhook(secret);
       expect(() => wh.verify(body, headers)).not.to.throw();
       expect(() => wh.verify(body.replace('5}', '6}'), headers)).to.throw(/signature/i);
-      expect(() => new Webhook('whsec_' + Buffer.from('another key for testing!').toString('base64')).verify(body, headers)).to.throw(/signature/i);
+      expect(() => new Webhook('whsec_' + Buffer.from('another key for testing!').toString('base64')).verify(body, headers)).to.throw(
+        /signature/i,
+      );
     });
 
-    it('keys a secret without whsec_ with its UTF-8 bytes (the library\'s raw format, given those bytes)', () => {
+    it("keys a secret without whsec_ with its UTF-8 bytes (the library's raw format, given those bytes)", () => {
       const body = '{"a":1}';
       const now = Math.floor(Date.now() / 1000);
       const ascii = signatureHeaders(['plain-secret'], 'evt_x', body, now);

@@ -62,8 +62,24 @@ describe('unit: captured changes become payloads carrying to_jsonb rows', () => 
     expect(all).to.have.length(fixture.transactions.flatMap((t) => t.changes).length);
     for (const [i, tx] of fixture.transactions.entries()) {
       for (const [k, d] of delivered[i]!.entries()) {
-        expect(Object.keys(d.payload)).to.have.members(['id', 'timestamp', 'project_id', 'environment', 'table', 'event', 'record', 'data', 'old_record', 'changed_fields']);
-        expect(d.payload).to.include({ project_id: 'proj_unit', environment: 'staging', table: tx.changes[k]!.table, event: tx.changes[k]!.operation });
+        expect(Object.keys(d.payload)).to.have.members([
+          'id',
+          'timestamp',
+          'project_id',
+          'environment',
+          'table',
+          'event',
+          'record',
+          'data',
+          'old_record',
+          'changed_fields',
+        ]);
+        expect(d.payload).to.include({
+          project_id: 'proj_unit',
+          environment: 'staging',
+          table: tx.changes[k]!.table,
+          event: tx.changes[k]!.operation,
+        });
         expect(d.payload.id).to.match(/^evt_[0-9A-F]{16}_\d{6}$/);
         expect(d.payload.timestamp).to.equal(new Date(Number(BigInt(tx.commitTimeMicros) / 1000n)).toISOString());
         expect(d.payload.data).to.deep.equal(d.payload.record);

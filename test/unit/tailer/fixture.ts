@@ -45,7 +45,15 @@ export interface PgoutputFixture {
   session: { DateStyle: string; TimeZone: string };
   relations: Record<string, CapturedRelation>;
   catalog: {
-    types: Array<{ oid: number; typtype: string; typelem: number; typbasetype: number; typdelim: string; typlen: number; typrelid: number }>;
+    types: Array<{
+      oid: number;
+      typtype: string;
+      typelem: number;
+      typbasetype: number;
+      typdelim: string;
+      typlen: number;
+      typrelid: number;
+    }>;
     attributes: Record<string, Array<{ name: string; typeOid: number }>>;
   };
   transactions: CapturedTransaction[];

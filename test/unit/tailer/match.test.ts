@@ -93,8 +93,20 @@ describe('unit: which subscriptions take a change', () => {
       spec('wh_unpaid', { filter: { status: 'open' } }),
     ];
     expect(matchDeliveries(subs, change('UPDATE'))).to.deep.equal([
-      { id: 'del_0000000001A2B3C4_000007_all', webhookId: 'wh_all', eventId: 'evt_0000000001A2B3C4_000007', eventType: 'UPDATE', select: null },
-      { id: 'del_0000000001A2B3C4_000007_paid', webhookId: 'wh_paid', eventId: 'evt_0000000001A2B3C4_000007', eventType: 'UPDATE', select: ['id', 'status'] },
+      {
+        id: 'del_0000000001A2B3C4_000007_all',
+        webhookId: 'wh_all',
+        eventId: 'evt_0000000001A2B3C4_000007',
+        eventType: 'UPDATE',
+        select: null,
+      },
+      {
+        id: 'del_0000000001A2B3C4_000007_paid',
+        webhookId: 'wh_paid',
+        eventId: 'evt_0000000001A2B3C4_000007',
+        eventType: 'UPDATE',
+        select: ['id', 'status'],
+      },
     ]);
     expect(matchDeliveries(subs, change('INSERT')).map((d) => d.webhookId)).to.deep.equal(['wh_all', 'wh_inserts', 'wh_paid']);
   });

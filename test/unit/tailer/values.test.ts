@@ -14,7 +14,21 @@ describe('unit: values render as to_jsonb renders them', () => {
 
   it('covers the types it claims', () => {
     const covered = new Set(fixture.values.map((v) => v.type));
-    for (const t of ['int8', 'numeric', 'float8', 'bool', 'json', 'jsonb', 'timestamptz', 'date', 'text[]', 'address', 'positive_amount', 'mood', 'bytea']) {
+    for (const t of [
+      'int8',
+      'numeric',
+      'float8',
+      'bool',
+      'json',
+      'jsonb',
+      'timestamptz',
+      'date',
+      'text[]',
+      'address',
+      'positive_amount',
+      'mood',
+      'bytea',
+    ]) {
       expect(covered, t).to.include(t);
     }
   });
