@@ -15,12 +15,10 @@ export const user = z.object({
 });
 
 export const tokenPair = z.object({
-  accessToken: z
-    .string()
-    .meta({
-      description: 'A JWT (JWS, or a 5-part JWE for environments set to `--token-format jwe`), valid 15 minutes.',
-      examples: ['eyJhbGciOiJFUzI1NiIsImtpZCI6…'],
-    }),
+  accessToken: z.string().meta({
+    description: 'A JWT (JWS, or a 5-part JWE for environments set to `--token-format jwe`), valid 15 minutes.',
+    examples: ['eyJhbGciOiJFUzI1NiIsImtpZCI6…'],
+  }),
   refreshToken: z
     .string()
     .meta({ description: 'Opaque, single use, valid 30 days: exchanging it issues a new pair.', examples: ['Zk3xQ0u1…'] }),

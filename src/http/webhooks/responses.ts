@@ -28,12 +28,10 @@ const webhook = z
 
 const delivery = z.object({
   id: z.string().meta({ examples: ['del_…'] }),
-  eventId: z
-    .string()
-    .meta({
-      description: 'The `id` of the payload and the X-Service-Delivery header: deduplicate by it.',
-      examples: ['evt_0000000001A2B3C4_000003'],
-    }),
+  eventId: z.string().meta({
+    description: 'The `id` of the payload and the X-Service-Delivery header: deduplicate by it.',
+    examples: ['evt_0000000001A2B3C4_000003'],
+  }),
   event: z.enum(EVENTS),
   status: z.enum(['pending', 'retrying', 'delivered', 'dead']).meta({ description: '`dead`: every attempt failed; kept until replayed.' }),
   httpStatus: z.int().min(100).max(599).nullable().meta({ description: "The subscriber's status at the last attempt." }),
