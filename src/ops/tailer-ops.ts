@@ -4,33 +4,21 @@ import { Gauge } from 'prom-client';
 import type { Context } from '../core/context.js';
 import { queueDepth } from '../delivery/store.js';
 
+import { slotHealth, type SlotHealth } from '../tailer/slot-health.js';
 import type { WalTailer } from '../tailer/tailer.js';
 import { checkOf, databaseCheck, readiness, redisCheck } from './checks.js';
 
-export interface SlotHealth {
-  lagBytes: number | null;
-  retainedBytes: number | null;
-  /** Retained WAL at which the watchdog warns (half of max_slot_wal_keep_size, or SLOT_WAL_WARN_BYTES). */
-  warnBytes: number;
-  walStatus: string | null;
-  safeWalSize: number | null;
-}
-
-export async function slotHealth(ctx: Context, slotName: string): Promise<SlotHealth> {
-  const { rows } = await ctx.pool.query(
-    `SELECT (pg_current_wal_lsn() - restart_lsn)::bigint AS retained, (pg_current_wal_lsn() - confirmed_flush_lsn)::bigint AS lag,
-            wal_status, safe_wal_size, pg_size_bytes(current_setting('max_slot_wal_keep_size')) AS keep_size
-       FROM pg_replication_slots WHERE slot_name = $1`,
-    [slotName],
-  );
-  const r = rows[0];
-  const keep = r?.keep_size == null ? -1 : Number(r.keep_size);
-  return {
-    lagBytes: r?.lag == null ? null : Number(r.lag),
-    retainedBytes: r?.retained == null ? null : Number(r.retained),
-    warnBytes: keep > 0 ? keep / 2 : ctx.config.slotWalWarnBytes,
-    walStatus: r?.wal_status ?? null,
-    safeWalSize: r?.safe_wal_size == null ? null : Number(r.safe_wal_size),
+/**
+ * The slot's health for one scrape: the gauges below all read it, and a scrape collects them
+ * together, so one query serves them all (a second later it is read again).
+ */
+function slotHealthPerScrape(ctx: Context, slotName: string): () => Promise<SlotHealth | undefined> {
+  let last: { at: number; value: Promise<SlotHealth | undefined> } | undefined;
+  return () => {
+    if (!last || Date.now() - last.at > 1000) {
+      last = { at: Date.now(), value: slotHealth(ctx.pool, slotName, ctx.config.slotWalWarnBytes).catch(() => undefined) };
+    }
+    return last.value;
   };
 }
 
@@ -48,13 +36,13 @@ export function registerTailerGauges(ctx: Context, tailer: WalTailer, worker: De
       if (depth) for (const [status, n] of Object.entries(depth)) this.set({ status }, n);
     },
   });
-  const slot = tailer.status().slotName;
+  const health = slotHealthPerScrape(ctx, tailer.status().slotName);
   new Gauge({
     name: 'walgate_replication_lag_bytes',
     help: 'WAL written since the position the slot has confirmed',
     registers: [registry],
     async collect() {
-      const h = await slotHealth(ctx, slot).catch(() => undefined);
+      const h = await health();
       if (h?.lagBytes != null) this.set(h.lagBytes);
     },
   });
@@ -63,7 +51,7 @@ export function registerTailerGauges(ctx: Context, tailer: WalTailer, worker: De
     help: 'WAL the slot keeps on the server (since its restart_lsn)',
     registers: [registry],
     async collect() {
-      const h = await slotHealth(ctx, slot).catch(() => undefined);
+      const h = await health();
       if (h?.retainedBytes != null) this.set(h.retainedBytes);
     },
   });
@@ -72,7 +60,7 @@ export function registerTailerGauges(ctx: Context, tailer: WalTailer, worker: De
     help: '1 when the slot retains more WAL than half of max_slot_wal_keep_size (or SLOT_WAL_WARN_BYTES when unlimited)',
     registers: [registry],
     async collect() {
-      const h = await slotHealth(ctx, slot).catch(() => undefined);
+      const h = await health();
       if (h?.retainedBytes != null) this.set(h.retainedBytes > h.warnBytes ? 1 : 0);
     },
   });
@@ -81,7 +69,7 @@ export function registerTailerGauges(ctx: Context, tailer: WalTailer, worker: De
     help: "Postgres's safe_wal_size of the slot: WAL that can still be written before the slot is lost (absent when unlimited)",
     registers: [registry],
     async collect() {
-      const h = await slotHealth(ctx, slot).catch(() => undefined);
+      const h = await health();
       if (h?.safeWalSize != null) this.set(h.safeWalSize);
     },
   });
@@ -92,7 +80,7 @@ export function registerTailerGauges(ctx: Context, tailer: WalTailer, worker: De
     registers: [registry],
     async collect() {
       this.reset();
-      const h = await slotHealth(ctx, slot).catch(() => undefined);
+      const h = await health();
       if (h?.walStatus) this.set({ wal_status: h.walStatus }, 1);
     },
   });
@@ -142,7 +130,7 @@ export async function startTailerOps(
       if (path === '/metrics') return send(200, await ctx.metrics.text(), ctx.metrics.contentType);
       if (path === '/readyz') {
         const status = tailer.status();
-        const slot = await slotHealth(ctx, status.slotName).catch(() => undefined);
+        const slot = await slotHealth(ctx.pool, status.slotName, ctx.config.slotWalWarnBytes).catch(() => undefined);
         const role = checkOf('tailer', status.role === 'leader' || status.role === 'standby', {
           role: status.role,
           slot: status.slotName,

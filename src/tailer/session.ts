@@ -6,8 +6,16 @@ import { decodeChange, decodeRow, describeRelation, type Relation } from './deco
 import { eventId, matchDeliveries, toEventRecord, type Operation } from './events.js';
 import { formatLsn, type Lsn } from './lsn.js';
 import type { PgoutputMessage, RawTuple } from './pgoutput.js';
-import { pruneViewVersions, saveViewChanges, SubscriptionView, type SubscriptionSpec, type ViewChange } from './subscriptions.js';
+import {
+  pruneViewVersions,
+  saveViewChanges,
+  specFromWalRow,
+  SubscriptionView,
+  type SubscriptionSpec,
+  type ViewChange,
+} from './subscriptions.js';
 import type { TypeRegistry } from './types.js';
+import { advancePosition } from './position.js';
 
 export interface SessionOptions {
   /** The connection that holds the leadership: the session's own writes go through it (fencing). */
@@ -123,12 +131,7 @@ export class ReplicationSession {
   /** Records a durable position in walgate.tailer_state (through the fenced connection). */
   async saveDurable(position: Lsn = this.#durable): Promise<void> {
     if (this.#failed) return;
-    await this.#o.fenced.query(
-      `INSERT INTO walgate.tailer_state (slot_name, processed_lsn, updated_at) VALUES ($1, $2, $3)
-       ON CONFLICT (slot_name) DO UPDATE SET processed_lsn = greatest(tailer_state.processed_lsn, EXCLUDED.processed_lsn),
-                                             updated_at = EXCLUDED.updated_at`,
-      [this.#o.slotName, formatLsn(position), this.#o.clock()],
-    );
+    await advancePosition(this.#o.fenced, this.#o.slotName, formatLsn(position), this.#o.clock());
     await pruneViewVersions(this.#o.fenced, formatLsn(position));
   }
 
@@ -222,34 +225,19 @@ export class ReplicationSession {
 
   #subscriptionChange(tx: OpenTransaction, rel: Relation, op: Operation, tuple: RawTuple): void {
     const { row } = decodeRow(rel, tuple);
-    const get = (name: string): string | null => {
+    // Every column renders as JSON (text[] as arrays, types.ts), so the row parses straight back.
+    const json = (name: string) => {
       const i = row.indexOf.get(name);
-      return i === undefined ? null : (JSON.parse(row.fragments[i]!) as string | null);
+      return i === undefined ? 'null' : row.fragments[i]!;
     };
-    const id = get('id')!;
+    const id = JSON.parse(json('id')) as string;
     this.#o.stream.subscriptionChanged(id);
     if (op === 'DELETE') {
       this.#view.remove(id);
       tx.viewChanges.push({ op: 'delete', id });
       return;
     }
-    const raw = (name: string) => {
-      const i = row.indexOf.get(name);
-      return i === undefined ? 'null' : row.fragments[i]!;
-    };
-    // text[] columns render as JSON arrays (types.ts), so they parse straight back.
-    const textArray = (name: string) => JSON.parse(raw(name)) as string[] | null;
-    const spec: SubscriptionSpec = {
-      id,
-      projectId: get('project_id')!,
-      environment: get('environment')!,
-      schema: get('schema_name')!,
-      table: get('table_name')!,
-      events: textArray('events') ?? [],
-      active: JSON.parse(raw('active')) === true,
-      filter: JSON.parse(raw('filter')) as Record<string, unknown> | null,
-      select: textArray('select_fields'),
-    };
+    const spec = specFromWalRow(json);
     this.#view.upsert(spec);
     tx.viewChanges.push({ op: 'upsert', spec });
   }

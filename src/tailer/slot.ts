@@ -2,6 +2,7 @@ import pg from 'pg';
 import { PgCode, pgCode, withTransaction, type Pool, type Queryable } from '../core/db/pool.js';
 import type { Logger } from '../core/log.js';
 import { formatLsn, parseLsn, type Lsn } from './lsn.js';
+import { readPosition, resetPosition } from './position.js';
 import { currentSubscriptions, loadSavedView, replaceSavedView, type SubscriptionSpec } from './subscriptions.js';
 
 /** The slot of this database: slot names are cluster-wide, so the database name is part of it. */
@@ -43,13 +44,6 @@ interface SlotRow {
   active_pid: number | null;
 }
 
-export async function readProcessedLsn(db: Queryable, slotName: string): Promise<string | undefined> {
-  const { rows } = await db.query<{ processed_lsn: string }>('SELECT processed_lsn::text FROM walgate.tailer_state WHERE slot_name = $1', [
-    slotName,
-  ]);
-  return rows[0]?.processed_lsn;
-}
-
 async function readSlot(pool: Pool, slotName: string): Promise<SlotRow | undefined> {
   const { rows } = await pool.query<SlotRow>(
     `SELECT wal_status, confirmed_flush_lsn::text, active_pid FROM pg_replication_slots WHERE slot_name = $1`,
@@ -84,7 +78,7 @@ async function waitUntilUnread(pool: Pool, slotName: string, timeoutMs = 60_000)
  */
 export async function prepareSlot(pool: Pool, replicationUrl: string, slotName: string, log: Logger): Promise<SlotStart> {
   let slot = await waitUntilUnread(pool, slotName);
-  const saved = await readProcessedLsn(pool, slotName);
+  const saved = await readPosition(pool, slotName);
   if (slot?.wal_status === 'lost') {
     log.error(
       { slot: slotName },
@@ -107,11 +101,7 @@ export async function prepareSlot(pool: Pool, replicationUrl: string, slotName: 
     const processedLsn = parseLsn(slot.confirmed_flush_lsn ?? '0/0');
     await withTransaction(pool, async (c) => {
       await replaceSavedView(c, subscriptions, formatLsn(processedLsn));
-      await c.query(
-        `INSERT INTO walgate.tailer_state (slot_name, processed_lsn) VALUES ($1, $2)
-         ON CONFLICT (slot_name) DO UPDATE SET processed_lsn = EXCLUDED.processed_lsn`,
-        [slotName, formatLsn(processedLsn)],
-      );
+      await resetPosition(c, slotName, formatLsn(processedLsn));
     });
     return { processedLsn, subscriptions };
   }
@@ -138,11 +128,7 @@ async function createSlot(pool: Pool, replicationUrl: string, slotName: string):
       await c.query(`SET TRANSACTION SNAPSHOT '${row.snapshot_name.replaceAll("'", "''")}'`);
       const specs = await currentSubscriptions(c);
       await replaceSavedView(c, specs, row.consistent_point);
-      await c.query(
-        `INSERT INTO walgate.tailer_state (slot_name, processed_lsn) VALUES ($1, $2)
-         ON CONFLICT (slot_name) DO UPDATE SET processed_lsn = EXCLUDED.processed_lsn`,
-        [slotName, row.consistent_point],
-      );
+      await resetPosition(c, slotName, row.consistent_point);
       return specs;
     });
     return { processedLsn, subscriptions };

@@ -57,7 +57,8 @@ export class SubscriptionView {
   }
 }
 
-const SPEC_COLUMNS = selectList<SubscriptionSpec>({
+/** Each field of a spec and its column in walgate.webhooks: the one mapping, for SQL reads and WAL rows alike. */
+const SPEC_FIELDS = {
   id: 'id',
   projectId: 'project_id',
   environment: 'environment',
@@ -67,7 +68,25 @@ const SPEC_COLUMNS = selectList<SubscriptionSpec>({
   active: 'active',
   filter: 'filter',
   select: 'select_fields',
-});
+} as const satisfies { [K in keyof SubscriptionSpec]-?: string };
+
+const SPEC_COLUMNS = selectList<SubscriptionSpec>(SPEC_FIELDS);
+
+/** A walgate.webhooks row as the WAL carries it: each column's value as JSON text ('null' when absent). */
+export function specFromWalRow(json: (column: string) => string): SubscriptionSpec {
+  const value = <K extends keyof SubscriptionSpec>(field: K) => JSON.parse(json(SPEC_FIELDS[field])) as SubscriptionSpec[K];
+  return {
+    id: value('id'),
+    projectId: value('projectId'),
+    environment: value('environment'),
+    schema: value('schema'),
+    table: value('table'),
+    events: value('events') ?? [],
+    active: value('active') === true,
+    filter: value('filter'),
+    select: value('select'),
+  };
+}
 
 /** Today's subscriptions, straight from walgate.webhooks (used when the tailer's own view starts). */
 export async function currentSubscriptions(db: Queryable): Promise<SubscriptionSpec[]> {

@@ -9,6 +9,7 @@ import { formatLsn, parseLsn, type Lsn } from './lsn.js';
 import { RawPgoutputPlugin } from './pgoutput.js';
 import { ensurePublication, PUBLICATION } from './publication.js';
 import { ReplicationSession } from './session.js';
+import { slotHealth } from './slot-health.js';
 import { defaultSlotName, prepareSlot } from './slot.js';
 import { TypeRegistry } from './types.js';
 
@@ -232,32 +233,21 @@ export class WalTailer {
 
   async #report(session: ReplicationSession, log: Context['log']): Promise<void> {
     try {
-      const { rows } = await this.#ctx.pool.query(
-        `SELECT (pg_current_wal_lsn() - confirmed_flush_lsn)::bigint AS lag_bytes, (pg_current_wal_lsn() - restart_lsn)::bigint AS retained_bytes,
-                wal_status, safe_wal_size, pg_size_bytes(current_setting('max_slot_wal_keep_size')) AS keep_size
-           FROM pg_replication_slots WHERE slot_name = $1`,
-        [this.#o.slotName],
-      );
-      const slot = rows[0] ?? {};
-      const retained = slot.retained_bytes == null ? null : Number(slot.retained_bytes);
+      const slot = await slotHealth(this.#ctx.pool, this.#o.slotName, this.#ctx.config.slotWalWarnBytes);
       log.info(
         {
           durableLsn: this.#durable === null ? null : formatLsn(this.#durable),
-          lagBytes: slot.lag_bytes == null ? null : Number(slot.lag_bytes),
-          retainedBytes: retained,
-          walStatus: slot.wal_status ?? null,
-          safeWalSize: slot.safe_wal_size == null ? null : Number(slot.safe_wal_size),
+          lagBytes: slot.lagBytes,
+          retainedBytes: slot.retainedBytes,
+          walStatus: slot.walStatus,
+          safeWalSize: slot.safeWalSize,
           ...session.stats,
         },
         'replication progress',
       );
-      // The watchdog: past half of what Postgres may keep (or the configured limit when it may
-      // keep everything), the slot is at risk — of being invalidated, or of filling the disk.
-      const keep = slot.keep_size == null ? -1 : Number(slot.keep_size);
-      const limit = keep > 0 ? keep / 2 : this.#ctx.config.slotWalWarnBytes;
-      if (retained !== null && retained > limit) {
+      if (slot.retainedBytes !== null && slot.retainedBytes > slot.warnBytes) {
         log.warn(
-          { retainedBytes: retained, limitBytes: limit, maxSlotWalKeepSize: keep },
+          { retainedBytes: slot.retainedBytes, limitBytes: slot.warnBytes, maxSlotWalKeepSize: slot.keepBytes },
           'the replication slot retains a lot of WAL: the tailer is behind',
         );
       }
