@@ -27,7 +27,7 @@ export interface ParkedEntry {
   httpStatus: number | null;
   lastError: string | null;
   nextAttemptAt: Date;
-  attempt: { startedAt: Date; durationMs: number; httpStatus: number | null; error: string | null } | null;
+  attempt: { startedAt: Date; durationMs: number; httpStatus: number | null; error: string | null; responseBody: string | null } | null;
   done: () => void;
 }
 
@@ -154,9 +154,9 @@ async function writeParked(db: Queryable, rows: ParkedEntry[]): Promise<void> {
        ON CONFLICT (id) DO NOTHING
      ), d AS (
        SELECT * FROM unnest($10::text[], $11::text[], $12::text[], $13::text[], $14::text[], $15::text[], $16::int[], $17::int[], $18::text[],
-                            $19::timestamptz[], $20::timestamptz[], $21::timestamptz[], $22::int[])
+                            $19::timestamptz[], $20::timestamptz[], $21::timestamptz[], $22::int[], $23::text[])
               AS d(id, webhook_id, event_id, event_type, select_fields, status, attempts, http_status, last_error,
-                   next_attempt_at, created_at, started_at, duration_ms)
+                   next_attempt_at, created_at, started_at, duration_ms, response_body)
      ), inserted AS (
        INSERT INTO walgate.deliveries (id, webhook_id, event_id, event_type, select_fields, status, attempts, http_status, last_error, next_attempt_at, created_at)
        SELECT d.id, d.webhook_id, d.event_id, d.event_type, d.select_fields::text[], d.status, d.attempts, d.http_status, d.last_error, d.next_attempt_at, d.created_at
@@ -164,8 +164,8 @@ async function writeParked(db: Queryable, rows: ParkedEntry[]): Promise<void> {
        ON CONFLICT (id) DO NOTHING
        RETURNING id
      )
-     INSERT INTO walgate.delivery_attempts (delivery_id, attempt, started_at, duration_ms, http_status, error)
-     SELECT d.id, d.attempts, d.started_at, d.duration_ms, d.http_status, d.last_error
+     INSERT INTO walgate.delivery_attempts (delivery_id, attempt, started_at, duration_ms, http_status, error, response_body)
+     SELECT d.id, d.attempts, d.started_at, d.duration_ms, d.http_status, d.last_error, d.response_body
        FROM d JOIN inserted USING (id) WHERE d.started_at IS NOT NULL`,
     [
       events.map((e) => e.id),
@@ -191,6 +191,7 @@ async function writeParked(db: Queryable, rows: ParkedEntry[]): Promise<void> {
       rows.map((r) => r.createdAt),
       rows.map((r) => r.attempt?.startedAt ?? null),
       rows.map((r) => r.attempt?.durationMs ?? null),
+      rows.map((r) => r.attempt?.responseBody ?? null),
     ],
   );
 }

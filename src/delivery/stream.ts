@@ -301,7 +301,7 @@ export class StreamDelivery implements DeliveryStream {
         httpStatus: result.status,
         lastError: result.error,
       },
-      { startedAt, durationMs: result.durationMs, httpStatus: result.status, error: result.error },
+      { startedAt, durationMs: result.durationMs, httpStatus: result.status, error: result.error, responseBody: result.responseBody },
     );
   }
 
