@@ -6,7 +6,9 @@
 -- before: an events row (its payload), a deliveries row, and its attempts in delivery_attempts.
 ALTER TABLE walgate.deliveries
   ADD COLUMN first_attempt_started_at timestamptz,
-  ADD COLUMN first_attempt_duration_ms integer;
+  ADD COLUMN first_attempt_duration_ms integer,
+  -- the first KiB of the receiver's answer, for the delivery log
+  ADD COLUMN first_attempt_response_body text;
 
 -- The subscription view, versioned by WAL position: each row is a subscription as it stood from
 -- the end of the transaction that changed it (spec NULL: deleted there). The tailer resumes at the

@@ -45,6 +45,7 @@ const DELIVERY_COLUMNS =
 interface FoldedAttempt {
   first_attempt_started_at: Date | null;
   first_attempt_duration_ms: number | null;
+  first_attempt_response_body: string | null;
 }
 
 interface DeliveryRow {
@@ -109,7 +110,8 @@ export async function listDeliveries(db: Queryable, webhookId: string, q: Delive
 export async function getDelivery(db: Queryable, webhookId: string, deliveryId: string): Promise<DeliveryDetail | undefined> {
   const { rows } = await db.query<DeliveryRow & PayloadRow & FoldedAttempt & { kept: boolean }>(
     // PAYLOAD_COLUMNS first: its e.id AS event_id is null once the event is gone, d.event_id is not.
-    `SELECT ${PAYLOAD_COLUMNS}, e.id IS NOT NULL AS kept, ${DELIVERY_COLUMNS}, d.first_attempt_started_at, d.first_attempt_duration_ms
+    `SELECT ${PAYLOAD_COLUMNS}, e.id IS NOT NULL AS kept, ${DELIVERY_COLUMNS}, d.first_attempt_started_at, d.first_attempt_duration_ms,
+            d.first_attempt_response_body
        FROM walgate.deliveries d JOIN walgate.webhooks w ON w.id = d.webhook_id LEFT JOIN walgate.events e ON e.id = d.event_id
       WHERE d.id = $1 AND d.webhook_id = $2`,
     [deliveryId, webhookId],
@@ -139,7 +141,7 @@ export async function getDelivery(db: Queryable, webhookId: string, deliveryId: 
             durationMs: r.first_attempt_duration_ms ?? 0,
             httpStatus: r.http_status,
             error: null,
-            responseBody: null,
+            responseBody: r.first_attempt_response_body,
           },
         ]
       : [];
@@ -171,19 +173,13 @@ export async function retryDelivery(
   webhookId: string,
   deliveryId: string,
   now: Date,
-): Promise<DeliveryView | 'unfinished' | undefined> {
-  // A first attempt folded into the delivery's row becomes an attempt row of its own before the
-  // row's status and answer change, so the log keeps it.
-  await db.query(
-    `INSERT INTO walgate.delivery_attempts (delivery_id, attempt, started_at, duration_ms, http_status)
-     SELECT d.id, 1, d.first_attempt_started_at, coalesce(d.first_attempt_duration_ms, 0), d.http_status FROM walgate.deliveries d
-      WHERE d.id = $1 AND d.webhook_id = $2 AND d.status IN ('delivered', 'dead') AND d.first_attempt_started_at IS NOT NULL
-        AND NOT EXISTS (SELECT 1 FROM walgate.delivery_attempts a WHERE a.delivery_id = d.id)`,
-    [deliveryId, webhookId],
-  );
+): Promise<DeliveryView | 'unfinished' | 'payload-gone' | undefined> {
+  // Only a delivery whose change is still stored can be sent again: one delivered at its first
+  // attempt never stored it (its one write is its history row), and retention removes old ones.
   const { rows } = await db.query<DeliveryRow>(
     `UPDATE walgate.deliveries d SET status = 'pending', next_attempt_at = $3
       WHERE d.id = $1 AND d.webhook_id = $2 AND d.status IN ('delivered', 'dead')
+        AND EXISTS (SELECT 1 FROM walgate.events e WHERE e.id = d.event_id)
       RETURNING ${DELIVERY_COLUMNS}`,
     [deliveryId, webhookId, now],
   );
@@ -191,8 +187,12 @@ export async function retryDelivery(
     await db.query(`NOTIFY ${DELIVERIES_CHANNEL}`); // the worker looks now rather than at its next poll
     return deliveryView(rows[0]);
   }
-  const { rowCount } = await db.query('SELECT 1 FROM walgate.deliveries WHERE id = $1 AND webhook_id = $2', [deliveryId, webhookId]);
-  return rowCount ? 'unfinished' : undefined;
+  const { rows: found } = await db.query<{ status: DeliveryStatus }>(
+    'SELECT status FROM walgate.deliveries WHERE id = $1 AND webhook_id = $2',
+    [deliveryId, webhookId],
+  );
+  if (!found[0]) return undefined;
+  return found[0].status === 'pending' || found[0].status === 'retrying' ? 'unfinished' : 'payload-gone';
 }
 
 export interface DeliveryHealth {

@@ -13,6 +13,8 @@ export interface DeliveredEntry {
   httpStatus: number | null;
   startedAt: Date;
   durationMs: number;
+  /** The first KiB of the receiver's answer. */
+  responseBody: string | null;
   deliveredAt: Date;
   done: () => void;
 }
@@ -115,11 +117,13 @@ async function retryOnVanishedSubscription(write: () => Promise<unknown>): Promi
 async function writeDelivered(db: Queryable, rows: DeliveredEntry[]): Promise<void> {
   await db.query(
     `INSERT INTO walgate.deliveries (id, webhook_id, event_id, event_type, select_fields, status, attempts, http_status,
-                                     next_attempt_at, created_at, delivered_at, first_attempt_started_at, first_attempt_duration_ms)
+                                     next_attempt_at, created_at, delivered_at, first_attempt_started_at, first_attempt_duration_ms,
+                                     first_attempt_response_body)
      SELECT d.id, d.webhook_id, d.event_id, d.event_type, d.select_fields::text[], 'delivered', 1, d.http_status,
-            d.created_at, d.created_at, d.delivered_at, d.started_at, d.duration_ms
-       FROM unnest($1::text[], $2::text[], $3::text[], $4::text[], $5::text[], $6::int[], $7::timestamptz[], $8::timestamptz[], $9::timestamptz[], $10::int[])
-            AS d(id, webhook_id, event_id, event_type, select_fields, http_status, created_at, delivered_at, started_at, duration_ms)
+            d.created_at, d.created_at, d.delivered_at, d.started_at, d.duration_ms, d.response_body
+       FROM unnest($1::text[], $2::text[], $3::text[], $4::text[], $5::text[], $6::int[], $7::timestamptz[], $8::timestamptz[], $9::timestamptz[], $10::int[],
+                   $11::text[])
+            AS d(id, webhook_id, event_id, event_type, select_fields, http_status, created_at, delivered_at, started_at, duration_ms, response_body)
        JOIN walgate.webhooks w ON w.id = d.webhook_id
      ON CONFLICT (id) DO NOTHING`,
     [
@@ -133,6 +137,7 @@ async function writeDelivered(db: Queryable, rows: DeliveredEntry[]): Promise<vo
       rows.map((r) => r.deliveredAt),
       rows.map((r) => r.startedAt),
       rows.map((r) => r.durationMs),
+      rows.map((r) => r.responseBody),
     ],
   );
 }

@@ -287,6 +287,7 @@ export class StreamDelivery implements DeliveryStream {
         httpStatus: result.status,
         startedAt,
         durationMs: result.durationMs,
+        responseBody: result.responseBody,
         deliveredAt: done,
         done: () => this.#finish(job),
       });

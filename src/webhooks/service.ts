@@ -147,6 +147,7 @@ export class WebhookService {
     const result = deliveryId.length <= 256 ? await retryDelivery(this.ctx.pool, row.id, deliveryId, this.ctx.clock()) : undefined;
     if (!result) throw new AppError('DELIVERY_NOT_FOUND');
     if (result === 'unfinished') throw new AppError('DELIVERY_NOT_FINISHED');
+    if (result === 'payload-gone') throw new AppError('DELIVERY_PAYLOAD_GONE');
     return { delivery: result };
   }
 

@@ -106,6 +106,11 @@ describe('OpenAPI document: the api answers as documented', function () {
     const id = created.body.webhook.id as string;
     expect((await manager.call('createWebhook', { body: { ...body, url: 'http://93.184.216.34/' } })).body.error).to.equal('VALIDATION_ERROR');
     expect((await manager.call('listWebhooks', { query: { limit: '1' } })).body.webhooks).to.have.length(1);
+    // A dead letter and the change it carries (a parked delivery keeps it, so it can be sent again).
+    await t.ctx.pool.query(
+      `INSERT INTO walgate.events (id, schema_name, table_name, operation, committed_at, columns, record, changed_fields)
+       VALUES ('evt_contract', 'shop_master', 'orders', 'INSERT', now(), '{id}', '{1}', '{}')`,
+    );
     await t.ctx.pool.query(
       `INSERT INTO walgate.deliveries (id, webhook_id, event_id, event_type, status, attempts, http_status, last_error, next_attempt_at, created_at)
        VALUES ('del_contract', $1, 'evt_contract', 'INSERT', 'dead', 5, 500, 'HTTP 500', now(), now())`,
@@ -127,6 +132,12 @@ describe('OpenAPI document: the api answers as documented', function () {
     await t.ctx.pool.query(`UPDATE walgate.deliveries SET status = 'delivered', delivered_at = now() WHERE id = $1`, [deliveryId]);
     expect((await manager.call('retryDelivery', { params: { id, deliveryId } })).body.delivery.status).to.equal('pending');
     expect((await manager.call('retryDelivery', { params: { id, deliveryId: 'del_nope' } })).body.error).to.equal('DELIVERY_NOT_FOUND');
+    await t.ctx.pool.query(
+      `INSERT INTO walgate.deliveries (id, webhook_id, event_id, event_type, status, attempts, http_status, next_attempt_at, created_at, delivered_at)
+       VALUES ('del_first_try', $1, 'evt_not_stored', 'INSERT', 'delivered', 1, 200, now(), now(), now())`,
+      [id],
+    );
+    expect((await manager.call('retryDelivery', { params: { id, deliveryId: 'del_first_try' } })).body.error).to.equal('DELIVERY_PAYLOAD_GONE');
     expect((await manager.call('getDeliveryMinutes', { params: { id } })).body.minutes).to.have.length(60);
     expect((await manager.call('deleteWebhook', { params: { id } })).status).to.equal(204);
     for (const op of ['getWebhook', 'updateWebhook', 'deleteWebhook', 'replayWebhook', 'listDeliveries', 'getDeliveryMinutes']) {

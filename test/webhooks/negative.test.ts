@@ -30,6 +30,10 @@ describe('webhook management API: shared negative cases on every endpoint', func
     expect(res.status).to.equal(201);
     id = res.body.webhook.id;
     await t.ctx.pool.query(
+      `INSERT INTO walgate.events (id, schema_name, table_name, operation, committed_at, columns, record, changed_fields)
+       VALUES ('evt_negative', 'shop_master', 'orders', 'INSERT', now(), '{id}', '{1}', '{}')`,
+    );
+    await t.ctx.pool.query(
       `INSERT INTO walgate.deliveries (id, webhook_id, event_id, event_type, status, attempts, http_status, next_attempt_at, created_at)
        VALUES ('del_negative', $1, 'evt_negative', 'INSERT', 'delivered', 1, 200, now(), now())`,
       [id],

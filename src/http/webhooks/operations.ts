@@ -124,7 +124,7 @@ const operations = {
       'A delivered or dead delivery is pending again, due now; its attempts count on, so the new ones join its log. For many dead letters at once use replay. A pending or retrying delivery is 409.',
     params: body.deliveryParams,
     success: { status: 202, description: 'Pending again.', schema: res.deliveryResponse },
-    errors: [...common, 'WEBHOOK_NOT_FOUND', 'DELIVERY_NOT_FOUND', 'DELIVERY_NOT_FINISHED'],
+    errors: [...common, 'WEBHOOK_NOT_FOUND', 'DELIVERY_NOT_FOUND', 'DELIVERY_NOT_FINISHED', 'DELIVERY_PAYLOAD_GONE'],
   },
   getDeliveryMinutes: {
     ...shared,
