@@ -18,7 +18,10 @@ export const ERRORS = {
   METHOD_NOT_ALLOWED: [405, 'This method is not allowed on this route.'],
   AUTH_EMAIL_EXISTS: [409, 'This e-mail address is already registered.'],
   DELIVERY_NOT_FINISHED: [409, 'The delivery is pending or retrying; only a delivered or dead one can be retried.'],
-  DELIVERY_PAYLOAD_GONE: [409, 'The change this delivery carried is no longer stored (delivered at its first attempt, or past retention): it cannot be sent again.'],
+  DELIVERY_PAYLOAD_GONE: [
+    409,
+    'The change this delivery carried is no longer stored (delivered at its first attempt, or past retention): it cannot be sent again.',
+  ],
   PAYLOAD_TOO_LARGE: [413, 'The request body is too large.'],
   UNSUPPORTED_MEDIA_TYPE: [415, 'The request body must be application/json.'],
   AUTH_ACCOUNT_LOCKED: [423, 'Too many failed logins; the account is locked for a while.'],
