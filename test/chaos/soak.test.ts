@@ -35,7 +35,11 @@ const HISTORY_TABLES = ['deliveries', 'delivery_attempts', 'events', 'sessions',
 export function halfRatio(values: number[]): number {
   const half = Math.floor(values.length / 2);
   const mean = (xs: number[]) => xs.reduce((s, x) => s + x, 0) / xs.length;
-  return mean(values.slice(values.length - half)) / mean(values.slice(0, half));
+  const [first, second] = [mean(values.slice(0, half)), mean(values.slice(values.length - half))];
+  // A table that stays empty (the stream engine writes no event or attempt row for a change
+  // delivered at its first try) is as flat as a table can be.
+  if (first === 0) return second === 0 ? 1 : Number.POSITIVE_INFINITY;
+  return second / first;
 }
 
 /** Growth of a series over its span, from a least-squares line: (fitted end − fitted start) / fitted start. */
