@@ -56,7 +56,8 @@ interface Known {
   version: number;
 }
 
-const keyOf = (k: BreakerKey) => JSON.stringify([k.projectId, k.environment, k.url]);
+// NUL joins the parts: it cannot occur in a URL, nor in project and environment names.
+const keyOf = (k: BreakerKey) => `${k.projectId}\u0000${k.environment}\u0000${k.url}`;
 
 /** An endpoint's row in walgate.endpoint_breakers, as refresh reads it. */
 interface SharedBreakerRow {
@@ -217,7 +218,7 @@ export class EndpointBreakers {
   states(): Array<BreakerKey & { state: BreakerState }> {
     const out: Array<BreakerKey & { state: BreakerState }> = [];
     for (const [id, k] of this.#known) {
-      const [projectId, environment, url] = JSON.parse(id) as [string, string, string];
+      const [projectId = '', environment = '', url = ''] = id.split('\u0000');
       out.push({ projectId, environment, url, state: this.#stateOf(k) });
     }
     return out;

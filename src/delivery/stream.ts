@@ -237,7 +237,7 @@ export class StreamDelivery implements DeliveryStream {
     if (!target.active) return this.#park(job, { status: 'pending', attempts: 0, nextAttemptAt: now });
     const body = buildPayload({ projectId: target.projectId, environment: target.environment, select: delivery.select }, event);
     const outcome = await attempt(this.#deps, {
-      endpoint: { projectId: target.projectId, environment: target.environment, url: target.url.href },
+      endpoint: target.endpoint,
       url: target.url,
       secrets: target.secrets,
       eventId: event.id,

@@ -1,4 +1,5 @@
 import type { Pool } from '../core/db/pool.js';
+import type { BreakerKey } from './breaker.js';
 
 // Where a subscription's deliveries go and how they are signed, as walgate.webhooks says now
 // (the retry queue joins the same row when it claims). The stream asks per delivery, so this is a
@@ -10,6 +11,8 @@ export interface Target {
   projectId: string;
   environment: string;
   url: URL;
+  /** The breaker's key: project, environment and the exact URL. */
+  endpoint: BreakerKey;
   active: boolean;
   /** Signing secrets, newest first: the previous one too while its grace after a rotation lasts. */
   secrets: string[];
@@ -67,6 +70,7 @@ export class Targets {
                 projectId: r.project_id,
                 environment: r.environment,
                 url: new URL(r.url),
+                endpoint: { projectId: r.project_id, environment: r.environment, url: r.url },
                 active: r.active,
                 secrets: [r.secret, ...(r.previous_secret ? [r.previous_secret] : [])].map((sealed) => this.openSecret(sealed)),
                 secretsChangeAt: r.previous_secret_until,
