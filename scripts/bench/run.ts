@@ -19,6 +19,7 @@ import { Daemon, onShutdown, runShutdown, stopChildren, stopOnSignals } from './
 import { startCountingReceiver, type CountingReceiver } from './receiver.js';
 import type { Summary } from './stats.js';
 import { walPaths } from './wal-paths.js';
+import { postgresCpuUs } from './cpu.js';
 
 export interface DaemonFigures {
   cpuPercent: number;
@@ -42,6 +43,8 @@ export interface Bench {
   ctx: Context;
   pool: Pool;
   clusterUrl: string;
+  /** CPU the whole Postgres cluster has used so far, in µs. */
+  postgresCpuUs(): Promise<number>;
   redisUrl: string | undefined;
   secret: string;
   ca: string;
@@ -98,6 +101,7 @@ const bench: Bench = {
   ctx,
   pool: ctx.pool,
   clusterUrl: cluster.url,
+  postgresCpuUs: () => postgresCpuUs(path.join(dir, 'pg')),
   redisUrl: process.env.REDIS_URL,
   secret,
   ca,
@@ -157,6 +161,24 @@ const out = fileURLToPath(new URL('../../../bench/', import.meta.url));
 await mkdir(out, { recursive: true });
 await writeFile(path.join(out, 'results.json'), JSON.stringify({ date: new Date().toISOString(), machine, seconds: Math.round((Date.now() - started) / 1000), results }, null, 2) + '\n');
 
+/** Where the CPU went per delivery (WAL paths) against per raw POST, in µs, by process. */
+function cpuTable(rs: Result[]): string[] {
+  const rows = rs.filter((r) => r.extra?.cpuUsPerDelivery);
+  if (rows.length === 0) return [];
+  const raw = rows[0]!.extra!.rawCpuUsPerPost as Record<string, number>;
+  return [
+    `| CPU µs per delivery | tailer | receiver | Postgres | bench (writer) | total |`,
+    `|---|---|---|---|---|---|`,
+    ...rows.map((r) => {
+      const c = r.extra!.cpuUsPerDelivery as Record<string, number>;
+      const total = Object.values(c).reduce((a, n) => a + n, 0);
+      return `| ${r.path} | ${c.tailer} | ${c.receiver} | ${c.postgres} | ${c['bench (writer)']} | ${total} |`;
+    }),
+    `| raw undici POST (baseline): client in the tailer's column | ${raw.client} | ${raw.receiver} | — | — | ${raw.client! + raw.receiver!} |`,
+    '',
+  ];
+}
+
 const fmt = (n: number) => (n >= 100 ? Math.round(n).toLocaleString('en') : String(Math.round(n * 10) / 10));
 const lines = [
   `| path | median (min–max) | baseline median | ratio | target | met |`,
@@ -172,6 +194,7 @@ const lines = [
   `|---|---|---|---|---|`,
   ...results.flatMap((r) => Object.entries(r.daemons ?? {}).map(([name, d]) => `| ${r.path} | ${name} | ${d.cpuPercent} | ${d.peakRssMb} | ${d.eventLoopP99Ms} |`)),
   '',
+  ...cpuTable(results),
   `${machine.cpus} × ${machine.cpuModel}, ${machine.memoryGb} GB, Node ${machine.node}; ${new Date().toISOString().slice(0, 10)}; ${Math.round((Date.now() - started) / 1000)} s.`,
 ];
 await writeFile(path.join(out, 'results.md'), lines.join('\n') + '\n');

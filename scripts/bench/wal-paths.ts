@@ -8,6 +8,7 @@ import { insertSubscription } from '../../test/support/subscriptions.js';
 import type { ReceiverStats } from './receiver.js';
 import type { Bench } from './run.js';
 import { withDeadline } from './processes.js';
+import { benchCpuUs, cpuWindow, processCpuUs } from './cpu.js';
 import { percentile, round, summarize } from './stats.js';
 
 const RUNS = 3;
@@ -98,7 +99,8 @@ function checkCorrect(s: ReceiverStats, expected: number, what: string): void {
   if (s.unique !== expected) throw new Error(`${what}: ${s.unique} distinct events received, ${expected} expected`);
 }
 
-async function throughput(b: Bench, path: string, fanout: number, windowSeconds: number, baseline: number[]): Promise<void> {
+async function throughput(b: Bench, path: string, fanout: number, windowSeconds: number, raw: RawBaseline): Promise<void> {
+  const baseline = raw.rates;
   const table = `bench_master.${fanout === 1 ? 'rows' : 'fan'}`;
   await b.pool.query(`CREATE TABLE IF NOT EXISTS ${table} (id bigserial PRIMARY KEY, payload text)`);
   const subs: string[] = [];
@@ -125,12 +127,19 @@ async function throughput(b: Bench, path: string, fanout: number, windowSeconds:
     const w = writer(client, table, fanout, async () => (await b.receiver.stats()).received);
     await sleep(2000); // warm-up
     await tailer.daemon.beginRun();
+    const cpu = await cpuWindow({
+      tailer: () => processCpuUs(tailer.daemon.child.pid!),
+      receiver: () => processCpuUs(b.receiver.pid),
+      postgres: b.postgresCpuUs,
+      'bench (writer)': benchCpuUs,
+    });
     const rates: number[] = [];
     for (let run = 0; run < RUNS; run++) {
       const start = (await b.receiver.stats()).received;
       await sleep(windowSeconds * 1000);
       rates.push(((await b.receiver.stats()).received - start) / windowSeconds);
     }
+    const cpuUsPerDelivery = await cpu.end(rates.reduce((a, r) => a + r * windowSeconds, 0));
     const daemon = await tailer.daemon.endRun();
     const inserted = await w.stop();
     const s = await waitForAll(b, inserted * fanout);
@@ -149,7 +158,17 @@ async function throughput(b: Bench, path: string, fanout: number, windowSeconds:
       ratio: round(ratio),
       target: '≥ 0.5× the baseline',
       met: ratio >= 0.5,
-      extra: { windowSeconds, windows: RUNS, rowBytes: 1000, subscriptions: fanout, rowsInserted: inserted, duplicates, signaturesChecked: true },
+      extra: {
+        windowSeconds,
+        windows: RUNS,
+        rowBytes: 1000,
+        subscriptions: fanout,
+        rowsInserted: inserted,
+        duplicates,
+        signaturesChecked: true,
+        cpuUsPerDelivery,
+        rawCpuUsPerPost: raw.cpuUsPerPost,
+      },
       daemons: { tailer: daemon },
     });
     b.record({
@@ -192,22 +211,30 @@ function diffWrites(before: WriteCounts, after: WriteCounts): WriteCounts {
   return { total: after.total - before.total, byTable };
 }
 
+/** The raw-POST baseline: its rates, and the CPU each POST cost the client and the receiver. */
+interface RawBaseline {
+  rates: number[];
+  cpuUsPerPost: Record<string, number>;
+}
+
 /** The WAL paths by name; the throughput paths share one raw-POST baseline, measured first. */
 export function walPaths(b: Bench): Array<[string, () => Promise<void>]> {
-  let baseline: Promise<number[]> | undefined;
+  let baseline: Promise<RawBaseline> | undefined;
   const rawBaseline = () =>
     (baseline ??= (async () => {
       const rates: number[] = [];
       await b.receiver.reset(['/raw']);
+      const cpu = await cpuWindow({ client: benchCpuUs, receiver: () => processCpuUs(b.receiver.pid) });
       for (let i = 0; i < RUNS; i++) rates.push(await rawPostRate(b, 5));
       const raw = await b.receiver.stats();
       if (raw.badSignatures > 0 || raw.received === 0) throw new Error('the raw baseline did not reach the receiver correctly');
-      return rates;
+      return { rates, cpuUsPerPost: await cpu.end(raw.received) };
     })());
   return [
     ['throughput', async () => throughput(b, `WAL → delivered webhook, 1 subscription (sustained ${RUNS * WINDOW_SECONDS} s)`, 1, WINDOW_SECONDS, await rawBaseline())],
     ['fanout', async () => throughput(b, 'fan-out, 10 subscriptions on one table', 10, FANOUT_WINDOW_SECONDS, await rawBaseline())],
     ['latency', () => latency(b)],
+    ['scaling', () => scaling(b)],
     ['drain', () => drain(b)],
   ];
 }
@@ -259,6 +286,62 @@ async function latency(b: Bench): Promise<void> {
   }
 }
 
+const SCALING_ROWS = Number(process.env.BENCH_SCALING_ROWS ?? 20_000);
+
+/**
+ * More processes, more capacity: a receiver that answers after 50 ms bounds what one process
+ * sends (its in-flight cap per subscription over the latency); the stream spills what it cannot
+ * send soon to the retry queue, which a standby drains too. SCALING_ROWS rows written at once;
+ * the time from the first insert until the receiver has every one, with one tailer process and
+ * with two.
+ */
+async function scaling(b: Bench): Promise<void> {
+  await b.pool.query('CREATE TABLE IF NOT EXISTS bench_master.slow (id bigserial PRIMARY KEY, payload text)');
+  const client = new pg.Client({ connectionString: b.clusterUrl });
+  await client.connect();
+  const rate: Record<number, number> = {};
+  const daemons: Record<string, { cpuPercent: number; peakRssMb: number; eventLoopP99Ms: number }> = {};
+  try {
+    for (const processes of [1, 2]) {
+      const path = `/slow${processes}`;
+      const sub = await insertSubscription(b.ctx, {
+        projectId: 'bench', environment: 'master', schema: 'bench_master', table: 'slow', events: ['INSERT'], url: `${b.receiver.url}${path}`, secret: b.secret,
+      });
+      const tailers = [];
+      try {
+        for (let i = 0; i < processes; i++) tailers.push(await b.startTailer());
+        await b.receiver.reset([path]);
+        await sleep(6000); // the second one stands by, and each has counted its peers (every 5 s)
+        for (const t of tailers) await t.daemon.beginRun();
+        const t0 = performance.now();
+        for (let i = 0; i < SCALING_ROWS; i += 200) {
+          await client.query(`INSERT INTO bench_master.slow (payload) SELECT $1 FROM generate_series(1, 200)`, [PAYLOAD]);
+        }
+        const s = await waitForAll(b, SCALING_ROWS, 120_000);
+        rate[processes] = SCALING_ROWS / ((performance.now() - t0) / 1000);
+        checkCorrect(s, SCALING_ROWS, `scaling, ${processes} process(es)`);
+        for (const [i, t] of tailers.entries()) daemons[`${processes} process(es): tailer ${i + 1}`] = await t.daemon.endRun();
+      } finally {
+        for (const t of tailers) await t.stop();
+        await b.pool.query('DELETE FROM walgate.webhooks WHERE id = $1', [sub]);
+      }
+    }
+  } finally {
+    await client.end();
+  }
+  const ratio = rate[2]! / rate[1]!;
+  b.record({
+    path: `receiver with 50 ms latency: two tailer processes (${SCALING_ROWS.toLocaleString('en')} rows at once)`,
+    unit: 'deliveries/s',
+    value: summarize([rate[2]!]),
+    baseline: { name: 'one tailer process, same receiver', value: summarize([rate[1]!]) },
+    ratio: round(ratio),
+    target: 'two processes ≥ 1.7× one',
+    met: ratio >= 1.7,
+    daemons,
+  });
+}
+
 /**
  * The baseline of the drain: the same changes streamed from a slot of their own over the
  * replication protocol by the library's own pgoutput reader, doing nothing but count them.
@@ -287,6 +370,24 @@ async function rawSlotRead(b: Bench, slot: string, expected: number): Promise<nu
   return rate;
 }
 
+/**
+ * Drops a slot once its reader's walsender is gone: the client's stop() returns before the server
+ * ends the walsender, and a slot still active cannot be dropped (the drain failed on that).
+ */
+async function dropSlot(client: pg.Client, slot: string): Promise<void> {
+  await until(
+    async () => {
+      const { rows } = await client.query(`SELECT active_pid FROM pg_replication_slots WHERE slot_name = $1`, [slot]);
+      const pid = rows[0]?.active_pid as number | null | undefined;
+      if (pid) await client.query('SELECT pg_terminate_backend($1)', [pid]);
+      return { done: !pid, state: `slot ${slot} still active for PID ${pid}` };
+    },
+    10_000,
+    'drop the raw slot',
+  );
+  await client.query('SELECT pg_drop_replication_slot($1)', [slot]);
+}
+
 async function drain(b: Bench): Promise<void> {
   await b.pool.query('CREATE TABLE IF NOT EXISTS bench_master.backlog (id bigserial PRIMARY KEY, payload text)');
   const client = new pg.Client({ connectionString: b.clusterUrl });
@@ -310,7 +411,7 @@ async function drain(b: Bench): Promise<void> {
       await client.query('UPDATE walgate.webhooks SET active = false, updated_at = now() WHERE id = $1', [sub]);
       const end = (await client.query(`SELECT pg_current_wal_insert_lsn()::text AS l`)).rows[0].l as string;
       raw.push(await rawSlotRead(b, 'walgate_bench_raw', DRAIN_ROWS));
-      await client.query(`SELECT pg_drop_replication_slot('walgate_bench_raw')`);
+      await dropSlot(client, 'walgate_bench_raw');
       const tailer = await b.startTailer();
       await tailer.daemon.beginRun();
       const t0 = performance.now();

@@ -44,8 +44,12 @@ interface Lane {
   finishedBefore: number;
 }
 
-/** A subscription's waiting deliveries may cover this many seconds of its recent rate before the rest spill. */
-const SPILL_SECONDS = 2;
+/**
+ * With other tailer processes to share the work, a subscription's waiting deliveries may cover
+ * this many seconds of its recent rate before the rest spill to the retry queue. Short: what the
+ * stream holds only this process can send, so a long lane is a tail that the others watch idle.
+ */
+const SPILL_SECONDS = 0.5;
 
 /**
  * The stream: deliveries straight from the WAL reader to the receivers, with nothing written
@@ -171,9 +175,8 @@ export class StreamDelivery implements DeliveryStream {
    * slow subscription cannot stop the reader for the others.
    */
   #spillAt(lane: Lane): number {
-    const floor = this.#limits.perWebhook * 8;
-    if (this.#limits.sharing()) return Math.max(floor, (lane.finishedBefore + lane.finished) * SPILL_SECONDS);
-    return this.#held >= this.#limits.maxHeld * 0.75 ? floor : Number.POSITIVE_INFINITY;
+    if (this.#limits.sharing()) return Math.max(this.#limits.perWebhook * 2, (lane.finishedBefore + lane.finished) * SPILL_SECONDS);
+    return this.#held >= this.#limits.maxHeld * 0.75 ? this.#limits.perWebhook * 8 : Number.POSITIVE_INFINITY;
   }
 
   #tick(): void {
