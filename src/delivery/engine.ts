@@ -52,7 +52,7 @@ export class DeliveryEngine implements DeliverySink {
   constructor(ctx: Context, options: DeliveryEngineOptions) {
     this.#ctx = ctx;
     const { webhooks } = ctx.config;
-    this.#o = { concurrency: options.concurrency ?? 256, perWebhook: options.perWebhook ?? 32, maxHeld: options.maxHeld ?? 20_000 };
+    this.#o = { concurrency: options.concurrency ?? 256, perWebhook: options.perWebhook ?? 32, maxHeld: options.maxHeld ?? 10_000 };
     const leaseMs = options.leaseMs ?? webhooks.timeoutMs * 2 + 5000;
     this.#sender = new Sender({
       timeoutMs: webhooks.timeoutMs,

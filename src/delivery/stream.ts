@@ -171,12 +171,18 @@ export class StreamDelivery implements DeliveryStream {
   /**
    * What a lane may queue before its deliveries spill to the retry queue. With other tailer
    * processes to share the work: about SPILL_SECONDS of its recent rate (they drain the queue).
-   * Alone, the WAL is the cheaper queue: a lane spills only when memory runs short, so that one
-   * slow subscription cannot stop the reader for the others.
+   * Alone, the WAL is the cheaper queue: a lane spills only when memory runs short, and then only
+   * a lane whose oldest delivery has waited a quarter of the park-after bound, so that one slow subscription cannot stop the
+   * reader for the others, while a fast one catching up on a backlog is not turned into writes
+   * (parking costs more than sending; reading waits instead).
    */
   #spillAt(lane: Lane): number {
-    if (this.#limits.sharing()) return Math.max(this.#limits.perWebhook * 2, (lane.finishedBefore + lane.finished) * SPILL_SECONDS);
-    return this.#held >= this.#limits.maxHeld * 0.75 ? this.#limits.perWebhook * 8 : Number.POSITIVE_INFINITY;
+    const rate = lane.finishedBefore + lane.finished;
+    if (this.#limits.sharing()) return Math.max(this.#limits.perWebhook * 2, rate * SPILL_SECONDS);
+    if (this.#held < this.#limits.maxHeld * 0.75) return Number.POSITIVE_INFINITY;
+    const head = lane.waiting[0];
+    const waitedMs = head ? this.#ctx.clock().getTime() - (head.deadline - this.#limits.parkAfterMs) : 0;
+    return waitedMs > this.#limits.parkAfterMs / 4 ? this.#limits.perWebhook * 8 : Number.POSITIVE_INFINITY;
   }
 
   #tick(): void {
