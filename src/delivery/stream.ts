@@ -4,6 +4,7 @@ import type { CapturedDelivery, CapturedEvent, DeliveryStream } from '../tailer/
 import { attempt, disable, nextStep, type AttemptDeps } from './attempt.js';
 import { Journal, type ParkedEntry } from './journal.js';
 import { buildPayload } from './payload.js';
+import { spillThreshold } from './spill.js';
 import { recordAttempts } from './store.js';
 import type { Target, Targets } from './targets.js';
 
@@ -43,13 +44,6 @@ interface Lane {
   finished: number;
   finishedBefore: number;
 }
-
-/**
- * With other tailer processes to share the work, a subscription's waiting deliveries may cover
- * this many seconds of its recent rate before the rest spill to the retry queue. Short: what the
- * stream holds only this process can send, so a long lane is a tail that the others watch idle.
- */
-const SPILL_SECONDS = 0.5;
 
 /**
  * The stream: deliveries straight from the WAL reader to the receivers, with nothing written
@@ -168,21 +162,18 @@ export class StreamDelivery implements DeliveryStream {
     return lane;
   }
 
-  /**
-   * What a lane may queue before its deliveries spill to the retry queue. With other tailer
-   * processes to share the work: about SPILL_SECONDS of its recent rate (they drain the queue).
-   * Alone, the WAL is the cheaper queue: a lane spills only when memory runs short, and then only
-   * a lane whose oldest delivery has waited a quarter of the park-after bound, so that one slow subscription cannot stop the
-   * reader for the others, while a fast one catching up on a backlog is not turned into writes
-   * (parking costs more than sending; reading waits instead).
-   */
+  /** What a lane may queue before its deliveries spill to the retry queue (spill.ts). */
   #spillAt(lane: Lane): number {
-    const rate = lane.finishedBefore + lane.finished;
-    if (this.#limits.sharing()) return Math.max(this.#limits.perWebhook * 2, rate * SPILL_SECONDS);
-    if (this.#held < this.#limits.maxHeld * 0.75) return Number.POSITIVE_INFINITY;
     const head = lane.waiting[0];
-    const waitedMs = head ? this.#ctx.clock().getTime() - (head.deadline - this.#limits.parkAfterMs) : 0;
-    return waitedMs > this.#limits.parkAfterMs / 4 ? this.#limits.perWebhook * 8 : Number.POSITIVE_INFINITY;
+    return spillThreshold({
+      sharing: this.#limits.sharing(),
+      held: this.#held,
+      maxHeld: this.#limits.maxHeld,
+      perWebhook: this.#limits.perWebhook,
+      parkAfterMs: this.#limits.parkAfterMs,
+      recentlyFinished: lane.finishedBefore + lane.finished,
+      headWaitedMs: head ? this.#ctx.clock().getTime() - (head.deadline - this.#limits.parkAfterMs) : 0,
+    });
   }
 
   #tick(): void {
