@@ -46,7 +46,8 @@ export function wants(sub: SubscriptionSpec, change: Change): boolean {
   return matchesFilter(sub.filter, change.record);
 }
 
-export function matchDeliveries(subs: readonly SubscriptionSpec[], change: Change): DeliveryRecord[] {
+/** `orderKeys`: the change's row keys (order-keys.ts), given to the deliveries of row-ordered subscriptions. */
+export function matchDeliveries(subs: readonly SubscriptionSpec[], change: Change, orderKeys: string[] | null = null): DeliveryRecord[] {
   const out: DeliveryRecord[] = [];
   for (const sub of subs) {
     if (!wants(sub, change)) continue;
@@ -56,6 +57,7 @@ export function matchDeliveries(subs: readonly SubscriptionSpec[], change: Chang
       eventId: change.eventId,
       eventType: change.operation,
       select: sub.select,
+      orderKeys: sub.ordering === 'row' ? orderKeys : null,
     });
   }
   return out;

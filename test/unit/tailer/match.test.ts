@@ -71,6 +71,7 @@ describe('unit: which subscriptions take a change', () => {
     active: true,
     filter: null,
     select: null,
+    ordering: 'none',
     ...over,
   });
   const change = (operation: Change['operation'], record: Row = ORDER): Change => ({
@@ -99,6 +100,7 @@ describe('unit: which subscriptions take a change', () => {
         eventId: 'evt_0000000001A2B3C4_000007',
         eventType: 'UPDATE',
         select: null,
+        orderKeys: null,
       },
       {
         id: 'del_0000000001A2B3C4_000007_paid',
@@ -106,6 +108,7 @@ describe('unit: which subscriptions take a change', () => {
         eventId: 'evt_0000000001A2B3C4_000007',
         eventType: 'UPDATE',
         select: ['id', 'status'],
+        orderKeys: null,
       },
     ]);
     expect(matchDeliveries(subs, change('INSERT')).map((d) => d.webhookId)).to.deep.equal(['wh_all', 'wh_inserts', 'wh_paid']);
@@ -115,5 +118,14 @@ describe('unit: which subscriptions take a change', () => {
     const subs = [spec('wh_paid', { filter: { status: 'paid' } })];
     expect(matchDeliveries(subs, change('DELETE'))).to.have.length(1);
     expect(matchDeliveries(subs, change('DELETE', row({ status: '"open"' })))).to.have.length(0);
+  });
+
+  it('only the deliveries of row-ordered subscriptions carry the order keys', () => {
+    const subs = [spec('wh_plain'), spec('wh_rows', { ordering: 'row' })];
+    const delivered = matchDeliveries(subs, change('UPDATE'), ['k1', 'k2']);
+    expect(delivered.map((d) => [d.webhookId, d.orderKeys])).to.deep.equal([
+      ['wh_plain', null],
+      ['wh_rows', ['k1', 'k2']],
+    ]);
   });
 });
