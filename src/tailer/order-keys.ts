@@ -26,25 +26,33 @@ export async function primaryKeyOf(db: Queryable, relationOid: number): Promise<
 }
 
 /**
- * A row's order key: the table and its primary-key values (their to_jsonb fragments), as a JSON
+ * A row's identity: the table and its primary-key values (their to_jsonb fragments) as a JSON
  * array — so no two different tuples of values spell the same text, whatever quotes, commas or
- * separators the values hold — hashed, so that a key of any length fits the retry queue's index.
- * A hash collision could only make two rows wait for each other (more order, never less).
+ * separators the values hold.
  */
-export function orderKey(schema: string, table: string, row: Row, keyColumns: readonly number[]): string {
-  const text = JSON.stringify([schema, table, ...keyColumns.map((i) => row.fragments[i] ?? 'null')]);
-  return createHash('sha256').update(text).digest('base64url');
+export function rowIdentity(schema: string, table: string, row: Row, keyColumns: readonly number[]): string {
+  return JSON.stringify([schema, table, ...keyColumns.map((i) => row.fragments[i] ?? 'null')]);
 }
 
 /**
- * The order keys of a change: its row's key (the deleted row's for DELETE), and for an UPDATE
- * that changed the primary key also the old key — such a change orders with the changes of the
- * row under its old key and under its new one. Null when the table has no primary key.
+ * The row identities a change orders with: its row's (the deleted row's for DELETE), and for an
+ * UPDATE that changed the primary key also the old one — such a change orders with the changes of
+ * the row under its old key and under its new one. Null when the table has no primary key.
  */
-export function changeOrderKeys(change: Change, keyColumns: readonly number[] | null): string[] | null {
+export function changeRows(change: Change, keyColumns: readonly number[] | null): string[] | null {
   if (!keyColumns || keyColumns.length === 0) return null;
-  const current = orderKey(change.schema, change.table, change.record, keyColumns);
+  const current = rowIdentity(change.schema, change.table, change.record, keyColumns);
   if (change.operation !== 'UPDATE' || !change.old) return [current];
-  const old = orderKey(change.schema, change.table, change.old, keyColumns);
+  const old = rowIdentity(change.schema, change.table, change.old, keyColumns);
   return old === current ? [current] : [current, old];
+}
+
+/**
+ * A subscription's order key for a row: its id and the row's identity, hashed — so a key of any
+ * length fits the retry queue's index, and keys of different subscriptions never meet (the
+ * queue's checks look a key up alone, sql/009). A hash collision could only make two rows wait for
+ * each other (more order, never less).
+ */
+export function orderKey(webhookId: string, row: string): string {
+  return createHash('sha256').update(webhookId).update('\0').update(row).digest('base64url');
 }

@@ -4,7 +4,7 @@ import type { Logger } from '../core/log.js';
 import type { DeliveryStream } from './sink.js';
 import { decodeChange, decodeRow, describeRelation, type Relation } from './decode.js';
 import { eventId, matchDeliveries, toEventRecord, type Operation } from './events.js';
-import { changeOrderKeys } from './order-keys.js';
+import { changeRows } from './order-keys.js';
 import { formatLsn, type Lsn } from './lsn.js';
 import type { PgoutputMessage, RawTuple } from './pgoutput.js';
 import {
@@ -220,8 +220,8 @@ export class ReplicationSession {
         'unchanged TOASTed values without an old row (is REPLICA IDENTITY FULL set?): sent as null',
       );
     }
-    const orderKeys = subs.some((s) => s.ordering === 'row') ? changeOrderKeys(change, await this.#keyColumnsOf(relationOid, rel)) : null;
-    const rows = matchDeliveries(subs, change, orderKeys);
+    const orderedRows = subs.some((s) => s.ordering === 'row') ? changeRows(change, await this.#keyColumnsOf(relationOid, rel)) : null;
+    const rows = matchDeliveries(subs, change, orderedRows);
     if (rows.length === 0) return;
     this.#o.onEvent?.(op);
     this.stats.deliveries += rows.length;

@@ -1,6 +1,7 @@
 import { expect } from 'chai';
 import { matchDeliveries, type Change } from '../../../src/tailer/events.js';
 import { matchesFilter, type Row } from '../../../src/tailer/match.js';
+import { orderKey } from '../../../src/tailer/order-keys.js';
 import type { SubscriptionSpec } from '../../../src/tailer/subscriptions.js';
 
 // Which subscriptions take a change: active, the event kind chosen, every filter field equal to
@@ -120,12 +121,15 @@ describe('unit: which subscriptions take a change', () => {
     expect(matchDeliveries(subs, change('DELETE', row({ status: '"open"' })))).to.have.length(0);
   });
 
-  it('only the deliveries of row-ordered subscriptions carry the order keys', () => {
-    const subs = [spec('wh_plain'), spec('wh_rows', { ordering: 'row' })];
-    const delivered = matchDeliveries(subs, change('UPDATE'), ['k1', 'k2']);
+  it("only the deliveries of row-ordered subscriptions carry order keys: their own keys of the change's rows", () => {
+    const subs = [spec('wh_plain'), spec('wh_rows', { ordering: 'row' }), spec('wh_rows_too', { ordering: 'row' })];
+    const delivered = matchDeliveries(subs, change('UPDATE'), ['row-new', 'row-old']);
     expect(delivered.map((d) => [d.webhookId, d.orderKeys])).to.deep.equal([
       ['wh_plain', null],
-      ['wh_rows', ['k1', 'k2']],
+      ['wh_rows', [orderKey('wh_rows', 'row-new'), orderKey('wh_rows', 'row-old')]],
+      ['wh_rows_too', [orderKey('wh_rows_too', 'row-new'), orderKey('wh_rows_too', 'row-old')]],
     ]);
+    // No rows (a table without a primary key): unordered.
+    expect(matchDeliveries(subs, change('UPDATE'), null).every((d) => d.orderKeys === null)).to.equal(true);
   });
 });
