@@ -57,17 +57,21 @@ export async function claimDue(pool: Pool, o: ClaimOptions): Promise<ClaimedDeli
          SELECT c.id, c.next_attempt_at FROM walgate.deliveries c
           WHERE c.webhook_id = q.webhook_id AND c.status IN ('pending', 'retrying') AND c.next_attempt_at <= $1
             -- Row ordering: not before an earlier (smaller event_id, that is commit order)
-            -- unfinished delivery of the same subscription that shares one of its row keys. That
-            -- one is pending or retrying until it is delivered or dead — while a worker holds it
-            -- too — so a row's changes go one at a time, in order. One index probe per key column
-            -- (sql/009); delivered and dead deliveries are not in those indexes and block nobody.
-            AND (c.order_key IS NULL OR (
-                 NOT EXISTS (SELECT 1 FROM walgate.deliveries p
-                              WHERE p.webhook_id = c.webhook_id AND p.order_key IS NOT NULL AND p.order_key IN (c.order_key, c.order_key_old)
-                                AND p.event_id < c.event_id AND p.status IN ('pending', 'retrying'))
-             AND NOT EXISTS (SELECT 1 FROM walgate.deliveries p
-                              WHERE p.webhook_id = c.webhook_id AND p.order_key_old IS NOT NULL AND p.order_key_old IN (c.order_key, c.order_key_old)
-                                AND p.event_id < c.event_id AND p.status IN ('pending', 'retrying'))))
+            -- unfinished delivery that shares one of its row keys (a key names its subscription
+            -- and row, tailer/order-keys.ts). That one is pending or retrying until it is
+            -- delivered or dead — while a worker holds it too — so a row's changes go one at a
+            -- time, in order; delivered and dead ones block nobody. One probe of the order-key
+            -- indexes (sql/009) per key and column, each a single equality on the key alone.
+            AND (c.order_key IS NULL OR NOT (
+                 EXISTS (SELECT 1 FROM walgate.deliveries p WHERE p.order_key = c.order_key AND p.event_id < c.event_id
+                            AND p.order_key IS NOT NULL AND p.status IN ('pending', 'retrying'))
+              OR EXISTS (SELECT 1 FROM walgate.deliveries p WHERE p.order_key_old = c.order_key AND p.event_id < c.event_id
+                            AND p.order_key_old IS NOT NULL AND p.status IN ('pending', 'retrying'))
+              OR (c.order_key_old IS NOT NULL AND (
+                   EXISTS (SELECT 1 FROM walgate.deliveries p WHERE p.order_key = c.order_key_old AND p.event_id < c.event_id
+                              AND p.order_key IS NOT NULL AND p.status IN ('pending', 'retrying'))
+                OR EXISTS (SELECT 1 FROM walgate.deliveries p WHERE p.order_key_old = c.order_key_old AND p.event_id < c.event_id
+                              AND p.order_key_old IS NOT NULL AND p.status IN ('pending', 'retrying'))))))
           ORDER BY c.next_attempt_at LIMIT q.n
        ) d
        ORDER BY d.next_attempt_at LIMIT $3
@@ -181,10 +185,8 @@ export async function unfinishedOrderKeys(db: Queryable, keys: SubscriptionOrder
   if (keys.length === 0) return [];
   const { rows } = await db.query<SubscriptionOrderKey>(
     `SELECT k.webhook_id AS "webhookId", k.key FROM unnest($1::text[], $2::text[]) AS k(webhook_id, key)
-      WHERE EXISTS (SELECT 1 FROM walgate.deliveries d
-                     WHERE d.webhook_id = k.webhook_id AND d.order_key = k.key AND d.order_key IS NOT NULL AND d.status IN ('pending', 'retrying'))
-         OR EXISTS (SELECT 1 FROM walgate.deliveries d
-                     WHERE d.webhook_id = k.webhook_id AND d.order_key_old = k.key AND d.order_key_old IS NOT NULL AND d.status IN ('pending', 'retrying'))`,
+      WHERE EXISTS (SELECT 1 FROM walgate.deliveries d WHERE d.order_key = k.key AND d.order_key IS NOT NULL AND d.status IN ('pending', 'retrying'))
+         OR EXISTS (SELECT 1 FROM walgate.deliveries d WHERE d.order_key_old = k.key AND d.order_key_old IS NOT NULL AND d.status IN ('pending', 'retrying'))`,
     [keys.map((k) => k.webhookId), keys.map((k) => k.key)],
   );
   return rows;
