@@ -77,7 +77,10 @@ export class Journal {
     this.#writing = (async () => {
       if (parked.length > 0) {
         await retryOnVanishedSubscription(() => writeParked(this.db, parked));
-        await this.db.query(`NOTIFY ${DELIVERIES_CHANNEL}`); // the retry queue's workers look now
+        // The retry queue's workers look now, or when the first of these is due (a retry due in
+        // 10 ms need not wait for their next poll).
+        const due = Math.min(...parked.map((e) => e.nextAttemptAt.getTime()));
+        await this.db.query(`SELECT pg_notify($1, $2)`, [DELIVERIES_CHANNEL, String(due)]);
       }
       if (delivered.length > 0) await retryOnVanishedSubscription(() => writeDelivered(this.db, delivered));
     })().then(

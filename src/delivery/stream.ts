@@ -120,7 +120,9 @@ export class StreamDelivery implements DeliveryStream {
   load(): Map<string, number> {
     const out = new Map<string, number>();
     for (const [id, lane] of this.#lanes) {
-      const n = lane.waiting.length + lane.active + this.#order.waiting(id);
+      // (Not the row-ordered deliveries waiting for their turn: their predecessor is often in the
+      // retry queue, and counting them would keep the queue's workers from claiming it.)
+      const n = lane.waiting.length + lane.active;
       if (n > 0) out.set(id, n);
     }
     return out;

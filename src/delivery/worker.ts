@@ -236,6 +236,8 @@ export class QueueWorker {
     m.attemptDuration.observe({ outcome: result.ok ? 'success' : 'failure' }, result.durationMs / 1000);
     if (result.ok) m.commitToDelivery.observe(Math.max(0, now.getTime() - d.committed_at.getTime()) / 1000);
     if (d.ordered && step.status !== 'retrying') this.#releasing.add(d.id);
+    // A retry due before the next poll: look for it then (a row-ordered row waits on it).
+    if (step.status === 'retrying' && step.nextAttemptAt) this.#nudgeAt(step.nextAttemptAt.getTime());
     this.#results.push({
       deliveryId: d.id,
       lease,
@@ -293,6 +295,14 @@ export class QueueWorker {
     await this.#writing;
   }
 
+  /** Looks again at `at` (ms since the epoch) — now if it is past — unless the poll comes first. */
+  #nudgeAt(at: number): void {
+    const wait = at - this.#ctx.clock().getTime();
+    if (wait <= 0) return this.#nudge();
+    if (wait >= this.#o.pollMs) return;
+    setTimeout(() => this.#nudge(), wait).unref();
+  }
+
   #nudge(): void {
     if (this.#wake) this.#wake();
     else this.#woken = true;
@@ -331,7 +341,8 @@ export class QueueWorker {
             client.on('end', () => resolve());
           });
           await client.connect();
-          client.on('notification', () => this.#nudge());
+          // The payload, when there is one, is when the first of what was parked is due (journal.ts).
+          client.on('notification', (n) => this.#nudgeAt(Number(n.payload) || 0));
           await client.query(`LISTEN ${DELIVERIES_CHANNEL}`);
           this.#listener = client;
           if (this.#stopping) return;
