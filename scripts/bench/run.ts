@@ -19,6 +19,7 @@ import { Daemon, onShutdown, runShutdown, stopChildren, stopOnSignals } from './
 import { startCountingReceiver, type CountingReceiver } from './receiver.js';
 import type { Summary } from './stats.js';
 import { walPaths } from './wal-paths.js';
+import { orderingPaths } from './ordering.js';
 
 export interface DaemonFigures {
   cpuPercent: number;
@@ -134,6 +135,7 @@ try {
     ['login', () => login(bench)],
     ['refresh', () => refresh(bench, results.find((r) => r.path.includes('postgres revocation list'))?.value.median)],
     ...walPaths(bench),
+    ...orderingPaths(bench),
   ];
   for (const [name, run] of paths) {
     if (only && !only.includes(name)) continue;
