@@ -213,6 +213,7 @@ async function formView(id) {
   const events = ['INSERT', 'UPDATE', 'DELETE'].map((e) => h('input', { type: 'checkbox', id: `event-${e}`, value: e, checked: w ? w.events.includes(e) : true }));
   const url = h('input', { id: 'url', name: 'url', type: 'url', required: true, placeholder: 'https://example.com/hooks', value: w?.url ?? '' });
   const active = h('input', { type: 'checkbox', id: 'active', checked: w ? w.active : true });
+  const rowOrdered = h('input', { type: 'checkbox', id: 'ordering', checked: w?.ordering === 'row' });
   const filterRows = h('div', { id: 'filter-rows' });
   const selectBox = h('div', { id: 'select-columns', class: 'checks' });
   let n = 0;
@@ -255,6 +256,7 @@ async function formView(id) {
         const filter = {};
         for (const row of filterRows.querySelectorAll('.filter-row')) filter[row.querySelector('.filter-col').value] = filterValue(row.querySelector('.filter-val').value);
         const picked = [...selectBox.querySelectorAll('input:checked')].map((c) => c.value);
+        const ordering = rowOrdered.checked ? 'row' : 'none';
         const body = {
           table: table.value,
           events: events.filter((c) => c.checked).map((c) => c.value),
@@ -262,6 +264,8 @@ async function formView(id) {
           active: active.checked,
           filter: Object.keys(filter).length ? filter : null,
           select: picked.length ? picked : null,
+          // Sent when it changes: a PATCH that names "row" re-checks the table's primary key.
+          ...(w && w.ordering === ordering ? {} : { ordering }),
         };
         try {
           if (id) {
@@ -299,6 +303,7 @@ async function formView(id) {
     ),
     h('fieldset', {}, h('legend', {}, 'Columns to send (none: all)'), selectBox),
     h('label', { class: 'check', for: 'active' }, active, ' Active (unchecked: paused)'),
+    h('label', { class: 'check', for: 'ordering' }, rowOrdered, " Row ordering: a row's changes one at a time, in commit order (needs a primary key)"),
     id ? null : h('p', { class: 'help' }, 'A whsec_ signing secret is generated when you create the subscription and shown once.'),
     h('div', { class: 'actions' }, h('a', { href: id ? `#/w/${enc(id)}` : '#/', class: 'button secondary' }, 'Cancel'), h('button', { type: 'submit' }, id ? 'Save' : 'Create')),
   );
@@ -400,6 +405,8 @@ async function detailView(id) {
         h('dd', {}, webhook.filter ? JSON.stringify(webhook.filter) : 'none'),
         h('dt', {}, 'Columns'),
         h('dd', {}, webhook.select ? webhook.select.join(', ') : 'all'),
+        h('dt', {}, 'Ordering'),
+        h('dd', {}, webhook.ordering === 'row' ? 'per row, in commit order' : 'none'),
         h('dt', {}, 'Breaker'),
         h('dd', {}, b.state === 'open' ? ['open until ', time(b.openUntil)] : b.state, b.consecutiveFailures ? ` (${b.consecutiveFailures} consecutive failures)` : ''),
         health.disabledReason ? [h('dt', {}, 'Disabled'), h('dd', {}, health.disabledReason, ' — ', time(health.disabledAt))] : null,

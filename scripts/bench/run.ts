@@ -20,6 +20,7 @@ import { startCountingReceiver, type CountingReceiver } from './receiver.js';
 import type { Summary } from './stats.js';
 import { walPaths } from './wal-paths.js';
 import { postgresCpuUs } from './cpu.js';
+import { orderingPaths } from './ordering.js';
 
 export interface DaemonFigures {
   cpuPercent: number;
@@ -138,6 +139,7 @@ try {
     ['login', () => login(bench)],
     ['refresh', () => refresh(bench, results.find((r) => r.path.includes('postgres revocation list'))?.value.median)],
     ...walPaths(bench),
+    ...orderingPaths(bench),
   ];
   for (const [name, run] of paths) {
     if (only && !only.includes(name)) continue;

@@ -79,6 +79,7 @@ export class DeliveryEngine implements DeliverySink {
       streamLoad: () => this.#stream?.load() ?? new Map(),
       streamActive: (id) => this.#stream?.active(id) ?? 0,
       openSecret,
+      onOrderedFinished: () => this.#stream?.orderedFinished(),
     });
   }
 

@@ -177,7 +177,9 @@ export async function retryDelivery(
   // Only a delivery whose change is still stored can be sent again: one delivered at its first
   // attempt never stored it (its one write is its history row), and retention removes old ones.
   const { rows } = await db.query<DeliveryRow>(
-    `UPDATE walgate.deliveries d SET status = 'pending', next_attempt_at = $3
+    // Its row keys go (row ordering): sent again now, it neither waits for the row's later
+    // changes nor holds them back (README: Ordering).
+    `UPDATE walgate.deliveries d SET status = 'pending', next_attempt_at = $3, order_key = NULL, order_key_old = NULL
       WHERE d.id = $1 AND d.webhook_id = $2 AND d.status IN ('delivered', 'dead')
         AND EXISTS (SELECT 1 FROM walgate.events e WHERE e.id = d.event_id)
       RETURNING ${DELIVERY_COLUMNS}`,
@@ -277,7 +279,7 @@ export async function countDeadDeliveries(db: Queryable, filter: ReplayFilter): 
 }
 
 /**
- * Moves dead letters back to pending, due now, with a fresh set of attempts; in batches, so a
+ * Moves dead letters back to pending, due now, with a fresh set of attempts, unordered; in batches, so a
  * replay of millions neither holds one huge transaction nor locks out the workers for long.
  * Returns how many were moved. `onBatch` reports progress.
  */
@@ -292,7 +294,9 @@ export async function replayDeadDeliveries(
   let moved = 0;
   for (;;) {
     const { rowCount } = await db.query(
-      `UPDATE walgate.deliveries SET status = 'pending', attempts = 0, next_attempt_at = $4, last_error = NULL
+      // Without their row keys: a replayed dead letter of a row-ordered subscription goes at once,
+      // behind nothing and blocking nothing — it may arrive after its row's later changes (README: Ordering).
+      `UPDATE walgate.deliveries SET status = 'pending', attempts = 0, next_attempt_at = $4, last_error = NULL, order_key = NULL, order_key_old = NULL
         WHERE id IN (SELECT id FROM walgate.deliveries WHERE ${w.sql} ORDER BY created_at LIMIT $5 FOR UPDATE SKIP LOCKED)`,
       [...w.values, now, batchSize],
     );

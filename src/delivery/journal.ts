@@ -77,7 +77,10 @@ export class Journal {
     this.#writing = (async () => {
       if (parked.length > 0) {
         await retryOnVanishedSubscription(() => writeParked(this.db, parked));
-        await this.db.query(`NOTIFY ${DELIVERIES_CHANNEL}`); // the retry queue's workers look now
+        // The retry queue's workers look now, or when the first of these is due (a retry due in
+        // 10 ms need not wait for their next poll).
+        const due = Math.min(...parked.map((e) => e.nextAttemptAt.getTime()));
+        await this.db.query(`SELECT pg_notify($1, $2)`, [DELIVERIES_CHANNEL, String(due)]);
       }
       if (delivered.length > 0) await retryOnVanishedSubscription(() => writeDelivered(this.db, delivered));
     })().then(
@@ -162,12 +165,14 @@ async function writeParked(db: Queryable, rows: ParkedEntry[]): Promise<void> {
        ON CONFLICT (id) DO NOTHING
      ), d AS (
        SELECT * FROM unnest($10::text[], $11::text[], $12::text[], $13::text[], $14::text[], $15::text[], $16::int[], $17::int[], $18::text[],
-                            $19::timestamptz[], $20::timestamptz[], $21::timestamptz[], $22::int[], $23::text[])
+                            $19::timestamptz[], $20::timestamptz[], $21::timestamptz[], $22::int[], $23::text[], $24::text[], $25::text[])
               AS d(id, webhook_id, event_id, event_type, select_fields, status, attempts, http_status, last_error,
-                   next_attempt_at, created_at, started_at, duration_ms, response_body)
+                   next_attempt_at, created_at, started_at, duration_ms, response_body, order_key, order_key_old)
      ), inserted AS (
-       INSERT INTO walgate.deliveries (id, webhook_id, event_id, event_type, select_fields, status, attempts, http_status, last_error, next_attempt_at, created_at)
-       SELECT d.id, d.webhook_id, d.event_id, d.event_type, d.select_fields::text[], d.status, d.attempts, d.http_status, d.last_error, d.next_attempt_at, d.created_at
+       INSERT INTO walgate.deliveries (id, webhook_id, event_id, event_type, select_fields, status, attempts, http_status, last_error, next_attempt_at, created_at,
+                                       order_key, order_key_old)
+       SELECT d.id, d.webhook_id, d.event_id, d.event_type, d.select_fields::text[], d.status, d.attempts, d.http_status, d.last_error, d.next_attempt_at, d.created_at,
+              d.order_key, d.order_key_old
          FROM d JOIN walgate.webhooks w ON w.id = d.webhook_id
        ON CONFLICT (id) DO NOTHING
        RETURNING id
@@ -200,6 +205,10 @@ async function writeParked(db: Queryable, rows: ParkedEntry[]): Promise<void> {
       rows.map((r) => r.attempt?.startedAt ?? null),
       rows.map((r) => r.attempt?.durationMs ?? null),
       rows.map((r) => r.attempt?.responseBody ?? null),
+      // A row-ordered delivery's keys (tailer/order-keys.ts): the retry queue claims it only
+      // after every earlier unfinished delivery of its subscription sharing one (store.ts).
+      rows.map((r) => r.delivery.orderKeys?.[0] ?? null),
+      rows.map((r) => r.delivery.orderKeys?.[1] ?? null),
     ],
   );
 }

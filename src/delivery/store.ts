@@ -1,4 +1,4 @@
-import type { Pool } from '../core/db/pool.js';
+import type { Pool, Queryable } from '../core/db/pool.js';
 import { PAYLOAD_COLUMNS, type PayloadRow } from './payload.js';
 
 // The retry queue's statements on walgate.deliveries and walgate.delivery_attempts (the stream
@@ -13,6 +13,8 @@ export interface ClaimedDelivery extends PayloadRow {
   attempts: number;
   /** The claim's lease end (its token when the result is recorded). */
   lease: Date;
+  /** Row-ordered: the next change of its row is claimable once this one's result is recorded. */
+  ordered: boolean;
   url: string;
   secret: Buffer;
   /** The secret before the last rotation, while its grace lasts (it signs too). */
@@ -52,9 +54,25 @@ export async function claimDue(pool: Pool, o: ClaimOptions): Promise<ClaimedDeli
        -- oldest, and a window over all of them would hold nothing but its rows while the healthy
        -- subscriptions' deliveries waited behind it (head-of-line blocking).
        SELECT d.id FROM quota q CROSS JOIN LATERAL (
-         SELECT id, next_attempt_at FROM walgate.deliveries
-          WHERE webhook_id = q.webhook_id AND status IN ('pending', 'retrying') AND next_attempt_at <= $1
-          ORDER BY next_attempt_at LIMIT q.n
+         SELECT c.id, c.next_attempt_at FROM walgate.deliveries c
+          WHERE c.webhook_id = q.webhook_id AND c.status IN ('pending', 'retrying') AND c.next_attempt_at <= $1
+            -- Row ordering: not before an earlier (smaller event_id, that is commit order)
+            -- unfinished delivery that shares one of its row keys (a key names its subscription
+            -- and row, tailer/order-keys.ts). That one is pending or retrying until it is
+            -- delivered or dead — while a worker holds it too — so a row's changes go one at a
+            -- time, in order; delivered and dead ones block nobody. One probe of the order-key
+            -- indexes (sql/009) per key and column, each a single equality on the key alone.
+            AND (c.order_key IS NULL OR NOT (
+                 EXISTS (SELECT 1 FROM walgate.deliveries p WHERE p.order_key = c.order_key AND p.event_id < c.event_id
+                            AND p.order_key IS NOT NULL AND p.status IN ('pending', 'retrying'))
+              OR EXISTS (SELECT 1 FROM walgate.deliveries p WHERE p.order_key_old = c.order_key AND p.event_id < c.event_id
+                            AND p.order_key_old IS NOT NULL AND p.status IN ('pending', 'retrying'))
+              OR (c.order_key_old IS NOT NULL AND (
+                   EXISTS (SELECT 1 FROM walgate.deliveries p WHERE p.order_key = c.order_key_old AND p.event_id < c.event_id
+                              AND p.order_key IS NOT NULL AND p.status IN ('pending', 'retrying'))
+                OR EXISTS (SELECT 1 FROM walgate.deliveries p WHERE p.order_key_old = c.order_key_old AND p.event_id < c.event_id
+                              AND p.order_key_old IS NOT NULL AND p.status IN ('pending', 'retrying'))))))
+          ORDER BY c.next_attempt_at LIMIT q.n
        ) d
        ORDER BY d.next_attempt_at LIMIT $3
      ), claimed AS (
@@ -65,9 +83,9 @@ export async function claimDue(pool: Pool, o: ClaimOptions): Promise<ClaimedDeli
         FOR UPDATE OF d SKIP LOCKED
      ), leased AS (
        UPDATE walgate.deliveries d SET next_attempt_at = $2 WHERE d.id = ANY (ARRAY(SELECT id FROM claimed))
-       RETURNING d.id, d.webhook_id, d.event_id, d.attempts, d.select_fields, d.next_attempt_at AS lease
+       RETURNING d.id, d.webhook_id, d.event_id, d.attempts, d.select_fields, d.next_attempt_at AS lease, d.order_key IS NOT NULL AS ordered
      )
-     SELECT d.id, d.webhook_id, d.attempts, d.lease, w.url, w.secret,
+     SELECT d.id, d.webhook_id, d.attempts, d.lease, d.ordered, w.url, w.secret,
             CASE WHEN w.previous_secret_until > $1 THEN w.previous_secret END AS previous_secret, ${PAYLOAD_COLUMNS}
        FROM leased d JOIN walgate.events e ON e.id = d.event_id JOIN walgate.webhooks w ON w.id = d.webhook_id
       ORDER BY d.event_id`, // dispatched in WAL order, as far as concurrency allows (no order is promised)
@@ -151,6 +169,51 @@ export async function renewLease(pool: Pool, id: string, lease: Date, until: Dat
     [id, lease, until],
   );
   return rowCount ? until : null;
+}
+
+/** A row key of a subscription (row ordering; tailer/order-keys.ts). */
+export interface SubscriptionOrderKey {
+  webhookId: string;
+  key: string;
+}
+
+/**
+ * Of these row keys, the ones with an unfinished (pending or retrying) delivery in the queue: the
+ * stream keeps parking their changes behind it (delivery/row-order.ts). Index probes only (sql/009).
+ */
+export async function unfinishedOrderKeys(db: Queryable, keys: SubscriptionOrderKey[]): Promise<SubscriptionOrderKey[]> {
+  if (keys.length === 0) return [];
+  const { rows } = await db.query<SubscriptionOrderKey>(
+    `SELECT k.webhook_id AS "webhookId", k.key FROM unnest($1::text[], $2::text[]) AS k(webhook_id, key)
+      WHERE EXISTS (SELECT 1 FROM walgate.deliveries d WHERE d.order_key = k.key AND d.order_key IS NOT NULL AND d.status IN ('pending', 'retrying'))
+         OR EXISTS (SELECT 1 FROM walgate.deliveries d WHERE d.order_key_old = k.key AND d.order_key_old IS NOT NULL AND d.status IN ('pending', 'retrying'))`,
+    [keys.map((k) => k.webhookId), keys.map((k) => k.key)],
+  );
+  return rows;
+}
+
+/** Unfinished deliveries with row keys, per subscription (of these subscriptions, or all). */
+export async function unfinishedOrderKeyCounts(db: Queryable, webhookIds?: string[]): Promise<Map<string, number>> {
+  const { rows } = await db.query<{ webhook_id: string; n: number }>(
+    `SELECT webhook_id, count(*)::int AS n FROM walgate.deliveries
+      WHERE status IN ('pending', 'retrying') AND order_key IS NOT NULL AND ($1::text[] IS NULL OR webhook_id = ANY ($1))
+      GROUP BY webhook_id`,
+    [webhookIds ?? null],
+  );
+  return new Map(rows.map((r) => [r.webhook_id, r.n]));
+}
+
+/** The row keys of these subscriptions' unfinished deliveries, each once. */
+export async function unfinishedOrderKeysOf(db: Queryable, webhookIds: string[]): Promise<SubscriptionOrderKey[]> {
+  const { rows } = await db.query<SubscriptionOrderKey>(
+    `SELECT webhook_id AS "webhookId", order_key AS key FROM walgate.deliveries
+      WHERE status IN ('pending', 'retrying') AND order_key IS NOT NULL AND webhook_id = ANY ($1)
+     UNION
+     SELECT webhook_id, order_key_old FROM walgate.deliveries
+      WHERE status IN ('pending', 'retrying') AND order_key_old IS NOT NULL AND webhook_id = ANY ($1)`,
+    [webhookIds],
+  );
+  return rows;
 }
 
 export async function queueDepth(pool: Pool): Promise<Record<string, number>> {

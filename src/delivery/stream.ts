@@ -5,6 +5,7 @@ import { attempt, disable, nextStep, type AttemptDeps } from './attempt.js';
 import { Journal, type ParkedEntry } from './journal.js';
 import { buildPayload } from './payload.js';
 import { spillThreshold } from './spill.js';
+import { RowOrder } from './row-order.js';
 import { recordAttempts } from './store.js';
 import type { Target, Targets } from './targets.js';
 
@@ -22,6 +23,10 @@ export interface StreamLimits {
   retryDelaysMs: readonly number[];
   /** Whether other tailer processes run (they drain the retry queue too). */
   sharing: () => boolean;
+  /** Row ordering: keys of one subscription kept in memory at most (row-order.ts). */
+  maxOrderKeys?: number;
+  /** Row ordering: how often blocked keys are checked against the retry queue. */
+  orderRefreshMs?: number;
 }
 
 interface Job {
@@ -34,6 +39,8 @@ interface Job {
   /** Parked while its request was in flight: the parked row's due time, its lease. */
   lease: Date | null;
   finished: boolean;
+  /** Row-ordered: done with its chains (row-order.ts), so the next change of its row may act. */
+  released: boolean;
   settled: () => void;
 }
 
@@ -59,6 +66,11 @@ interface Lane {
  * still not delivered parkAfterMs after it was read (a hanging receiver cannot hold the slot
  * longer), and when its subscription's lane is full (spill: the retry queue, which every tailer
  * process drains, takes the excess). Reading waits only when maxHeld deliveries are in memory.
+ *
+ * A row-ordered delivery (one with order keys) first waits in memory for its turn — the previous
+ * change of its row answered 2xx, or parked before it (row-order.ts, where the argument for the
+ * order of first arrivals is) — and only then joins its lane, or is parked behind its row's
+ * deliveries in the retry queue.
  */
 export class StreamDelivery implements DeliveryStream {
   readonly #ctx: Context;
@@ -66,6 +78,7 @@ export class StreamDelivery implements DeliveryStream {
   readonly #targets: Targets;
   readonly #limits: StreamLimits;
   readonly #journal: Journal;
+  readonly #order: RowOrder<Job>;
   readonly #lanes = new Map<string, Lane>();
   /** Lanes with waiting deliveries, for the fair pump. */
   readonly #ready = new Set<string>();
@@ -84,6 +97,17 @@ export class StreamDelivery implements DeliveryStream {
     this.#targets = targets;
     this.#limits = limits;
     this.#journal = new Journal(fenced, onError);
+    this.#order = new RowOrder<Job>(
+      ctx.pool,
+      ctx.log.child({ component: 'delivery' }),
+      { maxKeysPerSubscription: limits.maxOrderKeys ?? 50_000, refreshMs: limits.orderRefreshMs ?? 250 },
+      (job, park) => this.#takeTurn(job, park),
+    );
+    // The retry queue's unfinished row keys, before any ordered delivery acts (a failure ends the
+    // session, as a failed write does: the next one reads again from the durable position).
+    this.#order.open().catch((err: unknown) => {
+      if (!this.#closed) onError(err as Error);
+    });
     this.#sweeper = setInterval(() => this.#sweep(), Math.max(50, Math.min(1000, limits.parkAfterMs / 4)));
     this.#ticker = setInterval(() => this.#tick(), 1000);
     this.#sweeper.unref();
@@ -93,7 +117,12 @@ export class StreamDelivery implements DeliveryStream {
   /** Deliveries the stream holds per subscription (waiting or in flight): the retry queue's claims leave that much less room. */
   load(): Map<string, number> {
     const out = new Map<string, number>();
-    for (const [id, lane] of this.#lanes) if (lane.waiting.length + lane.active > 0) out.set(id, lane.waiting.length + lane.active);
+    for (const [id, lane] of this.#lanes) {
+      // (Not the row-ordered deliveries waiting for their turn: their predecessor is often in the
+      // retry queue, and counting them would keep the queue's workers from claiming it.)
+      const n = lane.waiting.length + lane.active;
+      if (n > 0) out.set(id, n);
+    }
     return out;
   }
 
@@ -114,8 +143,13 @@ export class StreamDelivery implements DeliveryStream {
         state: 'waiting',
         lease: null,
         finished: false,
+        released: false,
         settled: one,
       };
+      if (delivery.orderKeys) {
+        this.#order.add(job); // it joins its lane (or is parked) when its turn comes
+        continue;
+      }
       const lane = this.#lane(delivery.webhookId);
       if (lane.waiting.length >= this.#spillAt(lane)) {
         this.stats.spilled++;
@@ -143,11 +177,17 @@ export class StreamDelivery implements DeliveryStream {
     this.#targets.changed(webhookId);
   }
 
+  /** A row-ordered delivery finished in the retry queue: its row's next change may be free to go. */
+  orderedFinished(): void {
+    this.#order.refreshSoon();
+  }
+
   async close(): Promise<void> {
     this.#closed = true;
     clearInterval(this.#sweeper);
     clearInterval(this.#ticker);
     this.#journal.close();
+    this.#order.close();
     this.#lanes.clear();
     this.#ready.clear();
     for (const wake of this.#roomWaiters.splice(0)) wake();
@@ -174,6 +214,30 @@ export class StreamDelivery implements DeliveryStream {
       recentlyFinished: lane.finishedBefore + lane.finished,
       headWaitedMs: head ? this.#ctx.clock().getTime() - (head.deadline - this.#limits.parkAfterMs) : 0,
     });
+  }
+
+  /**
+   * A row-ordered delivery's turn (row-order.ts): parked behind its row's deliveries in the retry
+   * queue, or into its lane like any other delivery (parked when past its bound, or spilled).
+   */
+  #takeTurn(job: Job, park: boolean): void {
+    const now = this.#ctx.clock();
+    if (park || job.deadline <= now.getTime()) return this.#park(job, { status: 'pending', attempts: 0, nextAttemptAt: now });
+    const lane = this.#lane(job.delivery.webhookId);
+    if (lane.waiting.length >= this.#spillAt(lane)) {
+      this.stats.spilled++;
+      return this.#park(job, { status: 'pending', attempts: 0, nextAttemptAt: now });
+    }
+    lane.waiting.push(job);
+    this.#ready.add(job.delivery.webhookId);
+    this.#pump();
+  }
+
+  /** A row-ordered job is done with its turn: answered 2xx or dropped (`parked` false), or handed to the journal to be parked. */
+  #released(job: Job, parked: boolean): void {
+    if (!job.delivery.orderKeys || job.released) return;
+    job.released = true;
+    this.#order.released(job, parked);
   }
 
   #tick(): void {
@@ -231,7 +295,10 @@ export class StreamDelivery implements DeliveryStream {
     const target: Target | null = this.#targets.peek(delivery.webhookId) ?? (await this.#targets.load(delivery.webhookId));
     if (this.#closed || job.state !== 'sending') return;
     if (job.lease !== null && !target?.active) return; // parked meanwhile: the retry queue has it
-    if (!target) return this.#finish(job); // deleted since: it gets nothing
+    if (!target) {
+      this.#released(job, false);
+      return this.#finish(job); // deleted since: it gets nothing
+    }
     const now = this.#ctx.clock();
     // Paused now: it waits in the retry queue, which takes only active subscriptions.
     if (!target.active) return this.#park(job, { status: 'pending', attempts: 0, nextAttemptAt: now });
@@ -276,9 +343,12 @@ export class StreamDelivery implements DeliveryStream {
           deliveredAt: result.ok ? done : null,
         },
       ]);
+      if (delivery.orderKeys && step.status !== 'retrying') this.#order.refreshSoon();
       return;
     }
     if (result.ok) {
+      // The receiver has it: the next change of its row may go now (before the history row commits).
+      this.#released(job, false);
       this.stats.delivered++;
       job.state = 'settling';
       this.#journal.delivered({
@@ -324,8 +394,14 @@ export class StreamDelivery implements DeliveryStream {
       lastError: state.lastError ?? null,
       nextAttemptAt: state.nextAttemptAt,
       attempt: attemptMade,
-      done: () => this.#finish(job),
+      done: () => {
+        if (job.delivery.orderKeys) this.#order.parkCommitted(job);
+        this.#finish(job);
+      },
     });
+    // After the park is handed to the journal: the row's later changes are parked behind it, in
+    // the same batch or a later one, never an earlier one (the journal keeps the order).
+    this.#released(job, true);
   }
 
   #finish(job: Job): void {
@@ -341,7 +417,8 @@ export class StreamDelivery implements DeliveryStream {
     const now = this.#ctx.clock();
     const t = now.getTime();
     for (const [id, lane] of this.#lanes) {
-      if (lane.waiting.length === 0 || lane.waiting[0]!.deadline > t) continue;
+      // (Not only the first: a row-ordered delivery joins its lane when its turn comes, behind younger ones.)
+      if (!lane.waiting.some((j) => j.deadline <= t)) continue;
       const late = lane.waiting.filter((j) => j.deadline <= t);
       lane.waiting = lane.waiting.filter((j) => j.deadline > t);
       if (lane.waiting.length === 0) this.#ready.delete(id);

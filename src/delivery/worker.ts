@@ -33,6 +33,8 @@ export interface QueueWorkerOptions {
   streamActive: (webhookId: string) => number;
   /** Opens a subscription's sealed signing secret. */
   openSecret: (sealed: Buffer) => string;
+  /** A row-ordered delivery's result is written (delivered or dead): its row's next change may go now. */
+  onOrderedFinished?: () => void;
 }
 
 export type DisableSubscription = (webhookId: string, reason: string, at: Date) => Promise<boolean>;
@@ -60,6 +62,8 @@ export class QueueWorker {
   readonly #queue = new Map<string, ClaimedDelivery[]>();
   #heldTotal = 0;
   readonly #results: AttemptResult[] = [];
+  /** Row-ordered deliveries finished (delivered or dead) whose results are not written yet. */
+  readonly #releasing = new Set<string>();
   readonly #secrets = new Map<string, string>();
   #writing: Promise<void> | null = null;
   #wake: (() => void) | null = null;
@@ -231,6 +235,9 @@ export class QueueWorker {
     m.deliveriesFinished.inc({ status: step.status });
     m.attemptDuration.observe({ outcome: result.ok ? 'success' : 'failure' }, result.durationMs / 1000);
     if (result.ok) m.commitToDelivery.observe(Math.max(0, now.getTime() - d.committed_at.getTime()) / 1000);
+    if (d.ordered && step.status !== 'retrying') this.#releasing.add(d.id);
+    // A retry due before the next poll: look for it then (a row-ordered row waits on it).
+    if (step.status === 'retrying' && step.nextAttemptAt) this.#nudgeAt(step.nextAttemptAt.getTime());
     this.#results.push({
       deliveryId: d.id,
       lease,
@@ -269,7 +276,15 @@ export class QueueWorker {
     while (this.#writing) await this.#writing;
     if (this.#results.length === 0) return;
     const batch = this.#results.splice(0);
+    const releases = batch.filter((r) => this.#releasing.delete(r.deliveryId)).length > 0;
     this.#writing = recordAttempts(this.#ctx.pool, batch)
+      .then(() => {
+        // The next change of each of these rows is claimable from this commit on: claim now
+        // rather than at the next poll (a row-ordered backlog advances one change per claim).
+        if (!releases) return;
+        this.#nudge();
+        this.#o.onOrderedFinished?.();
+      })
       .catch((err: unknown) => {
         // The leases run out and these deliveries are attempted again: at least once, never lost.
         this.#ctx.log.error({ err, count: batch.length }, 'could not record delivery attempts');
@@ -278,6 +293,14 @@ export class QueueWorker {
         this.#writing = null;
       });
     await this.#writing;
+  }
+
+  /** Looks again at `at` (ms since the epoch) — now if it is past — unless the poll comes first. */
+  #nudgeAt(at: number): void {
+    const wait = at - this.#ctx.clock().getTime();
+    if (wait <= 0) return this.#nudge();
+    if (wait >= this.#o.pollMs) return;
+    setTimeout(() => this.#nudge(), wait).unref();
   }
 
   #nudge(): void {
@@ -318,7 +341,8 @@ export class QueueWorker {
             client.on('end', () => resolve());
           });
           await client.connect();
-          client.on('notification', () => this.#nudge());
+          // The payload, when there is one, is when the first of what was parked is due (journal.ts).
+          client.on('notification', (n) => this.#nudgeAt(Number(n.payload) || 0));
           await client.query(`LISTEN ${DELIVERIES_CHANNEL}`);
           this.#listener = client;
           if (this.#stopping) return;

@@ -1,6 +1,7 @@
 import type { CapturedDelivery, CapturedEvent, Operation } from './sink.js';
 import { lsnHex, type Lsn } from './lsn.js';
 import { matchesFilter, type Row } from './match.js';
+import { orderKey } from './order-keys.js';
 import type { SubscriptionSpec } from './subscriptions.js';
 
 export type { Operation };
@@ -46,7 +47,8 @@ export function wants(sub: SubscriptionSpec, change: Change): boolean {
   return matchesFilter(sub.filter, change.record);
 }
 
-export function matchDeliveries(subs: readonly SubscriptionSpec[], change: Change): DeliveryRecord[] {
+/** `rows`: the row identities the change orders with (order-keys.ts): row-ordered subscriptions' deliveries carry their keys. */
+export function matchDeliveries(subs: readonly SubscriptionSpec[], change: Change, rows: string[] | null = null): DeliveryRecord[] {
   const out: DeliveryRecord[] = [];
   for (const sub of subs) {
     if (!wants(sub, change)) continue;
@@ -56,6 +58,7 @@ export function matchDeliveries(subs: readonly SubscriptionSpec[], change: Chang
       eventId: change.eventId,
       eventType: change.operation,
       select: sub.select,
+      orderKeys: sub.ordering === 'row' && rows ? rows.map((row) => orderKey(sub.id, row)) : null,
     });
   }
   return out;

@@ -4,6 +4,7 @@ import type { Logger } from '../core/log.js';
 import type { DeliveryStream } from './sink.js';
 import { decodeChange, decodeRow, describeRelation, type Relation } from './decode.js';
 import { eventId, matchDeliveries, toEventRecord, type Operation } from './events.js';
+import { changeRows } from './order-keys.js';
 import { formatLsn, type Lsn } from './lsn.js';
 import type { PgoutputMessage, RawTuple } from './pgoutput.js';
 import {
@@ -29,6 +30,8 @@ export interface SessionOptions {
   /** Where the slot stands: transactions that committed before it were already processed. */
   processedLsn: Lsn;
   subscriptions: SubscriptionSpec[];
+  /** A relation's primary-key columns (order-keys.ts primaryKeyOf), for row-ordered subscriptions. */
+  primaryKey: (relationOid: number) => Promise<string[]>;
   /** Counts events as they are produced (by operation). */
   onEvent?: (operation: Operation) => void;
   /** Reports a position that may be acknowledged to Postgres. */
@@ -74,6 +77,8 @@ export class ReplicationSession {
   readonly #o: SessionOptions;
   readonly #view: SubscriptionView;
   readonly #relations = new Map<number, Relation>();
+  /** Per relation: the positions of its primary-key columns (null: no key), looked up once a row-ordered subscription needs them. */
+  readonly #keyColumns = new Map<number, Promise<number[] | null>>();
   readonly #processedLsn: Lsn;
   #tx: OpenTransaction | null = null;
   /** Transactions read and not settled, in commit order (the last may still be open). */
@@ -139,6 +144,8 @@ export class ReplicationSession {
     switch (msg.tag) {
       case 'relation':
         this.#relations.set(msg.relationOid, await describeRelation(msg, this.#o.types));
+        // Sent again after DDL: the key may have changed with the columns.
+        this.#keyColumns.delete(msg.relationOid);
         return;
       case 'begin':
         this.#tx = {
@@ -213,7 +220,8 @@ export class ReplicationSession {
         'unchanged TOASTed values without an old row (is REPLICA IDENTITY FULL set?): sent as null',
       );
     }
-    const rows = matchDeliveries(subs, change);
+    const orderedRows = subs.some((s) => s.ordering === 'row') ? changeRows(change, await this.#keyColumnsOf(relationOid, rel)) : null;
+    const rows = matchDeliveries(subs, change, orderedRows);
     if (rows.length === 0) return;
     this.#o.onEvent?.(op);
     this.stats.deliveries += rows.length;
@@ -221,6 +229,23 @@ export class ReplicationSession {
     // A returned promise is backpressure: the library pauses the socket while we await it.
     const accepted = this.#o.stream.accept(toEventRecord(change), rows, () => this.#settled(tx));
     if (accepted) await accepted;
+  }
+
+  #keyColumnsOf(relationOid: number, rel: Relation): Promise<number[] | null> {
+    let found = this.#keyColumns.get(relationOid);
+    if (!found) {
+      found = this.#o.primaryKey(relationOid).then((names) => {
+        const positions = names.map((n) => rel.indexOf.get(n));
+        if (names.length > 0 && positions.every((p) => p !== undefined)) return positions as number[];
+        this.#o.log.warn(
+          { table: `${rel.schema}.${rel.name}` },
+          'a row-ordered subscription watches a table without a primary key: its changes are delivered unordered',
+        );
+        return null;
+      });
+      this.#keyColumns.set(relationOid, found);
+    }
+    return found;
   }
 
   #subscriptionChange(tx: OpenTransaction, rel: Relation, op: Operation, tuple: RawTuple): void {

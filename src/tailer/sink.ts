@@ -27,6 +27,12 @@ export interface CapturedDelivery {
   eventType: Operation;
   /** The subscription's `select` at the change's commit: the body is rendered with it. */
   select: string[] | null;
+  /**
+   * A row-ordered subscription's delivery: its row's order keys (tailer/order-keys.ts) — one, or
+   * two for a change of the primary key (new, old). Deliveries sharing a key are delivered one at
+   * a time, in event id (commit) order. Null: unordered.
+   */
+  orderKeys: string[] | null;
 }
 
 /**

@@ -12,6 +12,11 @@ export interface SubscriptionSpec {
   active: boolean;
   filter: Record<string, unknown> | null;
   select: string[] | null;
+  /**
+   * 'row': each delivery carries its row's order keys (order-keys.ts). Saved views from before
+   * the field existed lack it: read as 'none'.
+   */
+  ordering: 'none' | 'row';
 }
 
 /**
@@ -68,6 +73,7 @@ const SPEC_FIELDS = {
   active: 'active',
   filter: 'filter',
   select: 'select_fields',
+  ordering: 'ordering',
 } as const satisfies { [K in keyof SubscriptionSpec]-?: string };
 
 const SPEC_COLUMNS = selectList<SubscriptionSpec>(SPEC_FIELDS);
@@ -85,6 +91,7 @@ export function specFromWalRow(json: (column: string) => string): SubscriptionSp
     active: value('active') === true,
     filter: value('filter'),
     select: value('select'),
+    ordering: value('ordering') === 'row' ? 'row' : 'none',
   };
 }
 
@@ -104,7 +111,7 @@ export async function loadSavedView(db: Queryable, at: string): Promise<Subscrip
       WHERE valid_from <= $1::pg_lsn ORDER BY webhook_id, valid_from DESC`,
     [at],
   );
-  return rows.flatMap((r) => (r.spec ? [r.spec] : []));
+  return rows.flatMap((r) => (r.spec ? [{ ...r.spec, ordering: r.spec.ordering === 'row' ? 'row' : 'none' }] : []));
 }
 
 /** Starts the saved view afresh at a position (a new slot, or state that was wiped). */

@@ -12,6 +12,7 @@ import { ReplicationSession } from './session.js';
 import { slotHealth } from './slot-health.js';
 import { defaultSlotName, prepareSlot } from './slot.js';
 import { TypeRegistry } from './types.js';
+import { primaryKeyOf } from './order-keys.js';
 
 export interface WalTailerOptions {
   /** The database to tail (the replication connection is opened from it). */
@@ -185,6 +186,7 @@ export class WalTailer {
       log,
       clock,
       types: this.#types,
+      primaryKey: (oid) => primaryKeyOf(pool, oid),
       processedLsn: start.processedLsn,
       subscriptions: start.subscriptions,
       onEvent: (operation) => this.#ctx.metrics.eventsProduced.inc({ operation }),

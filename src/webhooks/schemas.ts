@@ -46,6 +46,13 @@ const url = z
     examples: ['https://example.com/hooks'],
   });
 
+export const ORDERINGS = ['none', 'row'] as const;
+
+const ordering = z.enum(ORDERINGS, { message: 'must be "none" or "row"' }).meta({
+  description:
+    '`row`: the changes of one row (by its primary key) are delivered one at a time, in commit order; different rows still go out in parallel. Needs a table with a primary key. `none` (default): no order is promised.',
+});
+
 export const createBody = z.strictObject({
   projectId: name.meta({ description: 'Must equal the X-Project-Id header.' }),
   environment: name.meta({ description: 'Must equal the environment header.' }),
@@ -56,6 +63,7 @@ export const createBody = z.strictObject({
   active: z.boolean().default(true),
   filter: filter.nullish(),
   select: select.nullish(),
+  ordering: ordering.default('none'),
 });
 
 export const updateBody = z
@@ -69,6 +77,7 @@ export const updateBody = z
     active: z.boolean().optional(),
     filter: filter.nullish(),
     select: select.nullish(),
+    ordering: ordering.optional(),
   })
   .refine((b) => Object.keys(b).length > 0, 'must change at least one field');
 

@@ -22,7 +22,7 @@ import { CaptureError, captureTable, lockCapturedTables, releaseTable, retainCha
 import type { CreateBody, UpdateBody } from './schemas.js';
 import { sealWebhookSecret } from '../delivery/secret.js';
 import * as store from './store.js';
-import { columnViolations, schemaTables, tableColumns, urlViolations, type TableInfo } from './validation.js';
+import { columnViolations, primaryKeyColumns, schemaTables, tableColumns, urlViolations, type TableInfo } from './validation.js';
 import { webhookView, type WebhookHealth, type WebhookView } from './view.js';
 
 // The rules of webhook subscriptions. Writes go through one transaction with the publication
@@ -35,6 +35,8 @@ interface BodyFacts {
   table: string;
   filter?: Record<string, unknown> | null;
   select?: string[] | null;
+  /** Set when the body asks for row ordering (or moves a row-ordered subscription to another table): the table needs a primary key. */
+  rowOrdered?: boolean;
 }
 
 interface Cursor {
@@ -62,7 +64,7 @@ export class WebhookService {
   constructor(private readonly ctx: Context) {}
 
   async create(env: Environment, body: CreateBody): Promise<WebhookView> {
-    await this.#validate(env, body, body);
+    await this.#validate(env, { ...body, rowOrdered: body.ordering === 'row' }, body);
     await this.#ensureSlot();
     const now = this.ctx.clock();
     const row = await this.#write(async (c) => {
@@ -78,6 +80,7 @@ export class WebhookService {
         active: body.active,
         filter: body.filter ?? null,
         select: body.select ?? null,
+        ordering: body.ordering,
         createdAt: now,
         updatedAt: now,
         previousSecret: null,
@@ -172,7 +175,12 @@ export class WebhookService {
       // filter/select: absent keeps, null clears; re-checked against the table either way.
       const filter = body.filter === undefined ? locked.filter : body.filter;
       const select = body.select === undefined ? locked.select : body.select;
-      const violations = [...(await this.#bodyViolations(c, env, { ...body, table, filter, select })), ...urlProblems];
+      const ordering = body.ordering ?? locked.ordering;
+      // A table without a primary key cannot be row-ordered: checked when the body asks for it or
+      // moves a row-ordered subscription to another table (not on every PATCH of one whose table
+      // lost its key since: its deliveries then go unordered, tailer/order-keys.ts).
+      const rowOrdered = body.ordering === 'row' || (ordering === 'row' && body.table !== undefined && body.table !== locked.table);
+      const violations = [...(await this.#bodyViolations(c, env, { ...body, table, filter, select, rowOrdered })), ...urlProblems];
       if (violations.length) throw validationError(violations);
       const updated = await store.updateWebhook(c, {
         ...locked,
@@ -191,6 +199,7 @@ export class WebhookService {
         active: body.active ?? locked.active,
         filter,
         select,
+        ordering,
         updatedAt: now,
       });
       if (table !== locked.table) {
@@ -244,7 +253,15 @@ export class WebhookService {
     }
     const columns = await tableColumns(db, env.schemaName, body.table);
     if (!columns) violations.push({ path: 'table', message: `no table ${JSON.stringify(body.table)} in schema ${env.schemaName}` });
-    else violations.push(...columnViolations(columns, body.filter, body.select));
+    else {
+      violations.push(...columnViolations(columns, body.filter, body.select));
+      if (body.rowOrdered && (await primaryKeyColumns(db, env.schemaName, body.table)).length === 0) {
+        violations.push({
+          path: 'ordering',
+          message: `"row" orders a row's changes by its primary key, and table ${JSON.stringify(body.table)} has no primary key`,
+        });
+      }
+    }
     return violations;
   }
 

@@ -16,6 +16,7 @@ export interface WebhookRow {
   active: boolean;
   filter: Record<string, string | number | boolean | null> | null;
   select: string[] | null;
+  ordering: 'none' | 'row';
   createdAt: Date;
   updatedAt: Date;
   /** Why delivery disabled it (a receiver answered 410 Gone), and when; null while enabled by hand. */
@@ -38,6 +39,7 @@ const COLUMNS = selectList<WebhookRow>({
   active: 'active',
   filter: 'filter',
   select: 'select_fields',
+  ordering: 'ordering',
   createdAt: 'created_at',
   updatedAt: 'updated_at',
   disabledReason: 'disabled_reason',
@@ -48,8 +50,9 @@ const COLUMNS = selectList<WebhookRow>({
 
 export async function insertWebhook(db: Queryable, w: WebhookRow): Promise<WebhookRow> {
   const { rows } = await db.query<WebhookRow>(
-    `INSERT INTO walgate.webhooks (id, project_id, environment, schema_name, table_name, events, url, secret, active, filter, select_fields, created_at, updated_at)
-     VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13) RETURNING ${COLUMNS}`,
+    `INSERT INTO walgate.webhooks (id, project_id, environment, schema_name, table_name, events, url, secret, active, filter, select_fields, ordering,
+                                   created_at, updated_at)
+     VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14) RETURNING ${COLUMNS}`,
     [
       w.id,
       w.projectId,
@@ -62,6 +65,7 @@ export async function insertWebhook(db: Queryable, w: WebhookRow): Promise<Webho
       w.active,
       w.filter === null ? null : JSON.stringify(w.filter),
       w.select,
+      w.ordering,
       w.createdAt,
       w.updatedAt,
     ],
@@ -102,7 +106,7 @@ export async function listWebhooks(
 
 export async function updateWebhook(db: Queryable, w: WebhookRow): Promise<WebhookRow> {
   const { rows } = await db.query<WebhookRow>(
-    `UPDATE walgate.webhooks SET table_name = $2, events = $3, url = $4, secret = $5, active = $6, filter = $7, select_fields = $8, updated_at = $9,
+    `UPDATE walgate.webhooks SET table_name = $2, events = $3, url = $4, secret = $5, active = $6, filter = $7, select_fields = $8, updated_at = $9, ordering = $12,
             disabled_reason = CASE WHEN $6 THEN NULL ELSE disabled_reason END, disabled_at = CASE WHEN $6 THEN NULL ELSE disabled_at END,
             previous_secret = $10, previous_secret_until = $11
       WHERE id = $1 RETURNING ${COLUMNS}`,
@@ -118,6 +122,7 @@ export async function updateWebhook(db: Queryable, w: WebhookRow): Promise<Webho
       w.updatedAt,
       w.previousSecret,
       w.previousSecretUntil,
+      w.ordering,
     ],
   );
   return rows[0]!;

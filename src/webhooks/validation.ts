@@ -17,6 +17,24 @@ export async function tableColumns(db: Queryable, schema: string, table: string)
   return rows.flatMap((r) => (r.attname === null ? [] : [r.attname]));
 }
 
+/**
+ * The primary-key columns of a table, in key order; empty when it has none. Row ordering needs
+ * them: a row's changes are ordered by its key (src/tailer/order-keys.ts).
+ */
+export async function primaryKeyColumns(db: Queryable, schema: string, table: string): Promise<string[]> {
+  const { rows } = await db.query<{ attname: string }>(
+    `SELECT a.attname
+       FROM pg_catalog.pg_class c
+       JOIN pg_catalog.pg_namespace n ON n.oid = c.relnamespace
+       JOIN pg_catalog.pg_index i ON i.indrelid = c.oid AND i.indisprimary
+       JOIN pg_catalog.pg_attribute a ON a.attrelid = c.oid AND a.attnum = ANY (i.indkey)
+      WHERE n.nspname = $1 AND c.relname = $2
+      ORDER BY array_position(i.indkey::int2[], a.attnum)`,
+    [schema, table],
+  );
+  return rows.map((r) => r.attname);
+}
+
 export interface TableInfo {
   name: string;
   columns: Array<{ name: string; type: string }>;

@@ -18,6 +18,8 @@ export interface WebhookView {
   active: boolean;
   filter: Record<string, string | number | boolean | null> | null;
   select: string[] | null;
+  /** 'row': a row's changes are delivered one at a time, in commit order. */
+  ordering: 'none' | 'row';
   createdAt: string;
   updatedAt: string;
   /** Set when delivery disabled it (its receiver answered 410 Gone); cleared when re-activated. */
@@ -34,6 +36,7 @@ export function webhookView(w: WebhookRow): WebhookView {
     active: w.active,
     filter: w.filter,
     select: w.select,
+    ordering: w.ordering,
     createdAt: w.createdAt.toISOString(),
     updatedAt: w.updatedAt.toISOString(),
     disabledReason: w.disabledReason ?? null,

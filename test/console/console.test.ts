@@ -139,18 +139,20 @@ describe('delivery console: /console in Chromium', function () {
     await page.getByRole('button', { name: 'Add a condition' }).click();
     await page.locator('#filter-col-0').selectOption('status');
     await page.locator('#filter-val-0').fill('paid');
+    await page.getByLabel(/Row ordering/).check();
     await checkAccessibility('create form');
     await screenshot('create');
     await page.getByRole('button', { name: 'Create' }).click();
     await page.getByRole('heading', { name: 'Subscription created' }).waitFor();
     firstSecret = await page.locator('#new-secret').innerText();
     expect(firstSecret).to.match(/^whsec_[A-Za-z0-9+/]{43}=$/);
-    const { rows } = await p.t.ctx.pool.query('SELECT id, events, filter FROM walgate.webhooks');
+    const { rows } = await p.t.ctx.pool.query('SELECT id, events, filter, ordering FROM walgate.webhooks');
     expect(rows).to.have.length(1);
-    expect(rows[0]).to.deep.include({ events: ['INSERT', 'UPDATE'], filter: { status: 'paid' } });
+    expect(rows[0]).to.deep.include({ events: ['INSERT', 'UPDATE'], filter: { status: 'paid' }, ordering: 'row' });
     webhookId = rows[0].id;
     await page.getByRole('link', { name: 'Open the subscription' }).click();
     await page.locator('#state').getByText('Active').waitFor();
+    await page.getByText('per row, in commit order').waitFor();
     expect(await page.content()).not.to.contain(firstSecret); // shown once: gone from the page
   });
 

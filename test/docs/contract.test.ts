@@ -118,6 +118,8 @@ describe('OpenAPI document: the api answers as documented', function () {
     );
     expect((await manager.call('getWebhook', { params: { id } })).body.deliveries).to.have.length(1);
     expect((await manager.call('updateWebhook', { params: { id }, body: { active: false, select: ['id'] } })).body.webhook.active).to.equal(false);
+    expect((await manager.call('updateWebhook', { params: { id }, body: { ordering: 'row' } })).body.webhook.ordering).to.equal('row');
+    expect((await manager.call('updateWebhook', { params: { id }, body: { ordering: 'rows' } })).body.error).to.equal('VALIDATION_ERROR');
     expect((await manager.call('replayWebhook', { params: { id }, body: { dryRun: true } })).body).to.deep.equal({ replayed: 1 });
     expect((await manager.call('replayWebhook', { params: { id }, body: {} })).body).to.deep.equal({ replayed: 1 });
     expect((await manager.call('replayWebhook', { params: { id } })).status, 'the body is optional').to.equal(202);

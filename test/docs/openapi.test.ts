@@ -149,6 +149,29 @@ describe('OpenAPI document: /openapi.json', function () {
     }
   });
 
+  it('documents a subscription\'s ordering: in the create and update bodies and in every view of a subscription', () => {
+    const op = (id: string) => operations.find((o) => o.id === id)!.operation;
+    const resolve = (schema: Record<string, any>): Record<string, any> =>
+      schema.$ref ? resolve(doc.components.schemas[schema.$ref.split('/').pop()]) : schema;
+    const createSchema = resolve(op('createWebhook').requestBody.content['application/json'].schema);
+    expect(createSchema.properties.ordering).to.deep.include({ enum: ['none', 'row'], default: 'none' });
+    expect(createSchema.properties.ordering.description).to.contain('primary key');
+    expect(createSchema.required).not.to.include('ordering');
+    const updateSchema = resolve(op('updateWebhook').requestBody.content['application/json'].schema);
+    expect(updateSchema.properties.ordering).to.deep.include({ enum: ['none', 'row'] });
+    for (const [id, path] of [
+      ['createWebhook', ['webhook']],
+      ['updateWebhook', ['webhook']],
+      ['getWebhook', ['webhook']],
+      ['listWebhooks', ['webhooks', 'items']],
+    ] as const) {
+      let schema = resolve(op(id).responses[id === 'createWebhook' ? '201' : '200'].content['application/json'].schema);
+      for (const step of path) schema = resolve(step === 'items' ? schema.items : schema.properties[step]);
+      expect(schema.properties.ordering, id).to.deep.include({ enum: ['none', 'row'] });
+      expect(schema.required, id).to.include('ordering');
+    }
+  });
+
   it('error responses use the codes of errors.ts, each under its own status, with the envelope', () => {
     for (const o of operations) {
       for (const [status, response] of Object.entries<any>(o.operation.responses)) {

@@ -32,6 +32,30 @@ describe('migrations', () => {
     }
   });
 
+  it('applies a lower-numbered migration added after a higher one (009 on a database already at 010)', async () => {
+    db = await createTestDatabase();
+    const pool = createPool(db.url, { max: 1 });
+    try {
+      // A database as a release with 010 and without 009 left it.
+      await pool.query(`DROP INDEX walgate.deliveries_unfinished_by_order_key, walgate.deliveries_unfinished_by_old_order_key;
+                        ALTER TABLE walgate.deliveries DROP COLUMN order_key, DROP COLUMN order_key_old;
+                        ALTER TABLE walgate.webhooks DROP COLUMN ordering;
+                        DELETE FROM walgate.migrations WHERE id = 9`);
+      const ids = (await pool.query('SELECT id FROM walgate.migrations ORDER BY id')).rows.map((r) => r.id);
+      expect(ids).to.include(10).and.not.include(9);
+      expect(await pendingMigrations(pool)).to.deep.equal(['009_row_ordering.sql']);
+      expect(await migrate(pool)).to.deep.equal(['009_row_ordering.sql']);
+      const { rows } = await pool.query(
+        `SELECT column_name FROM information_schema.columns
+          WHERE table_schema = 'walgate' AND (table_name, column_name) IN (('webhooks', 'ordering'), ('deliveries', 'order_key'), ('deliveries', 'order_key_old'))`,
+      );
+      expect(rows.map((r) => r.column_name)).to.have.members(['ordering', 'order_key', 'order_key_old']);
+      expect(await migrate(pool)).to.deep.equal([]);
+    } finally {
+      await pool.end();
+    }
+  });
+
   it('rolls a failing migration back whole, and says which one failed', async () => {
     db = await createTestDatabase();
     const pool = createPool(db.url, { max: 1 });

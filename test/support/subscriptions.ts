@@ -16,6 +16,7 @@ export interface TestSubscription {
   active?: boolean;
   filter?: Record<string, unknown> | null;
   select?: string[] | null;
+  ordering?: 'none' | 'row';
 }
 
 /**
@@ -27,8 +28,8 @@ export async function insertSubscription(ctx: Pick<Context, 'pool' | 'secrets'>,
   await ensureSlot(ctx.pool);
   await withTransaction(ctx.pool, async (c) => {
     await c.query(
-      `INSERT INTO walgate.webhooks (id, project_id, environment, schema_name, table_name, events, url, secret, active, filter, select_fields)
-       VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11)`,
+      `INSERT INTO walgate.webhooks (id, project_id, environment, schema_name, table_name, events, url, secret, active, filter, select_fields, ordering)
+       VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12)`,
       [
         id,
         s.projectId,
@@ -41,6 +42,7 @@ export async function insertSubscription(ctx: Pick<Context, 'pool' | 'secrets'>,
         s.active ?? true,
         s.filter ? JSON.stringify(s.filter) : null,
         s.select ?? null,
+        s.ordering ?? 'none',
       ],
     );
     await watchTable(c, s.schema, s.table);

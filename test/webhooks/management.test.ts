@@ -24,6 +24,8 @@ describe('webhook management API', function () {
       CREATE TABLE shop_master."Odd.Table 'x'" (id int PRIMARY KEY);
       CREATE VIEW shop_master.order_view AS SELECT * FROM shop_master.orders;
       CREATE TABLE shop_staging.orders (id int PRIMARY KEY);
+      CREATE TABLE shop_master.log_lines (at timestamptz, line text);
+      CREATE TABLE shop_master.order_lines (order_id int, line int, qty int, PRIMARY KEY (order_id, line));
     `);
     token = await t.managementToken('shop');
     api = new HttpClient(t.url, { authorization: `Bearer ${token}`, 'x-project-id': 'shop', environment: 'master' });
@@ -60,12 +62,13 @@ describe('webhook management API', function () {
       'active',
       'filter',
       'select',
+      'ordering',
       'createdAt',
       'updatedAt',
       'disabledReason',
       'disabledAt',
     );
-    expect(w).to.include({ disabledReason: null, disabledAt: null });
+    expect(w).to.include({ disabledReason: null, disabledAt: null, ordering: 'none' });
     expect(w.id).to.match(/^wh_[0-9a-f]{32}$/);
     expect(w).to.deep.include({
       table: 'orders',
@@ -223,6 +226,67 @@ describe('webhook management API', function () {
     const bad = await api.post(`/api/rest/_webhooks/${w.id}/replay`, { since: 'yesterday' });
     expect(bad.status).to.equal(400);
     expect(violationPaths(bad)).to.deep.equal(['since']);
+  });
+
+  describe('ordering', () => {
+    it('is "none" unless asked; "row" is kept and shown on create, get, list and PATCH', async () => {
+      const plain = await create();
+      expect(plain.ordering).to.equal('none');
+      const ordered = await create({ ordering: 'row', table: 'order_lines' });
+      expect(ordered.ordering).to.equal('row');
+      expect((await api.get(`/api/rest/_webhooks/${ordered.id}`)).body.webhook.ordering).to.equal('row');
+      const listed = await api.get('/api/rest/_webhooks?limit=100');
+      expect(listed.body.webhooks.find((w: { id: string }) => w.id === ordered.id).ordering).to.equal('row');
+      const stored = await t.ctx.pool.query('SELECT ordering FROM walgate.webhooks WHERE id = $1', [ordered.id]);
+      expect(stored.rows[0].ordering).to.equal('row');
+      const on = await api.patch(`/api/rest/_webhooks/${plain.id}`, { ordering: 'row' });
+      expect(on.status, JSON.stringify(on.body)).to.equal(200);
+      expect(on.body.webhook.ordering).to.equal('row');
+      // A PATCH that does not name it keeps it.
+      const paused = await api.patch(`/api/rest/_webhooks/${plain.id}`, { active: false });
+      expect(paused.body.webhook).to.include({ ordering: 'row', active: false });
+      const off = await api.patch(`/api/rest/_webhooks/${plain.id}`, { ordering: 'none' });
+      expect(off.body.webhook.ordering).to.equal('none');
+    });
+
+    it('an unknown value is a 400 VALIDATION_ERROR at ordering, on create and PATCH', async () => {
+      for (const value of ['rows', 'ROW', '', null, 1, true]) {
+        const res = await api.post('/api/rest/_webhooks', valid({ ordering: value }));
+        expect(res.status, JSON.stringify(value)).to.equal(400);
+        expect(res.body.error).to.equal('VALIDATION_ERROR');
+        expect(violationPaths(res)).to.deep.equal(['ordering']);
+      }
+      const w = await create();
+      const res = await api.patch(`/api/rest/_webhooks/${w.id}`, { ordering: 'table' });
+      expect(res.status).to.equal(400);
+      expect(violationPaths(res)).to.deep.equal(['ordering']);
+    });
+
+    it('"row" on a table without a primary key is a 400 that says why, on create and on PATCH', async () => {
+      const res = await api.post('/api/rest/_webhooks', valid({ table: 'log_lines', ordering: 'row' }));
+      expect(res.status).to.equal(400);
+      expect(res.body.error).to.equal('VALIDATION_ERROR');
+      expect(res.body.violations).to.have.length(1);
+      expect(res.body.violations[0].path).to.equal('ordering');
+      expect(res.body.violations[0].message).to.contain('primary key').and.contain('log_lines');
+      // Unordered, the same table is fine.
+      const unordered = await create({ table: 'log_lines' });
+      // PATCH that sets "row" on it: refused, nothing changed.
+      const set = await api.patch(`/api/rest/_webhooks/${unordered.id}`, { ordering: 'row' });
+      expect(set.status).to.equal(400);
+      expect(violationPaths(set)).to.deep.equal(['ordering']);
+      expect((await api.get(`/api/rest/_webhooks/${unordered.id}`)).body.webhook.ordering).to.equal('none');
+      // PATCH that moves a row-ordered subscription to a table without a key: refused too.
+      const ordered = await create({ ordering: 'row' });
+      const moved = await api.patch(`/api/rest/_webhooks/${ordered.id}`, { table: 'log_lines' });
+      expect(moved.status).to.equal(400);
+      expect(violationPaths(moved)).to.deep.equal(['ordering']);
+      expect((await api.get(`/api/rest/_webhooks/${ordered.id}`)).body.webhook).to.include({ table: 'orders', ordering: 'row' });
+      // …and moving it with "none" in the same PATCH is allowed.
+      const both = await api.patch(`/api/rest/_webhooks/${ordered.id}`, { table: 'log_lines', ordering: 'none' });
+      expect(both.status, JSON.stringify(both.body)).to.equal(200);
+      expect(both.body.webhook).to.include({ table: 'log_lines', ordering: 'none' });
+    });
   });
 
   describe('validation: each rule is a violation', () => {

@@ -1,5 +1,5 @@
 import { z } from 'zod';
-import { EVENTS } from '../../webhooks/schemas.js';
+import { EVENTS, ORDERINGS } from '../../webhooks/schemas.js';
 
 // What the management API answers, as schemas for the API reference. test/docs/contract.test.ts
 // checks real answers against the generated document, so a field added or renamed in view.ts or
@@ -16,6 +16,9 @@ const webhook = z
     active: z.boolean().meta({ description: '`false`: paused, no deliveries for changes made meanwhile.' }),
     filter: z.record(z.string(), z.union([z.string(), z.number(), z.boolean(), z.null()])).nullable(),
     select: z.array(z.string()).nullable(),
+    ordering: z.enum(ORDERINGS).meta({
+      description: "`row`: a row's changes are delivered one at a time, in commit order (README: Ordering); `none`: no order.",
+    }),
     createdAt: timestamp,
     updatedAt: timestamp,
     disabledReason: z

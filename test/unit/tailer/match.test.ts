@@ -1,6 +1,7 @@
 import { expect } from 'chai';
 import { matchDeliveries, type Change } from '../../../src/tailer/events.js';
 import { matchesFilter, type Row } from '../../../src/tailer/match.js';
+import { orderKey } from '../../../src/tailer/order-keys.js';
 import type { SubscriptionSpec } from '../../../src/tailer/subscriptions.js';
 
 // Which subscriptions take a change: active, the event kind chosen, every filter field equal to
@@ -71,6 +72,7 @@ describe('unit: which subscriptions take a change', () => {
     active: true,
     filter: null,
     select: null,
+    ordering: 'none',
     ...over,
   });
   const change = (operation: Change['operation'], record: Row = ORDER): Change => ({
@@ -99,6 +101,7 @@ describe('unit: which subscriptions take a change', () => {
         eventId: 'evt_0000000001A2B3C4_000007',
         eventType: 'UPDATE',
         select: null,
+        orderKeys: null,
       },
       {
         id: 'del_0000000001A2B3C4_000007_paid',
@@ -106,6 +109,7 @@ describe('unit: which subscriptions take a change', () => {
         eventId: 'evt_0000000001A2B3C4_000007',
         eventType: 'UPDATE',
         select: ['id', 'status'],
+        orderKeys: null,
       },
     ]);
     expect(matchDeliveries(subs, change('INSERT')).map((d) => d.webhookId)).to.deep.equal(['wh_all', 'wh_inserts', 'wh_paid']);
@@ -115,5 +119,17 @@ describe('unit: which subscriptions take a change', () => {
     const subs = [spec('wh_paid', { filter: { status: 'paid' } })];
     expect(matchDeliveries(subs, change('DELETE'))).to.have.length(1);
     expect(matchDeliveries(subs, change('DELETE', row({ status: '"open"' })))).to.have.length(0);
+  });
+
+  it("only the deliveries of row-ordered subscriptions carry order keys: their own keys of the change's rows", () => {
+    const subs = [spec('wh_plain'), spec('wh_rows', { ordering: 'row' }), spec('wh_rows_too', { ordering: 'row' })];
+    const delivered = matchDeliveries(subs, change('UPDATE'), ['row-new', 'row-old']);
+    expect(delivered.map((d) => [d.webhookId, d.orderKeys])).to.deep.equal([
+      ['wh_plain', null],
+      ['wh_rows', [orderKey('wh_rows', 'row-new'), orderKey('wh_rows', 'row-old')]],
+      ['wh_rows_too', [orderKey('wh_rows_too', 'row-new'), orderKey('wh_rows_too', 'row-old')]],
+    ]);
+    // No rows (a table without a primary key): unordered.
+    expect(matchDeliveries(subs, change('UPDATE'), null).every((d) => d.orderKeys === null)).to.equal(true);
   });
 });

@@ -1,0 +1,293 @@
+import { setTimeout as sleep } from 'node:timers/promises';
+import { expect } from 'chai';
+import pg from 'pg';
+import type { Pool } from '../../src/core/db/pool.js';
+import { replayDeadDeliveries } from '../../src/delivery/history.js';
+import { claimDue, unfinishedOrderKeyCounts, unfinishedOrderKeys, unfinishedOrderKeysOf } from '../../src/delivery/store.js';
+import type { ReceivedRequest } from '../support/receiver.js';
+import { createTestDatabase, type TestDatabase } from '../support/database.js';
+import { eventually, startPipeline, type Pipeline } from './support.js';
+
+// Row ordering (`ordering: "row"`): the changes of one row are delivered one at a time, in commit
+// order, through the stream and through the retry queue; other rows are not held up.
+
+interface Arrival {
+  eventId: string;
+  row: number;
+  version: number;
+  ok: boolean;
+  at: number;
+}
+
+function arrivals(requests: ReceivedRequest[], status: (r: ReceivedRequest) => boolean): Arrival[] {
+  return requests.map((r) => {
+    const body = JSON.parse(r.body);
+    return { eventId: body.id, row: body.record.id, version: body.record.version, ok: status(r), at: r.at };
+  });
+}
+
+/**
+ * Per row, the versions in the order the receiver first accepted (2xx) each change; and whether
+ * any change of a row was requested before the row's previous change had been accepted.
+ */
+function byRow(list: Arrival[]): { accepted: Map<number, number[]>; early: string[] } {
+  const accepted = new Map<number, number[]>();
+  const seen = new Set<string>();
+  const early: string[] = [];
+  for (const a of list) {
+    const versions = accepted.get(a.row) ?? [];
+    accepted.set(a.row, versions);
+    if (!seen.has(a.eventId) && versions.length > 0 && a.version > versions.at(-1)! + 1) early.push(`${a.row}:v${a.version}`);
+    if (a.ok && !seen.has(a.eventId)) {
+      seen.add(a.eventId);
+      versions.push(a.version);
+    }
+  }
+  return { accepted, early };
+}
+
+describe('delivery: row ordering', function () {
+  this.timeout(120_000);
+  let p: Pipeline;
+  /** Answers per request (true: 2xx), in the order of p.receiver.requests. */
+  let answered: boolean[];
+  const accepted = () => arrivals(p.receiver.requests, (r) => answered[p.receiver.requests.indexOf(r)] === true);
+
+  before(async () => {
+    p = await startPipeline({ WEBHOOK_RETRY_DELAYS_MS: '0,300,300,300,300', WEBHOOK_TIMEOUT_MS: '5000', WEBHOOK_BREAKER_FAILURES: '1000' });
+    await p.writer.query('CREATE TABLE shop_master.items (id int PRIMARY KEY, version int NOT NULL)');
+  });
+  after(() => p?.close());
+  beforeEach(async () => {
+    await p.t.ctx.pool.query('DELETE FROM walgate.webhooks');
+    await p.writer.query('TRUNCATE shop_master.items');
+    p.receiver.requests.length = 0;
+    answered = [];
+  });
+
+  /** The receiver answers 2xx unless `fail` says otherwise for this request; every answer is recorded. */
+  function receive(
+    fail: (body: { id: string; record: { id: number; version: number } }, attempt: number) => boolean | Record<string, string>,
+  ) {
+    const attempts = new Map<string, number>();
+    p.receiver.behave = (req, index) => {
+      const body = JSON.parse(req.body);
+      const n = (attempts.get(body.id) ?? 0) + 1;
+      attempts.set(body.id, n);
+      const verdict = fail(body, n);
+      answered[index] = verdict === false;
+      if (verdict === false) return { status: 200 };
+      return { status: 503, headers: verdict === true ? {} : verdict };
+    };
+  }
+
+  const subscribe = () => p.subscribe({ table: 'items', ordering: 'row', events: ['INSERT', 'UPDATE', 'DELETE'] });
+
+  it('a failing change holds back only the later changes of its own row; the other rows flow meanwhile', async () => {
+    receive((b, attempt) => b.record.id === 1 && b.record.version === 1 && attempt <= 3);
+    await subscribe();
+    await p.writer.query('INSERT INTO shop_master.items SELECT g, 1 FROM generate_series(1, 10) g');
+    for (let v = 2; v <= 6; v++) await p.writer.query('UPDATE shop_master.items SET version = $1', [v]);
+    await eventually(
+      async () =>
+        new Set(
+          accepted()
+            .filter((a) => a.ok)
+            .map((a) => a.eventId),
+        ).size,
+      (n) => n === 60,
+      30_000,
+    );
+    const list = accepted();
+    const { accepted: rows, early } = byRow(list);
+    expect(early, 'a change sent before the previous change of its row was accepted').to.deep.equal([]);
+    for (let row = 1; row <= 10; row++) expect(rows.get(row), `row ${row}`).to.deep.equal([1, 2, 3, 4, 5, 6]);
+    // Row 1's first change failed three times (300 ms apart): the other rows did not wait for it.
+    const row1First = list.find((a) => a.row === 1 && a.version === 1 && a.ok)!.at;
+    const othersDone = Math.max(...list.filter((a) => a.row !== 1 && a.version === 6 && a.ok).map((a) => a.at));
+    expect(othersDone, 'the other rows were delivered before row 1 got through').to.be.below(row1First);
+    expect(list.filter((a) => a.row === 1 && a.version === 1)).to.have.length(4);
+  });
+
+  it("through the retry queue: each row's backlog drains one change at a time, in commit order", async () => {
+    // Every first attempt fails, and asks for 2 s: every change is parked, most behind their row's first.
+    let failing = true;
+    receive(() => (failing ? { 'retry-after': '2' } : false));
+    const wh = await subscribe();
+    await p.writer.query('INSERT INTO shop_master.items SELECT g, 1 FROM generate_series(1, 5) g');
+    for (let v = 2; v <= 10; v++) await p.writer.query('UPDATE shop_master.items SET version = $1', [v]);
+    const parked = await eventually(
+      () => p.delivery(wh),
+      (r) => r.length === 50,
+      20_000,
+    );
+    expect(parked.every((d) => d.order_key !== null && d.order_key_old === null)).to.equal(true);
+    expect(new Set(parked.map((d) => d.order_key)).size, 'one key per row').to.equal(5);
+    failing = false;
+    await eventually(
+      () => p.delivery(wh),
+      (r) => r.every((d) => d.status === 'delivered'),
+      30_000,
+    );
+    const { accepted: rows, early } = byRow(accepted());
+    expect(early).to.deep.equal([]);
+    for (let row = 1; row <= 5; row++) expect(rows.get(row), `row ${row}`).to.deep.equal([1, 2, 3, 4, 5, 6, 7, 8, 9, 10]);
+    // Only each row's first change was sent while it failed: the others waited behind it unsent.
+    const failed = accepted().filter((a) => !a.ok);
+    expect(new Set(failed.map((a) => `${a.row}:${a.version}`))).to.deep.equal(new Set([1, 2, 3, 4, 5].map((r) => `${r}:1`)));
+  });
+
+  it("a dead letter releases its row's next change; a replayed dead letter goes at once, behind nothing and blocking nothing", async () => {
+    let replayFails = true;
+    receive((b, attempt) => b.record.id === 1 && b.record.version === 1 && (attempt <= 5 || (replayFails && attempt <= 9)));
+    const wh = await subscribe();
+    await p.writer.query('INSERT INTO shop_master.items VALUES (1, 1), (2, 1)');
+    await p.writer.query('UPDATE shop_master.items SET version = 2');
+    await p.writer.query('UPDATE shop_master.items SET version = 3');
+    const rows = await eventually(
+      () => p.delivery(wh),
+      (r) => r.length === 6 && r.filter((d) => d.status === 'delivered').length === 5 && r.some((d) => d.status === 'dead'),
+      20_000,
+    );
+    const dead = rows.find((d) => d.status === 'dead')!;
+    expect(dead.attempts).to.equal(5);
+    let list = accepted();
+    const lastFailure = list.filter((a) => a.row === 1 && a.version === 1).at(-1)!.at;
+    const v2 = list.find((a) => a.row === 1 && a.version === 2)!;
+    expect(v2.at, 'the next change went once the first was dead').to.be.at.least(lastFailure);
+    expect(byRow(list).accepted.get(1)).to.deep.equal([2, 3]);
+    expect(byRow(list).accepted.get(2)).to.deep.equal([1, 2, 3]);
+
+    // Replayed, it is sent at once, and while it fails again a new change of its row is not held back.
+    expect(await replayDeadDeliveries(p.t.ctx.pool, { webhookId: wh }, new Date())).to.equal(1);
+    const replayed = (await p.t.ctx.pool.query('SELECT order_key, order_key_old FROM walgate.deliveries WHERE id = $1', [dead.id])).rows[0];
+    expect(replayed).to.deep.equal({ order_key: null, order_key_old: null });
+    await p.writer.query('UPDATE shop_master.items SET version = 4 WHERE id = 1');
+    await eventually(
+      async () => accepted().some((a) => a.row === 1 && a.version === 4 && a.ok),
+      (ok) => ok,
+      10_000,
+    );
+    list = accepted();
+    expect(
+      list.some((a) => a.row === 1 && a.version === 1 && a.ok),
+      'the replayed one is still failing',
+    ).to.equal(false);
+    replayFails = false;
+    await eventually(
+      () => p.delivery(wh),
+      (r) => r.every((d) => d.status === 'delivered'),
+      20_000,
+    );
+    // It arrived after the row's later changes: a replay promises no order (README: Ordering).
+    expect(byRow(accepted()).accepted.get(1)).to.deep.equal([2, 3, 4, 1]);
+  });
+
+  it('a change of the primary key orders with the old key and with the new one', async () => {
+    // id 1 → 3: waits for id 1's earlier change; id 3's next change and a new id 1 wait for it.
+    receive((b, attempt) => (b.record.id === 1 && b.record.version === 1 && attempt <= 2) || (b.record.version === 2 && attempt <= 2));
+    const wh = await subscribe();
+    await p.writer.query('INSERT INTO shop_master.items VALUES (1, 1)');
+    await p.writer.query('UPDATE shop_master.items SET id = 3, version = 2 WHERE id = 1');
+    await p.writer.query('UPDATE shop_master.items SET version = 3 WHERE id = 3');
+    await p.writer.query('INSERT INTO shop_master.items VALUES (1, 4)');
+    const rows = await eventually(
+      () => p.delivery(wh),
+      (r) => r.length === 4 && r.every((d) => d.status === 'delivered'),
+      20_000,
+    );
+    const moved = rows.find((d) => d.event_type === 'UPDATE' && d.order_key_old !== null);
+    expect(moved, 'the key change was parked with both keys').to.not.equal(undefined);
+    // First 2xx of each version, in arrival order, over both ids.
+    const list = accepted();
+    const firstOk = (v: number) => list.find((a) => a.version === v && a.ok)!.at;
+    const firstSent = (v: number) => list.find((a) => a.version === v)!.at;
+    expect(firstSent(2), 'the key change waited for the old key').to.be.at.least(firstOk(1));
+    expect(firstSent(3), 'the new key waited for the key change').to.be.at.least(firstOk(2));
+    expect(firstSent(4), 'the old key, reused, waited for the key change').to.be.at.least(firstOk(2));
+  });
+});
+
+describe('delivery: row ordering in the retry queue reads indexes, not the table', function () {
+  this.timeout(60_000);
+  let db: TestDatabase;
+  let pool: pg.Pool;
+  before(async () => {
+    db = await createTestDatabase();
+    pool = new pg.Pool({ connectionString: db.url, max: 2 });
+    // 60,000 deliveries of a row-ordered subscription: most delivered, 6,000 unfinished over 200 rows.
+    await pool.query(`
+      INSERT INTO walgate.projects (id) VALUES ('p');
+      INSERT INTO walgate.environments (project_id, name, schema_name) VALUES ('p', 'e', 'p_e');
+      INSERT INTO walgate.webhooks (id, project_id, environment, schema_name, table_name, events, url, secret, ordering)
+        VALUES ('wh_1', 'p', 'e', 'p_e', 't', '{UPDATE}', 'https://example.com', '\\x00', 'row'),
+               ('wh_2', 'p', 'e', 'p_e', 't', '{UPDATE}', 'https://example.com', '\\x00', 'none');
+      INSERT INTO walgate.events (id, schema_name, table_name, operation, committed_at, columns, record, changed_fields)
+        SELECT 'evt_' || lpad(g::text, 10, '0'), 'p_e', 't', 'UPDATE', now(), '{id}', '{1}', '{}' FROM generate_series(1, 60000) g;
+      INSERT INTO walgate.deliveries (id, webhook_id, event_id, event_type, status, attempts, next_attempt_at, created_at, order_key, order_key_old)
+        SELECT 'del_' || lpad(g::text, 10, '0'), CASE WHEN g % 7 = 0 THEN 'wh_2' ELSE 'wh_1' END, 'evt_' || lpad(g::text, 10, '0'), 'UPDATE',
+               CASE WHEN g > 54000 THEN 'pending' ELSE 'delivered' END, 1, now() - interval '1 s', now(),
+               CASE WHEN g % 7 <> 0 THEN 'k' || (g % 200) END, CASE WHEN g % 7 <> 0 AND g % 1000 = 1 THEN 'k' || (g % 200 + 1) END
+          FROM generate_series(1, 60000) g;
+      ANALYZE;`);
+  });
+  after(async () => {
+    await pool?.end();
+    await db?.drop();
+  });
+
+  it('the claim, the blocked-key check and the load at stream open use index scans on walgate.deliveries', async () => {
+    const plans: unknown[] = [];
+    const explaining = {
+      query: async (text: string, values?: unknown[]) => {
+        const { rows } = await pool.query(`EXPLAIN (FORMAT JSON) ${text}`, values);
+        plans.push(rows[0]['QUERY PLAN']);
+        return { rows: [], rowCount: 0 };
+      },
+    } as unknown as Pool;
+    const now = new Date();
+    await claimDue(explaining, { now, leaseUntil: new Date(now.getTime() + 60_000), limit: 256, perWebhook: 128, inflight: new Map() });
+    await unfinishedOrderKeys(
+      explaining,
+      Array.from({ length: 200 }, (_, i) => ({ webhookId: 'wh_1', key: `k${i}` })),
+    );
+    await unfinishedOrderKeyCounts(explaining);
+    await unfinishedOrderKeysOf(explaining, ['wh_1']);
+    const text = JSON.stringify(plans);
+    const seqScans = [...text.matchAll(/"Node Type":"Seq Scan","[^}]*?"Relation Name":"deliveries"/g)];
+    expect(seqScans, text.slice(0, 3000)).to.have.length(0);
+    // The claim's predecessor checks probe the two order-key indexes.
+    const claim = JSON.stringify(plans[0]);
+    expect(claim).to.contain('deliveries_unfinished_by_order_key');
+    expect(claim).to.contain('deliveries_unfinished_by_old_order_key');
+  });
+
+  it('claims only the first unfinished delivery of each row, and both keys of a key change block', async () => {
+    const now = new Date();
+    const claimed = await claimDue(pool as unknown as Pool, {
+      now,
+      leaseUntil: new Date(now.getTime() + 60_000),
+      limit: 2000,
+      perWebhook: 1000,
+      inflight: new Map(),
+    });
+    const mine = claimed.filter((c) => c.webhook_id === 'wh_1');
+    const { rows } = await pool.query(`SELECT id, order_key, order_key_old FROM walgate.deliveries WHERE id = ANY ($1) ORDER BY event_id`, [
+      mine.map((c) => c.id),
+    ]);
+    // One per key at most, and never one whose key an earlier unfinished delivery holds as its old key.
+    const keys = rows.flatMap((r) => [r.order_key, r.order_key_old].filter(Boolean));
+    expect(new Set(keys).size).to.equal(keys.length);
+    expect(mine.every((c) => c.ordered)).to.equal(true);
+    const first = await pool.query(
+      `SELECT DISTINCT ON (order_key) id FROM walgate.deliveries
+        WHERE webhook_id = 'wh_1' AND status = 'pending' ORDER BY order_key, event_id`,
+    );
+    expect(rows.length).to.be.greaterThan(100).and.at.most(first.rowCount!);
+    // The unordered subscription's deliveries are all claimable at once.
+    expect(claimed.filter((c) => c.webhook_id === 'wh_2').length).to.equal(
+      (await pool.query(`SELECT count(*)::int AS n FROM walgate.deliveries WHERE webhook_id = 'wh_2' AND status = 'pending'`)).rows[0].n,
+    );
+    await sleep(0);
+  });
+});
