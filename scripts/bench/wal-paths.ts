@@ -242,6 +242,11 @@ export function walPaths(b: Bench): Array<[string, () => Promise<void>]> {
 }
 
 async function latency(b: Bench): Promise<void> {
+  // A settled database: the throughput steps before this one leave hundreds of thousands of fresh
+  // rows, and the checkpoint and autovacuum they call for would otherwise land in this window
+  // (p99 556 ms after them, 25 ms alone).
+  await b.pool.query('VACUUM ANALYZE walgate.deliveries');
+  await b.pool.query('CHECKPOINT');
   await b.pool.query('CREATE TABLE IF NOT EXISTS bench_master.steady (id bigserial PRIMARY KEY, payload text)');
   const sub = await insertSubscription(b.ctx, {
     projectId: 'bench', environment: 'master', schema: 'bench_master', table: 'steady', events: ['INSERT'], url: `${b.receiver.url}/steady`, secret: b.secret,
@@ -276,8 +281,8 @@ async function latency(b: Bench): Promise<void> {
       path: 'latency commit → receipt (steady 1,000 rows/s)',
       unit: 'ms',
       value: summarize([p50]),
-      target: 'p50 ≤ 50 ms, p99 ≤ 250 ms',
-      met: p50 <= 50 && p99 <= 250,
+      target: 'p50 ≤ 25 ms, p99 ≤ 100 ms',
+      met: p50 <= 25 && p99 <= 100,
       extra: { p50Ms: p50, p90Ms: percentile(s.latencies, 90), p99Ms: p99, maxMs: Math.max(...s.latencies), rows: inserted, seconds: LATENCY_SECONDS },
       daemons: { tailer: daemon },
     });
