@@ -3,6 +3,7 @@ import pg from 'pg';
 import { insertSubscription } from '../../test/support/subscriptions.js';
 import type { ReceiverStats } from './receiver.js';
 import type { Bench, DaemonFigures } from './run.js';
+import { until } from './processes.js';
 import { round, summarize } from './stats.js';
 
 // Row ordering's cost (issue 17): UPDATE throughput over 100 rows — each update bumps a row's
@@ -18,17 +19,6 @@ const BACKLOG = 10_000;
 /** The longest the deliveries may trail the writes once writing stops. */
 const CATCH_UP_MS = 120_000;
 const PAYLOAD = 'x'.repeat(1000);
-
-/** Polls `check` until it is done; past the deadline, fails with what it last saw. */
-async function until(check: () => Promise<{ done: boolean; state: string }>, deadlineMs: number, what: string): Promise<void> {
-  const deadline = Date.now() + deadlineMs;
-  for (;;) {
-    const { done, state } = await check();
-    if (done) return;
-    if (Date.now() > deadline) throw new Error(`${what}: not done within ${Math.round(deadlineMs / 1000)} s (${state})`);
-    await sleep(50);
-  }
-}
 
 /** Rates (deliveries/s) of RUNS consecutive windows of one sustained run with this ordering. */
 async function measure(

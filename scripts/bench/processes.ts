@@ -50,6 +50,17 @@ export async function withDeadline<T>(promise: Promise<T>, ms: number, what = 'o
   }
 }
 
+/** Polls `check` until it is done; past the deadline, fails with what it last saw. */
+export async function until(check: () => Promise<{ done: boolean; state: string }>, deadlineMs: number, what: string): Promise<void> {
+  const deadline = Date.now() + deadlineMs;
+  for (;;) {
+    const { done, state } = await check();
+    if (done) return;
+    if (Date.now() > deadline) throw new Error(`${what}: not done within ${Math.round(deadlineMs / 1000)} s (${state})`);
+    await new Promise((resolve) => setTimeout(resolve, 50));
+  }
+}
+
 let shuttingDown: Promise<void> | undefined;
 
 /**

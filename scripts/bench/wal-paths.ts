@@ -7,7 +7,7 @@ import { Pool as HttpPool } from 'undici';
 import { insertSubscription } from '../../test/support/subscriptions.js';
 import type { ReceiverStats } from './receiver.js';
 import type { Bench } from './run.js';
-import { withDeadline } from './processes.js';
+import { until, withDeadline } from './processes.js';
 import { benchCpuUs, cpuWindow, processCpuUs } from './cpu.js';
 import { percentile, round, summarize } from './stats.js';
 
@@ -69,17 +69,6 @@ function writer(client: pg.Client, table: string, fanout: number, received: () =
       return inserted;
     },
   };
-}
-
-/** Polls `check` until it is done; past the deadline, fails with what it last saw. */
-async function until(check: () => Promise<{ done: boolean; state: string }>, deadlineMs: number, what: string): Promise<void> {
-  const deadline = Date.now() + deadlineMs;
-  for (;;) {
-    const { done, state } = await check();
-    if (done) return;
-    if (Date.now() > deadline) throw new Error(`${what}: not done within ${Math.round(deadlineMs / 1000)} s (${state})`);
-    await sleep(50);
-  }
 }
 
 async function waitForAll(b: Bench, expected: number, timeoutMs = 300_000): Promise<ReceiverStats> {

@@ -1,16 +1,13 @@
-import { spawn, type ChildProcess } from 'node:child_process';
+import type { ChildProcess } from 'node:child_process';
 import { writeFile } from 'node:fs/promises';
-import { fileURLToPath } from 'node:url';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { expect } from 'chai';
 import pg from 'pg';
-import { freePort } from '../../src/core/db/embedded.js';
 import { startTestApi, type TestApi } from '../support/api.js';
 import { TestReceiver } from '../support/receiver.js';
 import { insertSubscription } from '../support/subscriptions.js';
 import { testCertificates } from '../support/tls.js';
-
-const TAILER_MAIN = fileURLToPath(new URL('../../src/main/tailer.js', import.meta.url));
+import { spawnTailerDaemon } from '../tailer/support.js';
 
 // The issue's demonstration of row ordering: a receiver that refuses a random 30 % of requests
 // (never the same delivery more than three times running, so none goes dead) gets 10,000 updates
@@ -81,21 +78,13 @@ describe('row ordering under random failures and a SIGKILL of the leading tailer
     const caFile = `${t.config.dataDir}/test-ca.pem`;
     await writeFile(caFile, (await testCertificates()).ca);
     const launch = async () => {
-      const env = {
-        ...process.env,
-        DATABASE_URL: t.database.url,
-        KEY_ENCRYPTION_KEY: t.config.keyEncryptionKey!.toString('base64'),
-        DATA_DIR: t.config.dataDir,
-        LOG_LEVEL: 'warn',
-        TAILER_PORT: String(await freePort()),
+      const child = await spawnTailerDaemon(t, {
         WEBHOOK_ALLOW_PRIVATE_NETWORKS: 'true',
         NODE_EXTRA_CA_CERTS: caFile,
         WEBHOOK_RETRY_DELAYS_MS: '0,10,20,40,80',
         // 30 % refusals make runs of five failures common: the breaker must not pause the endpoint.
         WEBHOOK_BREAKER_FAILURES: '100000',
-      };
-      const child = spawn(process.execPath, [TAILER_MAIN], { env, stdio: ['ignore', 'ignore', 'pipe'] });
-      child.stderr!.on('data', (d: Buffer) => process.stderr.write(d));
+      });
       daemons.push(child);
       return child;
     };

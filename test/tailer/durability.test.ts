@@ -7,7 +7,7 @@ import pg from 'pg';
 import type { WalTailer } from '../../src/tailer/tailer.js';
 import { startTestApi, type TestApi } from '../support/api.js';
 import { insertSubscription } from '../support/subscriptions.js';
-import { startTailer, waitForDeliveries, waitForLeader } from './support.js';
+import { spawnTailerDaemon, startTailer, waitForDeliveries, waitForLeader } from './support.js';
 
 const TAILER_MAIN = fileURLToPath(new URL('../../src/main/tailer.js', import.meta.url));
 
@@ -71,21 +71,10 @@ describe('tailer durability', function () {
 
   it('loses nothing and keeps every id when the tailer is killed with SIGKILL three times', async function () {
     const wh = await insertSubscription(t.ctx, { projectId: 'shop', environment: 'master', schema: 'shop_master', table: 'orders' });
-    const env = {
-      ...process.env,
-      DATABASE_URL: t.database.url,
-      KEY_ENCRYPTION_KEY: t.config.keyEncryptionKey!.toString('base64'),
-      DATA_DIR: t.config.dataDir,
-      LOG_LEVEL: 'warn',
-      // Its own health listener port: the default (3001) may be taken on a shared machine.
-      TAILER_PORT: String(await freePort()),
-      // Deliveries would go to https://127.0.0.1:1 and fail: keep the sender's retries far away.
-      WEBHOOK_RETRY_DELAYS_MS: '0,600000',
-    };
     let child: ChildProcess | undefined;
-    const launch = () => {
-      child = spawn(process.execPath, [TAILER_MAIN], { env, stdio: ['ignore', 'ignore', 'pipe'] });
-      child.stderr!.on('data', (d: Buffer) => process.stderr.write(d));
+    const launch = async () => {
+      // Deliveries would go to https://127.0.0.1:1 and fail: keep the sender's retries far away.
+      child = await spawnTailerDaemon(t, { WEBHOOK_RETRY_DELAYS_MS: '0,600000' });
     };
     const kill = async () => {
       const c = child!;
@@ -97,7 +86,7 @@ describe('tailer durability', function () {
     const total = 20_000;
     const perTransaction = 10;
     const killedAt: number[] = [];
-    launch();
+    await launch();
     const writing = (async () => {
       for (let start = 0; start < total; start += perTransaction) {
         await writer.query(`INSERT INTO shop_master.orders SELECT g, 'row ' || g FROM generate_series($1::int, $2::int) g`, [
@@ -117,7 +106,7 @@ describe('tailer durability', function () {
       killedAt.push(await count());
       await kill();
       await sleep(100);
-      launch();
+      await launch();
     }
     await writing;
     // The kills must have hit a tailer in the middle of its work, or this test shows nothing.
@@ -274,21 +263,10 @@ describe('tailer durability', function () {
       url: `${receiver.url}/hook`,
       events: ['INSERT'],
     });
-    const env = {
-      ...process.env,
-      DATABASE_URL: t.database.url,
-      KEY_ENCRYPTION_KEY: t.config.keyEncryptionKey!.toString('base64'),
-      DATA_DIR: t.config.dataDir,
-      LOG_LEVEL: 'warn',
-      // Its own health listener port: the default (3001) may be taken on a shared machine.
-      TAILER_PORT: String(await freePort()),
-      WEBHOOK_ALLOW_PRIVATE_NETWORKS: 'true',
-      NODE_EXTRA_CA_CERTS: caFile, // how an operator trusts a private CA
-    };
     let child: ChildProcess | undefined;
-    const launch = () => {
-      child = spawn(process.execPath, [TAILER_MAIN], { env, stdio: ['ignore', 'ignore', 'pipe'] });
-      child.stderr!.on('data', (d: Buffer) => process.stderr.write(d));
+    const launch = async () => {
+      // NODE_EXTRA_CA_CERTS: how an operator trusts a private CA.
+      child = await spawnTailerDaemon(t, { WEBHOOK_ALLOW_PRIVATE_NETWORKS: 'true', NODE_EXTRA_CA_CERTS: caFile });
     };
     const kill = async () => {
       const c = child!;
@@ -298,7 +276,7 @@ describe('tailer durability', function () {
       await exited;
     };
     const total = 20_000;
-    launch();
+    await launch();
     const writing = (async () => {
       for (let start = 0; start < total; start += 10) {
         await writer.query(`INSERT INTO shop_master.orders SELECT g, 'row ' || g FROM generate_series($1::int, $2::int) g`, [
@@ -319,7 +297,7 @@ describe('tailer durability', function () {
         receivedAt.push(receiver.requests.length);
         await kill();
         await sleep(100);
-        launch();
+        await launch();
       }
       await writing;
       expect(

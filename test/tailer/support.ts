@@ -1,4 +1,8 @@
+import { spawn, type ChildProcess } from 'node:child_process';
 import { setTimeout as sleep } from 'node:timers/promises';
+import { fileURLToPath } from 'node:url';
+import { freePort } from '../../src/core/db/embedded.js';
+import type { TestApi } from '../support/api.js';
 import type { Context } from '../../src/core/context.js';
 import { PAYLOAD_COLUMNS, renderPayload } from '../../src/delivery/payload.js';
 import { DeliveryEngine } from '../../src/delivery/engine.js';
@@ -98,4 +102,25 @@ export async function waitUntilCaughtUp(ctx: Context, tailer: WalTailer, timeout
     if (Date.now() > until) throw new Error(`tailer did not catch up to ${target}: ${JSON.stringify(tailer.status())}`);
     await sleep(25);
   }
+}
+
+const TAILER_MAIN = fileURLToPath(new URL('../../src/main/tailer.js', import.meta.url));
+
+/**
+ * A tailer daemon as production runs it, against the test's database: its own health port (the
+ * default may be taken on a shared machine), its stderr into the test's. `extra` adds settings.
+ */
+export async function spawnTailerDaemon(t: TestApi, extra: Record<string, string> = {}): Promise<ChildProcess> {
+  const env = {
+    ...process.env,
+    DATABASE_URL: t.database.url,
+    KEY_ENCRYPTION_KEY: t.config.keyEncryptionKey!.toString('base64'),
+    DATA_DIR: t.config.dataDir,
+    LOG_LEVEL: 'warn',
+    TAILER_PORT: String(await freePort()),
+    ...extra,
+  };
+  const child = spawn(process.execPath, [TAILER_MAIN], { env, stdio: ['ignore', 'ignore', 'pipe'] });
+  child.stderr!.on('data', (d: Buffer) => process.stderr.write(d));
+  return child;
 }
