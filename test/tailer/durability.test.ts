@@ -1,6 +1,5 @@
-import { spawn, type ChildProcess } from 'node:child_process';
+import type { ChildProcess } from 'node:child_process';
 import { freePort } from '../../src/core/db/embedded.js';
-import { fileURLToPath } from 'node:url';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { expect } from 'chai';
 import pg from 'pg';
@@ -8,8 +7,6 @@ import type { WalTailer } from '../../src/tailer/tailer.js';
 import { startTestApi, type TestApi } from '../support/api.js';
 import { insertSubscription } from '../support/subscriptions.js';
 import { spawnTailerDaemon, startTailer, waitForDeliveries, waitForLeader } from './support.js';
-
-const TAILER_MAIN = fileURLToPath(new URL('../../src/main/tailer.js', import.meta.url));
 
 async function slotPosition(t: TestApi, slot: string): Promise<string> {
   const { rows } = await t.ctx.pool.query('SELECT confirmed_flush_lsn::text AS c FROM pg_replication_slots WHERE slot_name = $1', [slot]);
@@ -153,17 +150,8 @@ describe('tailer durability', function () {
     }
     const launch = async (): Promise<Daemon> => {
       const port = await freePort();
-      const env = {
-        ...process.env,
-        DATABASE_URL: t.database.url,
-        KEY_ENCRYPTION_KEY: t.config.keyEncryptionKey!.toString('base64'),
-        DATA_DIR: t.config.dataDir,
-        LOG_LEVEL: 'warn',
-        TAILER_PORT: String(port),
-        WEBHOOK_RETRY_DELAYS_MS: '0,600000', // deliveries go to https://127.0.0.1:1 and fail: no retries meanwhile
-      };
-      const child = spawn(process.execPath, [TAILER_MAIN], { env, stdio: ['ignore', 'ignore', 'pipe'] });
-      child.stderr!.on('data', (d: Buffer) => process.stderr.write(d));
+      // Deliveries go to https://127.0.0.1:1 and fail: no retries meanwhile.
+      const child = await spawnTailerDaemon(t, { TAILER_PORT: String(port), WEBHOOK_RETRY_DELAYS_MS: '0,600000' });
       return { child, port };
     };
     const role = async (d: Daemon): Promise<string | undefined> => {
