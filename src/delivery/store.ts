@@ -73,16 +73,17 @@ export async function claimDue(pool: Pool, o: ClaimOptions): Promise<ClaimedDeli
                 OR EXISTS (SELECT 1 FROM walgate.deliveries p WHERE p.order_key_old = c.order_key_old AND p.event_id < c.event_id
                               AND p.order_key_old IS NOT NULL AND p.status IN ('pending', 'retrying'))))))
           ORDER BY c.next_attempt_at LIMIT q.n
+          -- Locked as they are chosen, skipping what another worker is claiming right now: two
+          -- tailers draining one subscription's backlog take the next rows, not the same ones
+          -- (chosen first and locked after, the second found them taken and went idle until the
+          -- next poll).
+          FOR UPDATE OF c SKIP LOCKED
        ) d
        ORDER BY d.next_attempt_at LIMIT $3
-     ), claimed AS (
-       -- = ANY(ARRAY(...)) here and below: an index lookup per id. A join is planned as a scan of
-       -- every delivery kept, which made claims slower as the history grew.
-       SELECT d.id FROM walgate.deliveries d
-        WHERE d.id = ANY (ARRAY(SELECT id FROM candidates)) AND d.status IN ('pending', 'retrying') AND d.next_attempt_at <= $1
-        FOR UPDATE OF d SKIP LOCKED
      ), leased AS (
-       UPDATE walgate.deliveries d SET next_attempt_at = $2 WHERE d.id = ANY (ARRAY(SELECT id FROM claimed))
+       -- = ANY(ARRAY(...)): an index lookup per id. A join is planned as a scan of every delivery
+       -- kept, which made claims slower as the history grew.
+       UPDATE walgate.deliveries d SET next_attempt_at = $2 WHERE d.id = ANY (ARRAY(SELECT id FROM candidates))
        RETURNING d.id, d.webhook_id, d.event_id, d.attempts, d.select_fields, d.next_attempt_at AS lease, d.order_key IS NOT NULL AS ordered
      )
      SELECT d.id, d.webhook_id, d.attempts, d.lease, d.ordered, w.url, w.secret,
