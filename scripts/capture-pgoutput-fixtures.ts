@@ -19,6 +19,7 @@ import { fileURLToPath } from 'node:url';
 import pg from 'pg';
 import { LogicalReplicationService } from 'pg-logical-replication';
 import { startEmbeddedPostgres } from '../src/core/db/embedded.js';
+import type { PgType } from '../src/tailer/types.js';
 
 const OUT = fileURLToPath(new URL('../../test/unit/fixtures/pgoutput.json', import.meta.url));
 const SLOT = 'capture_slot';
@@ -234,20 +235,11 @@ async function columnsOf(db: Client, table: string) {
 
 /** The pg_type rows of the given types and of everything they are built from, and composite attributes. */
 async function catalogOf(db: Client, oids: number[]) {
-  const types = new Map<number, Record<string, unknown>>();
+  const types = new Map<number, PgType & { typname: string }>();
   const attributes: Record<string, Array<{ name: string; typeOid: number }>> = {};
   let todo = [...new Set(oids)];
   while (todo.length > 0) {
-    const { rows } = await db.query<{
-      oid: number;
-      typtype: string;
-      typelem: number;
-      typbasetype: number;
-      typdelim: string;
-      typlen: number;
-      typrelid: number;
-      typname: string;
-    }>(
+    const { rows } = await db.query<PgType & { typname: string }>(
       `SELECT oid::int, typname, typtype, typelem::int, typbasetype::int, typdelim, typlen, typrelid::int FROM pg_type WHERE oid = ANY($1::oid[])`,
       [todo],
     );

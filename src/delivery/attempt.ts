@@ -5,6 +5,7 @@ import type { BreakerKey, EndpointBreakers } from './breaker.js';
 import { classifyAnswer } from './outcome.js';
 import type { SendResult, Sender } from './sender.js';
 import { signatureHeaders } from './signing.js';
+import type { AttemptResult } from './store.js';
 
 // One attempt of one delivery, the same from the stream and from the retry queue: through the
 // endpoint's breaker, signed over the exact bytes, POSTed; and what follows from the answer.
@@ -20,8 +21,9 @@ export interface AttemptRequest {
   body: string;
 }
 
-export type AttemptOutcome =
-  { kind: 'wait'; until: Date } | { kind: 'sent'; result: SendResult; startedAt: Date; openedUntil: Date | null };
+export type SentAttempt = { kind: 'sent'; result: SendResult; startedAt: Date; openedUntil: Date | null };
+
+export type AttemptOutcome = { kind: 'wait'; until: Date } | SentAttempt;
 
 export interface AttemptDeps {
   sender: Sender;
@@ -82,4 +84,55 @@ export async function disable(ctx: Context, deps: AttemptDeps, webhookId: string
   if (!(await deps.disableSubscription(webhookId, reason, at))) return;
   ctx.metrics.webhooksDisabled.inc();
   ctx.log.warn({ component: 'delivery', webhook: webhookId, reason }, 'subscription disabled by its receiver');
+}
+
+/** What an answered attempt concluded, and when. */
+export interface Concluded {
+  step: NextStep;
+  at: Date;
+}
+
+/**
+ * What follows from an answer, the same for the stream and the retry queue: the delivery's next
+ * step; a 410 disables the subscription here; the delivery metrics.
+ */
+export async function conclude(
+  ctx: Context,
+  deps: AttemptDeps,
+  sent: SentAttempt,
+  a: { webhookId: string; attemptNo: number; delaysMs: readonly number[]; committedAt: Date },
+): Promise<Concluded> {
+  const { result } = sent;
+  const at = ctx.clock();
+  const step = nextStep(result, a.attemptNo, a.delaysMs, sent.openedUntil, at);
+  if (step.disable) await disable(ctx, deps, a.webhookId, step.disable, at);
+  const m = ctx.metrics;
+  m.deliveriesFinished.inc({ status: step.status });
+  m.attemptDuration.observe({ outcome: result.ok ? 'success' : 'failure' }, result.durationMs / 1000);
+  if (result.ok) m.commitToDelivery.observe(Math.max(0, at.getTime() - a.committedAt.getTime()) / 1000);
+  return { step, at };
+}
+
+/** The attempt as the retry queue records it on its leased row (store.ts recordAttempts). */
+export function attemptRecord(
+  deliveryId: string,
+  lease: Date,
+  attemptNo: number,
+  sent: SentAttempt,
+  { step, at }: Concluded,
+): AttemptResult {
+  const { result } = sent;
+  return {
+    deliveryId,
+    lease,
+    attempt: attemptNo,
+    startedAt: sent.startedAt,
+    durationMs: result.durationMs,
+    httpStatus: result.status,
+    error: result.error,
+    responseBody: result.responseBody,
+    status: step.status,
+    nextAttemptAt: step.nextAttemptAt,
+    deliveredAt: result.ok ? at : null,
+  };
 }

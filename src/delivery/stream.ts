@@ -1,7 +1,7 @@
 import type { Context } from '../core/context.js';
 import type { Queryable } from '../core/db/pool.js';
 import type { CapturedDelivery, CapturedEvent, DeliveryStream } from '../tailer/sink.js';
-import { attempt, disable, nextStep, type AttemptDeps } from './attempt.js';
+import { attempt, attemptRecord, conclude, type AttemptDeps } from './attempt.js';
 import { Journal, type ParkedEntry } from './journal.js';
 import { buildPayload } from './payload.js';
 import { spillThreshold } from './spill.js';
@@ -316,33 +316,19 @@ export class StreamDelivery implements DeliveryStream {
       if (job.lease === null) this.#park(job, { status: 'pending', attempts: 0, nextAttemptAt: outcome.until });
       return;
     }
-    const { result, startedAt, openedUntil } = outcome;
-    const done = this.#ctx.clock();
-    const step = nextStep(result, 1, this.#limits.retryDelaysMs, openedUntil, done);
-    if (step.disable) await disable(this.#ctx, this.#deps, delivery.webhookId, step.disable, done);
-    const m = this.#ctx.metrics;
-    m.deliveriesFinished.inc({ status: step.status });
-    m.attemptDuration.observe({ outcome: result.ok ? 'success' : 'failure' }, result.durationMs / 1000);
-    if (result.ok) m.commitToDelivery.observe(Math.max(0, done.getTime() - event.committedAt.getTime()) / 1000);
+    const { result, startedAt } = outcome;
+    const concluded = await conclude(this.#ctx, this.#deps, outcome, {
+      webhookId: delivery.webhookId,
+      attemptNo: 1,
+      delaysMs: this.#limits.retryDelaysMs,
+      committedAt: event.committedAt,
+    });
+    const { step, at: done } = concluded;
     if (job.lease !== null) {
       // Parked while in flight: its row is in the retry queue, leased to this attempt; record the
       // attempt there unless a worker has taken the row since (the lease is the token).
       this.stats.late++;
-      await recordAttempts(this.#ctx.pool, [
-        {
-          deliveryId: delivery.id,
-          lease: job.lease,
-          attempt: 1,
-          startedAt,
-          durationMs: result.durationMs,
-          httpStatus: result.status,
-          error: result.error,
-          responseBody: result.responseBody,
-          status: step.status,
-          nextAttemptAt: step.nextAttemptAt,
-          deliveredAt: result.ok ? done : null,
-        },
-      ]);
+      await recordAttempts(this.#ctx.pool, [attemptRecord(delivery.id, job.lease, 1, outcome, concluded)]);
       if (delivery.orderKeys && step.status !== 'retrying') this.#order.refreshSoon();
       return;
     }

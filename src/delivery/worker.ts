@@ -1,7 +1,7 @@
 import { setTimeout as sleep } from 'node:timers/promises';
 import pg from 'pg';
 import type { Context } from '../core/context.js';
-import { attempt as attemptOnce, disable, nextStep, type AttemptDeps } from './attempt.js';
+import { attempt as attemptOnce, attemptRecord, conclude, type AttemptDeps } from './attempt.js';
 import type { BreakerKey } from './breaker.js';
 import { keepReconnecting } from '../core/db/reconnect.js';
 import { renderPayload } from './payload.js';
@@ -222,35 +222,22 @@ export class QueueWorker {
       await postpone(this.#ctx.pool, [{ id: d.id, lease }], outcome.until);
       return;
     }
-    const { result, startedAt, openedUntil } = outcome;
     const attempt = d.attempts + 1;
-    const now = this.#ctx.clock();
-    const step = nextStep(result, attempt, this.#ctx.config.webhooks.retryDelaysMs, openedUntil, now);
+    const concluded = await conclude(this.#ctx, this.#deps, outcome, {
+      webhookId: d.webhook_id,
+      attemptNo: attempt,
+      delaysMs: this.#ctx.config.webhooks.retryDelaysMs,
+      committedAt: d.committed_at,
+    });
+    const { step } = concluded;
     this.stats.attempts++;
-    if (step.disable) await disable(this.#ctx, this.#deps, d.webhook_id, step.disable, now);
     if (step.status === 'delivered') this.stats.delivered++;
     else if (step.status === 'dead') this.stats.dead++;
     else this.stats.failed++;
-    const m = this.#ctx.metrics;
-    m.deliveriesFinished.inc({ status: step.status });
-    m.attemptDuration.observe({ outcome: result.ok ? 'success' : 'failure' }, result.durationMs / 1000);
-    if (result.ok) m.commitToDelivery.observe(Math.max(0, now.getTime() - d.committed_at.getTime()) / 1000);
     if (d.ordered && step.status !== 'retrying') this.#releasing.add(d.id);
     // A retry due before the next poll: look for it then (a row-ordered row waits on it).
     if (step.status === 'retrying' && step.nextAttemptAt) this.#nudgeAt(step.nextAttemptAt.getTime());
-    this.#results.push({
-      deliveryId: d.id,
-      lease,
-      attempt,
-      startedAt,
-      durationMs: result.durationMs,
-      httpStatus: result.status,
-      error: result.error,
-      responseBody: result.responseBody,
-      status: step.status,
-      nextAttemptAt: step.nextAttemptAt,
-      deliveredAt: result.ok ? now : null,
-    });
+    this.#results.push(attemptRecord(d.id, lease, attempt, outcome, concluded));
     // The slot frees as soon as the receiver has answered; results are written behind, many per
     // statement. Until its result is written a delivery stays leased, so a crash means another
     // attempt (at least once), never a lost one. A database slower than the receivers makes

@@ -33,7 +33,8 @@ const BY_OID = new Map<number, Render>([
   [2950, renderString], // uuid
 ]);
 
-interface PgType {
+/** A pg_type row as the decoder reads it (the capture script and the unit fixtures use the same shape). */
+export interface PgType {
   oid: number;
   typtype: string;
   typelem: number;

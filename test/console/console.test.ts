@@ -5,10 +5,9 @@ import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { expect } from 'chai';
 import type { Browser, Page } from 'playwright-core';
-import { Webhook } from 'standardwebhooks';
 import { eventually, startPipeline, type Pipeline } from '../delivery/support.js';
 import { launchChromium } from '../support/chromium.js';
-import type { ReceivedRequest } from '../support/receiver.js';
+import { verifies } from '../support/receiver.js';
 
 // The delivery console in a real browser (Debian's Chromium through playwright-core), on the whole
 // path: a plain pg client writes, the tailer and the worker deliver over HTTPS to a receiver, and
@@ -19,15 +18,6 @@ import type { ReceivedRequest } from '../support/receiver.js';
 //   CONSOLE_SCREENSHOTS=docs npx mocha dist/test/console/console.test.js
 
 const require = createRequire(import.meta.url);
-
-function verifies(secret: string, r: ReceivedRequest): boolean {
-  try {
-    new Webhook(secret).verify(r.body, r.headers);
-    return true;
-  } catch {
-    return false;
-  }
-}
 
 interface AxeViolation {
   id: string;

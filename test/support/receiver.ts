@@ -1,6 +1,7 @@
 import { createServer, type Server } from 'node:https';
 import type { AddressInfo } from 'node:net';
 import { testCertificates } from './tls.js';
+import { Webhook } from 'standardwebhooks';
 
 export interface ReceivedRequest {
   at: number;
@@ -85,5 +86,15 @@ export class TestReceiver {
   async stop(): Promise<void> {
     this.#server?.closeAllConnections();
     await new Promise<void>((resolve) => this.#server?.close(() => resolve()) ?? resolve());
+  }
+}
+
+/** Verifies a received request as a Standard Webhooks receiver holding only `secret` would. */
+export function verifies(secret: string, r: ReceivedRequest): boolean {
+  try {
+    new Webhook(secret).verify(r.body, r.headers);
+    return true;
+  } catch {
+    return false;
   }
 }

@@ -1,9 +1,8 @@
 import { randomBytes } from 'node:crypto';
 import { expect } from 'chai';
-import { Webhook } from 'standardwebhooks';
 import { eventually, startPipeline, type Pipeline } from '../delivery/support.js';
 import { HttpClient } from '../support/http.js';
-import type { ReceivedRequest } from '../support/receiver.js';
+import { verifies } from '../support/receiver.js';
 import { hexSignature } from '../../src/delivery/signing.js';
 
 // Long enough for a change to be captured and sent inside it on a busy machine.
@@ -13,16 +12,6 @@ const GRACE_MS = 10_000;
 // tailer and the worker deliver over HTTPS to a real receiver, the API shows what happened.
 
 const whsec = () => `whsec_${randomBytes(32).toString('base64')}`;
-
-/** Verifies a received request as a Standard Webhooks receiver holding only `secret` would. */
-function verifies(secret: string, r: ReceivedRequest): boolean {
-  try {
-    new Webhook(secret).verify(r.body, r.headers);
-    return true;
-  } catch {
-    return false;
-  }
-}
 
 describe('delivery log API and secret rotation', function () {
   this.timeout(60_000);

@@ -2,6 +2,7 @@ import { readFileSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
 import { parse as parseLossless } from 'lossless-json';
 import type { Queryable } from '../../../src/core/db/pool.js';
+import type { PgType } from '../../../src/tailer/types.js';
 
 // The pgoutput messages captured from a real Postgres by scripts/capture-pgoutput-fixtures.ts,
 // with what Postgres itself said about them (to_jsonb of each row, each column's text, xids,
@@ -45,15 +46,7 @@ export interface PgoutputFixture {
   session: { DateStyle: string; TimeZone: string };
   relations: Record<string, CapturedRelation>;
   catalog: {
-    types: Array<{
-      oid: number;
-      typtype: string;
-      typelem: number;
-      typbasetype: number;
-      typdelim: string;
-      typlen: number;
-      typrelid: number;
-    }>;
+    types: PgType[];
     attributes: Record<string, Array<{ name: string; typeOid: number }>>;
   };
   transactions: CapturedTransaction[];
