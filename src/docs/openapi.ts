@@ -5,6 +5,7 @@ import { errorBodySchema, errorExample, statusOf } from '../http/error-schema.js
 import type { Operation, OperationGroup } from '../http/operation.js';
 import { VERSION } from '../core/version.js';
 import { webhooksApi } from '../http/webhooks/operations.js';
+import { deliveryWebhooks } from './delivery-request.js';
 
 // The OpenAPI 3.1 document of the api, generated from the operation declarations that the routers
 // register and parse with (src/http/operation.ts). Nothing here restates a schema, a path or a code.
@@ -133,6 +134,8 @@ export function buildOpenApiDocument(groups: readonly OperationGroup[] = API_GRO
       description: g.aliases.length ? `${g.description}\n\nThe same operations answer under ${g.aliases.map((a) => `\`${a}\``).join(', ')} (the gateway form).` : g.description,
     })),
     paths,
+    // What walgate sends (not answers): the delivery POST, for generating a receiver.
+    webhooks: deliveryWebhooks(jsonSchemaOf),
     components: { securitySchemes: SECURITY_SCHEMES },
   };
 }

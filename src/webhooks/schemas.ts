@@ -86,7 +86,9 @@ export const listQuery = z.strictObject({
   cursor: z.string().max(512).optional(),
 });
 
-const isoTime = z.iso.datetime({ offset: true, message: 'must be an ISO 8601 timestamp' });
+const isoTime = z.iso
+  .datetime({ offset: true, message: 'must be an ISO 8601 timestamp' })
+  .meta({ examples: ['2026-11-25T10:00:00Z'] });
 
 export const replayBody = z.strictObject({
   since: isoTime.optional(),

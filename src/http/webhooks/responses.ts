@@ -5,7 +5,7 @@ import { EVENTS, ORDERINGS } from '../../webhooks/schemas.js';
 // checks real answers against the generated document, so a field added or renamed in view.ts or
 // delivery/history.ts without its schema here fails the tests.
 
-const timestamp = z.iso.datetime();
+const timestamp = z.iso.datetime().meta({ examples: ['2026-11-25T10:00:00.000Z'] });
 
 const webhook = z
   .object({
