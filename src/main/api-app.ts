@@ -73,7 +73,8 @@ export async function startApi(ctx: Context, port = ctx.config.port, host = ctx.
   const { server, url } = await listen(app, port, host);
   // METRICS_PORT: the scrape target lives on a port of its own, which a deployment does not publish.
   const metricsPort = ctx.config.metricsPort;
-  const metrics = metricsPort === undefined ? undefined : await listen(createApp(ctx, { routes: [['/', metricsRouter(ctx)]] }), metricsPort, host);
+  const metrics =
+    metricsPort === undefined ? undefined : await listen(createApp(ctx, { routes: [['/', metricsRouter(ctx)]] }), metricsPort, host);
   return {
     url,
     server,

@@ -86,9 +86,7 @@ export const listQuery = z.strictObject({
   cursor: z.string().max(512).optional(),
 });
 
-const isoTime = z.iso
-  .datetime({ offset: true, message: 'must be an ISO 8601 timestamp' })
-  .meta({ examples: ['2026-11-25T10:00:00Z'] });
+const isoTime = z.iso.datetime({ offset: true, message: 'must be an ISO 8601 timestamp' }).meta({ examples: ['2026-11-25T10:00:00Z'] });
 
 export const replayBody = z.strictObject({
   since: isoTime.optional(),
