@@ -5,7 +5,7 @@ import { errorBodySchema, errorExample, statusOf } from '../http/error-schema.js
 import type { Operation, OperationGroup } from '../http/operation.js';
 import { VERSION } from '../core/version.js';
 import { webhooksApi } from '../http/webhooks/operations.js';
-import { deliveryWebhooks } from './delivery-request.js';
+import { deliveryWebhooks } from '../http/webhooks/delivery-request.js';
 
 // The OpenAPI 3.1 document of the api, generated from the operation declarations that the routers
 // register and parse with (src/http/operation.ts). Nothing here restates a schema, a path or a code.

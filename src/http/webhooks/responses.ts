@@ -17,7 +17,7 @@ const webhook = z
     filter: z.record(z.string(), z.union([z.string(), z.number(), z.boolean(), z.null()])).nullable(),
     select: z.array(z.string()).nullable(),
     ordering: z.enum(ORDERINGS).meta({
-      description: "`row`: a row's changes are delivered one at a time, in commit order (README: Ordering); `none`: no order.",
+      description: "`row`: a row's changes are delivered one at a time, in commit order (docs/webhooks.md: Ordering); `none`: no order.",
     }),
     createdAt: timestamp,
     updatedAt: timestamp,

@@ -1,8 +1,8 @@
 import { z } from 'zod';
-import { EVENTS } from '../webhooks/schemas.js';
+import { EVENTS } from '../../webhooks/schemas.js';
 
 // The request walgate sends to a subscriber, as the `webhooks` entry of the OpenAPI document
-// (OpenAPI 3.1), so a receiver can be generated from it. The body is built by
+// (OpenAPI 3.1), so a receiver can be generated from it (src/docs/openapi.ts). The body is built by
 // src/delivery/payload.ts and the headers by src/delivery/attempt.ts and signing.ts;
 // test/docs/delivery-request.test.ts validates a delivery the tailer really sent against it.
 
