@@ -43,4 +43,23 @@ describe('OpenAPI document: the delivery request walgate sends (webhooks)', func
     const { record: _record, ...withoutRecord } = JSON.parse(requests[0]!.body);
     expect(validate(withoutRecord)).to.equal(false);
   });
+
+  it('every timestamp in the document has a realistic example (Swagger UI would otherwise invent one from the pattern)', () => {
+    const missing: string[] = [];
+    // A parameter carries its example itself, beside its schema.
+    const walk = (node: unknown, where: string, parameterExample?: string): void => {
+      if (Array.isArray(node)) return node.forEach((n, i) => walk(n, `${where}/${i}`));
+      if (!node || typeof node !== 'object') return;
+      const schema = node as Record<string, unknown>;
+      if (schema.in && schema.schema) return walk(schema.schema, `${where}/schema`, schema.example as string | undefined);
+      if (schema.format === 'date-time') {
+        const example = (schema.examples as string[] | undefined)?.[0] ?? parameterExample;
+        const year = example ? new Date(example).getUTCFullYear() : NaN;
+        if (!(year >= 2020 && year <= 2100)) missing.push(where);
+      }
+      for (const [k, v] of Object.entries(schema)) walk(v, `${where}/${k}`);
+    };
+    walk(buildOpenApiDocument(), '#');
+    expect(missing).to.deep.equal([]);
+  });
 });

@@ -78,7 +78,13 @@ describe('containers: Dockerfile', () => {
     const ignored = read('.dockerignore')
       .split('\n')
       .map((l) => l.trim());
-    expect(ignored).to.include.members(['.data', 'node_modules', 'dist', '.git']);
+    expect(ignored).to.include.members(['.data', 'node_modules', 'dist', '.git', '.env']);
+    // The compose secrets file is kept out of git as well as out of the image.
+    expect(
+      read('.gitignore')
+        .split('\n')
+        .map((l) => l.trim()),
+    ).to.include('.env');
   });
 
   it('CMD and HEALTHCHECK run compiled files that exist, with node', () => {
