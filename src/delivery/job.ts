@@ -49,6 +49,8 @@ export function move(job: Job, to: JobState): void {
 
 /** Per subscription: queued deliveries, requests in flight, deliveries finished this second and the last. */
 export interface Lane {
+  /** Its project (the schema of its first change until its subscription is loaded): the fair share's unit. */
+  tenant: string;
   waiting: Job[];
   active: number;
   finished: number;

@@ -4,6 +4,7 @@ import type { Context } from '../core/context.js';
 import { attempt as attemptOnce, attemptRecord, conclude, type AttemptDeps } from './attempt.js';
 import type { BreakerKey } from './breaker.js';
 import { keepReconnecting } from '../core/db/reconnect.js';
+import { count, fairShare } from './fair-share.js';
 import { renderPayload } from './payload.js';
 import {
   claimDue,
@@ -59,6 +60,10 @@ export class QueueWorker {
   /** Claimed deliveries per subscription: in flight, and waiting for a slot (claimed ahead). */
   readonly #held = new Map<string, number>();
   readonly #running = new Map<string, number>();
+  /** Per project: attempts running and deliveries held (fair-share.ts); and each held subscription's project. */
+  readonly #projectRunning = new Map<string, number>();
+  readonly #projectHeld = new Map<string, number>();
+  readonly #projectOf = new Map<string, string>();
   readonly #queue = new Map<string, ClaimedDelivery[]>();
   #heldTotal = 0;
   readonly #results: AttemptResult[] = [];
@@ -76,7 +81,7 @@ export class QueueWorker {
   /** Aborted by stop(): ends the LISTEN reconnect loop, also mid-backoff. */
   readonly #abort = new AbortController();
   readonly #leaseMs: number;
-  stats = { attempts: 0, delivered: 0, failed: 0, dead: 0, postponed: 0 };
+  stats = { attempts: 0, delivered: 0, failed: 0, dead: 0, skipped: 0 };
 
   constructor(ctx: Context, deps: AttemptDeps, options: QueueWorkerOptions) {
     this.#ctx = ctx;
@@ -148,6 +153,8 @@ export class QueueWorker {
       }
       for (const d of claimed) {
         this.#held.set(d.webhook_id, (this.#held.get(d.webhook_id) ?? 0) + 1);
+        this.#projectOf.set(d.webhook_id, d.project_id);
+        count(this.#projectHeld, d.project_id, 1);
         this.#heldTotal++;
         const q = this.#queue.get(d.webhook_id);
         if (q) q.push(d);
@@ -165,16 +172,35 @@ export class QueueWorker {
    */
   #busy(): Map<string, number> {
     const full = this.#o.perWebhook * CLAIM_AHEAD;
-    const busy = new Map([...this.#held].map(([id, n]) => [id, n > this.#refillAt ? full : n]));
+    // A project holding its share of what may be held claims no more: the rest stays claimable
+    // for the others (one project's stuck backlog must not fill this worker).
+    const cap = Math.max(full, Math.floor((this.#o.concurrency * CLAIM_AHEAD) / (this.#projectHeld.size + 1)));
+    const busy = new Map(
+      [...this.#held].map(([id, n]) => [
+        id,
+        n > this.#refillAt || (this.#projectHeld.get(this.#projectOf.get(id)!) ?? 0) >= cap ? full : n,
+      ]),
+    );
     for (const [id, n] of this.#o.streamLoad()) busy.set(id, Math.min(full, (busy.get(id) ?? 0) + n));
     return busy;
   }
 
-  /** Starts queued deliveries while there are slots, at most perWebhook per subscription. */
+  /** Starts queued deliveries while there are slots, at most perWebhook per subscription and a fair share per project. */
   #pump(): void {
+    const share = fairShare(
+      this.#o.concurrency,
+      this.#projectRunning,
+      [...this.#queue.keys()].map((id) => this.#projectOf.get(id)!),
+    );
     for (const [webhookId, queue] of this.#queue) {
       const room = this.#o.perWebhook - this.#o.streamActive(webhookId);
-      while (queue.length > 0 && this.#inflight.size < this.#o.concurrency && (this.#running.get(webhookId) ?? 0) < room) {
+      const project = this.#projectOf.get(webhookId)!;
+      while (
+        queue.length > 0 &&
+        this.#inflight.size < this.#o.concurrency &&
+        (this.#running.get(webhookId) ?? 0) < room &&
+        (this.#projectRunning.get(project) ?? 0) < share
+      ) {
         this.#dispatch(queue.shift()!);
       }
       if (queue.length === 0) this.#queue.delete(webhookId);
@@ -184,6 +210,7 @@ export class QueueWorker {
 
   #dispatch(d: ClaimedDelivery): void {
     this.#running.set(d.webhook_id, (this.#running.get(d.webhook_id) ?? 0) + 1);
+    count(this.#projectRunning, d.project_id, 1);
     const task = this.#attempt(d)
       .catch((err: unknown) =>
         this.#ctx.log.error({ err, delivery: d.id }, 'delivery attempt failed unexpectedly; it will be retried after its lease'),
@@ -192,6 +219,9 @@ export class QueueWorker {
         this.#inflight.delete(d.id);
         decrement(this.#running, d.webhook_id);
         decrement(this.#held, d.webhook_id);
+        count(this.#projectRunning, d.project_id, -1);
+        count(this.#projectHeld, d.project_id, -1);
+        if (!this.#held.has(d.webhook_id)) this.#projectOf.delete(d.webhook_id);
         this.#heldTotal--;
         this.#pump();
         if ((this.#held.get(d.webhook_id) ?? 0) <= this.#refillAt) this.#nudge();
@@ -211,17 +241,14 @@ export class QueueWorker {
     }
     const outcome = await attemptOnce(this.#deps, {
       endpoint: endpointOf(d),
+      pool: d.webhook_id,
       url: new URL(d.url),
       secrets: d.previous_secret ? [this.#secret(d.secret), this.#secret(d.previous_secret)] : [this.#secret(d.secret)],
       eventId: d.event_id,
       operation: d.operation,
       body: renderPayload(d),
     });
-    if (outcome.kind === 'wait') {
-      this.stats.postponed++;
-      await postpone(this.#ctx.pool, [{ id: d.id, lease }], outcome.until);
-      return;
-    }
+    if (outcome.skipped) this.stats.skipped++;
     const attempt = d.attempts + 1;
     const concluded = await conclude(this.#ctx, this.#deps, outcome, {
       webhookId: d.webhook_id,
@@ -353,9 +380,7 @@ export class QueueWorker {
 }
 
 function decrement(counts: Map<string, number>, key: string): void {
-  const n = (counts.get(key) ?? 1) - 1;
-  if (n <= 0) counts.delete(key);
-  else counts.set(key, n);
+  count(counts, key, -1);
 }
 
 /** Deliveries claimed in one round trip at most. */

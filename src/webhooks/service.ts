@@ -19,7 +19,7 @@ import {
 import { AppError, validationError, type Violation } from '../core/errors.js';
 import type { Environment } from '../projects/environments.js';
 import { CaptureError, captureTable, lockCapturedTables, releaseTable, retainChanges } from '../tailer/capture/index.js';
-import type { CreateBody, UpdateBody } from './schemas.js';
+import { representable, type CreateBody, type UpdateBody } from './schemas.js';
 import { sealWebhookSecret } from '../delivery/secret.js';
 import * as store from './store.js';
 import { columnViolations, primaryKeyColumns, schemaTables, tableColumns, urlViolations, type TableInfo } from './validation.js';
@@ -53,7 +53,7 @@ function decodeCursor(s: string, ids = /^wh_\w{1,125}$/): Cursor {
     const [at, id] = JSON.parse(Buffer.from(s, 'base64url').toString('utf8')) as [string, string];
     const createdAt = new Date(at);
     // Only ids this API hands out: anything else (a NUL, SQL, 10 KB) never reaches a query.
-    if (typeof id !== 'string' || !ids.test(id) || Number.isNaN(createdAt.getTime())) throw new Error('bad cursor');
+    if (typeof at !== 'string' || typeof id !== 'string' || !ids.test(id) || !representable(createdAt)) throw new Error('bad cursor');
     return { createdAt, id };
   } catch {
     throw validationError([{ path: 'cursor', message: 'is not a cursor returned by this API' }]);
@@ -213,10 +213,12 @@ export class WebhookService {
 
   async delete(env: Environment, id: string): Promise<void> {
     await this.#write(async (c) => {
-      const row = await store.findWebhook(c, env.projectId, env.name, id, true);
-      if (!row) throw new AppError('WEBHOOK_NOT_FOUND');
-      await store.deleteWebhook(c, id); // its deliveries go with it (ON DELETE CASCADE)
+      // The same lock order as an update (the publication, then the row): the other way round a
+      // DELETE and a PATCH of one subscription each held what the other waited for (a deadlock, 500).
       await lockCapturedTables(c);
+      const row = id.length <= 128 ? await store.findWebhook(c, env.projectId, env.name, id, true) : undefined;
+      if (!row) throw new AppError('WEBHOOK_NOT_FOUND');
+      await store.deleteWebhook(c, id); // its deliveries go with it (ON DELETE CASCADE), its breaker too
       if (!(await store.tableIsWatched(c, row.schemaName, row.table))) await releaseTable(c, row.schemaName, row.table);
     });
   }
@@ -280,7 +282,15 @@ export class WebhookService {
 
   async #write<T>(fn: (c: Queryable) => Promise<T>): Promise<T> {
     try {
-      return await withTransaction(this.ctx.pool, fn);
+      // A deadlock Postgres broke is retried (all or nothing was written): once the lock order is
+      // the same everywhere it is rare, but a caller never sees it as a 500.
+      for (let attempt = 1; ; attempt++) {
+        try {
+          return await withTransaction(this.ctx.pool, fn);
+        } catch (err) {
+          if (pgCode(err) !== PgCode.deadlockDetected || attempt >= 3) throw err;
+        }
+      }
     } catch (err) {
       if (err instanceof CaptureError && err.reason === 'not_a_table') {
         throw validationError([{ path: 'table', message: err.message }]);
