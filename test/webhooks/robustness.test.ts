@@ -28,6 +28,8 @@ describe('webhook management API: no 500 from ordinary calls', function () {
 
   async function create(table = 'orders'): Promise<string> {
     const res = await api.post('/api/rest/_webhooks', {
+      projectId: 'shop',
+      environment: 'master',
       table,
       events: ['INSERT'],
       url: PUBLIC_URL,
@@ -69,7 +71,14 @@ describe('webhook management API: no 500 from ordinary calls', function () {
 
   it('a lone surrogate in any string of a body or query → 400 VALIDATION_ERROR naming it', async () => {
     const id = await create();
-    const valid = { table: 'orders', events: ['INSERT'], url: PUBLIC_URL, secret: 'robust-secret-0123456789' };
+    const valid = {
+      projectId: 'shop',
+      environment: 'master',
+      table: 'orders',
+      events: ['INSERT'],
+      url: PUBLIC_URL,
+      secret: 'robust-secret-0123456789',
+    };
     const bodies: Array<[string, string, Record<string, unknown>]> = [
       ['POST', '/api/rest/_webhooks', { ...valid, table: `orders${LONE}` }],
       ['POST', '/api/rest/_webhooks', { ...valid, url: `${PUBLIC_URL}${LONE}` }],
