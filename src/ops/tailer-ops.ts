@@ -2,7 +2,7 @@ import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { Gauge } from 'prom-client';
 import type { Context } from '../core/context.js';
-import { queueDepth } from '../delivery/sql/queue.js';
+import { backlogBySubscription, queueDepth } from '../delivery/sql/queue.js';
 
 import { slotHealth, type SlotHealth } from '../tailer/slot-health.js';
 import type { WalTailer } from '../tailer/tailer.js';
@@ -34,6 +34,20 @@ export function registerTailerGauges(ctx: Context, tailer: WalTailer, worker: De
     async collect() {
       const depth = await queueDepth(ctx.pool).catch(() => undefined);
       if (depth) for (const [status, n] of Object.entries(depth)) this.set({ status }, n);
+    },
+  });
+  new Gauge({
+    name: 'walgate_subscription_backlog',
+    // One series per subscription with unfinished deliveries, by id only (never its URL); a
+    // subscription whose backlog is gone, or that is deleted, has none.
+    help: 'Unfinished (pending or retrying) deliveries per subscription that has any',
+    labelNames: ['subscription'] as const,
+    registers: [registry],
+    async collect() {
+      const backlog = await backlogBySubscription(ctx.pool).catch(() => undefined);
+      if (!backlog) return;
+      this.reset();
+      for (const [subscription, n] of backlog) this.set({ subscription }, n);
     },
   });
   const health = slotHealthPerScrape(ctx, tailer.status().slotName);

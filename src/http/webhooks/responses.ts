@@ -62,9 +62,10 @@ const deliveryDetail = delivery.extend({
 const health = z
   .object({
     breaker: z.object({
-      state: z
-        .enum(['closed', 'open', 'half-open'])
-        .meta({ description: '`open`: deliveries to this endpoint wait; `half-open`: one probe is due.' }),
+      state: z.enum(['closed', 'open', 'half-open']).meta({
+        description:
+          '`open`: no request is sent to this endpoint (attempts that come due are recorded as skipped); `half-open`: one probe is due.',
+      }),
       openUntil: timestamp.nullable(),
       consecutiveFailures: z.int().nonnegative(),
     }),
@@ -75,6 +76,7 @@ const health = z
     disabledAt: timestamp.nullable(),
     lastSuccessAt: timestamp.nullable(),
     failuresLastHour: z.int().nonnegative().meta({ description: 'Failed attempts that started within the last hour.' }),
+    backlog: z.int().nonnegative().meta({ description: 'Deliveries not finished yet (pending or retrying), counted up to 100000.' }),
   })
   .meta({ description: "How the subscription's deliveries go." });
 
