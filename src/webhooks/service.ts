@@ -1,5 +1,6 @@
 import type { Context } from '../core/context.js';
 import { randomId } from '../core/crypto/tokens.js';
+import { ReplayJobs, type ReplayView } from '../delivery/replays.js';
 import { PgCode, pgCode, withTransaction, type Queryable } from '../core/db/pool.js';
 import { breakerState } from '../delivery/breaker.js';
 import {
@@ -9,7 +10,6 @@ import {
   getDelivery,
   listDeliveries,
   recentDeliveries,
-  replayDeadDeliveries,
   retryDelivery,
   type DeliveryDetail,
   type DeliveryQuery,
@@ -61,7 +61,12 @@ function decodeCursor(s: string, ids = /^wh_\w{1,125}$/): Cursor {
 }
 
 export class WebhookService {
-  constructor(private readonly ctx: Context) {}
+  /** Replays as jobs: the api daemon starts and stops it (it takes up jobs whose process stopped). */
+  readonly replays: ReplayJobs;
+
+  constructor(private readonly ctx: Context) {
+    this.replays = new ReplayJobs(ctx);
+  }
 
   async create(env: Environment, body: CreateBody): Promise<WebhookView> {
     await this.#validate(env, { ...body, rowOrdered: body.ordering === 'row' }, body);
@@ -223,11 +228,28 @@ export class WebhookService {
     });
   }
 
-  async replay(env: Environment, id: string, range: { since?: Date; until?: Date }, dryRun = false): Promise<{ replayed: number }> {
+  /**
+   * Dead letters made pending again: `replayed` is how many so far (all of them when the replay
+   * was small enough to run at once; see `replay.state`). With dryRun only counted.
+   */
+  async replay(
+    env: Environment,
+    id: string,
+    range: { since?: Date; until?: Date },
+    dryRun = false,
+  ): Promise<{ replayed: number; replay?: ReplayView }> {
     const row = await this.#find(env, id);
     if (dryRun) return { replayed: await countDeadDeliveries(this.ctx.pool, { webhookId: row.id, ...range }) };
-    const replayed = await replayDeadDeliveries(this.ctx.pool, { webhookId: row.id, ...range }, this.ctx.clock());
-    return { replayed };
+    const replay = await this.replays.submit(row.id, range);
+    if (!replay) throw new AppError('WEBHOOK_NOT_FOUND'); // deleted meanwhile
+    return { replayed: replay.replayed, replay };
+  }
+
+  async getReplay(env: Environment, id: string, replayId: string): Promise<{ replay: ReplayView }> {
+    const row = await this.#find(env, id);
+    const replay = await this.replays.get(row.id, replayId);
+    if (!replay) throw new AppError('REPLAY_NOT_FOUND');
+    return { replay };
   }
 
   async #find(env: Environment, id: string): Promise<store.WebhookRow> {

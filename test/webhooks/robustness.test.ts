@@ -132,4 +132,41 @@ describe('webhook management API: no 500 from ordinary calls', function () {
       }
     }
   });
+
+  it('a large replay runs as a background job: 202 {replay: {id, state, count}}, then GET …/replays/{id} until done; a small one is done at once', async () => {
+    const id = await create();
+    const other = await create();
+    await t.ctx.pool.query(
+      `INSERT INTO walgate.deliveries (id, webhook_id, event_id, event_type, status, attempts, next_attempt_at, created_at)
+       SELECT 'del_big_' || g, $1, 'evt_big_' || g, 'INSERT', 'dead', 5, now(), now() - g * interval '1 second' FROM generate_series(1, 5000) g`,
+      [id],
+    );
+    const started = Date.now();
+    const res = await api.post(`/api/rest/_webhooks/${id}/replay`, {});
+    expect(res.status).to.equal(202);
+    expect(res.body.replay).to.include({ state: 'running', count: 5000 });
+    expect(res.body.replay.id).to.match(/^rpl_/);
+    expect(Date.now() - started, 'answered before the replay is done').to.be.below(5000);
+    const path = `/api/rest/_webhooks/${id}/replays/${res.body.replay.id}`;
+    let job: any;
+    for (const until = Date.now() + 60_000; Date.now() < until; await new Promise((r) => setTimeout(r, 100))) {
+      const got = await api.get(path);
+      expect(got.status).to.equal(200);
+      job = got.body.replay;
+      if (job.state !== 'running') break;
+    }
+    expect(job).to.include({ state: 'done', count: 5000, replayed: 5000 });
+    expect(job.finishedAt).to.be.a('string');
+    const { rows } = await t.ctx.pool.query(
+      `SELECT count(*)::int AS n FROM walgate.deliveries WHERE webhook_id = $1 AND status = 'pending'`,
+      [id],
+    );
+    expect(rows[0].n).to.equal(5000);
+    // Another subscription's replay, an unknown id, a lone surrogate: not found, or refused.
+    expect((await api.get(`/api/rest/_webhooks/${other}/replays/${res.body.replay.id}`)).body.error).to.equal('REPLAY_NOT_FOUND');
+    expect((await api.get(`/api/rest/_webhooks/${id}/replays/rpl_nope`)).status).to.equal(404);
+    // A small one: done within the request.
+    const small = await api.post(`/api/rest/_webhooks/${other}/replay`, {});
+    expect(small.body.replay).to.include({ state: 'done', count: 0, replayed: 0 });
+  });
 });

@@ -93,9 +93,28 @@ export const webhookDetailResponse = z.object({
   deliveries: z.array(delivery).meta({ description: 'The newest 50.' }),
 });
 
+const replay = z
+  .object({
+    id: z.string(),
+    state: z
+      .enum(['running', 'done', 'failed'])
+      .meta({ description: '`running`: a background job; `done` once every one is pending again.' }),
+    count: z.int().nonnegative().meta({ description: 'Dead deliveries in the range when the replay was asked for.' }),
+    replayed: z.int().nonnegative().meta({ description: 'Made pending again so far.' }),
+    createdAt: timestamp,
+    finishedAt: timestamp.nullable(),
+  })
+  .meta({ description: 'A replay of dead deliveries.' });
+
 export const replayResponse = z.object({
-  replayed: z.int().nonnegative().meta({ description: 'Dead deliveries made pending again (with `dryRun`: that would be).' }),
+  replayed: z
+    .int()
+    .nonnegative()
+    .meta({ description: 'Dead deliveries made pending again by the time of the answer (with `dryRun`: that would be).' }),
+  replay: replay.optional().meta({ description: 'The replay (absent with `dryRun`).' }),
 });
+
+export const replayJobResponse = z.object({ replay });
 
 export const deliveryListResponse = z.object({
   deliveries: z.array(delivery).meta({ description: 'Newest first.' }),
