@@ -22,6 +22,7 @@ import { walPaths } from './wal-paths.js';
 import { postgresCpuUs } from './cpu.js';
 import { orderingPaths } from './ordering.js';
 import { healthCall } from './health.js';
+import { noisyNeighbour } from './noisy-neighbour.js';
 
 export interface DaemonFigures {
   cpuPercent: number;
@@ -142,6 +143,7 @@ try {
     ...walPaths(bench),
     ...orderingPaths(bench),
     ['health', () => healthCall(bench)],
+    ['noisy-neighbour', () => noisyNeighbour(bench)],
   ];
   for (const [name, run] of paths) {
     if (only && !only.includes(name)) continue;

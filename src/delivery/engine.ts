@@ -85,6 +85,7 @@ export class DeliveryEngine implements DeliverySink {
       streamActive: (id) => this.#stream?.active(id) ?? 0,
       openSecret,
       onOrderedFinished: () => this.#stream?.orderedFinished(),
+      onSlotFree: (id) => this.#stream?.slotFree(id),
     });
   }
 
@@ -103,6 +104,7 @@ export class DeliveryEngine implements DeliverySink {
         timeoutMs: webhooks.timeoutMs,
         retryDelaysMs: webhooks.retryDelaysMs,
         sharing: () => this.#peers > 0,
+        queueActive: (id) => this.#worker.running(id),
       },
       fenced,
       // A failed write ends the tailer's session: it restarts from the durable position.

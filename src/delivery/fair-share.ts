@@ -16,3 +16,11 @@ export function fairShare(budget: number, active: ReadonlyMap<string, number>, w
   for (const t of waiting) tenants.add(t);
   return Math.max(1, Math.ceil(budget / Math.max(1, tenants.size)));
 }
+
+/** The tenants of these lanes (those with deliveries waiting). */
+export function* tenantsOf(ids: Iterable<string>, lanes: ReadonlyMap<string, { tenant: string }>): Iterable<string> {
+  for (const id of ids) {
+    const lane = lanes.get(id);
+    if (lane) yield lane.tenant;
+  }
+}

@@ -2,34 +2,14 @@ import type { Context } from '../core/context.js';
 import type { Queryable } from '../core/db/pool.js';
 import type { CapturedDelivery, CapturedEvent, DeliveryStream } from '../tailer/sink.js';
 import { attempt, attemptRecord, conclude, type AttemptDeps } from './attempt.js';
-import { count, fairShare } from './fair-share.js';
-import { move, type Job, type Lane } from './job.js';
+import { count, fairShare, tenantsOf } from './fair-share.js';
+import { move, type Job, type Lane, type StreamLimits } from './job.js';
 import { Journal, type ParkedEntry } from './journal.js';
 import { buildPayload } from './payload.js';
 import { spillThreshold } from './spill.js';
 import { RowOrder } from './row-order.js';
 import { recordAttempts } from './sql/queue.js';
 import type { Target, Targets } from './targets.js';
-
-export interface StreamLimits {
-  /** Requests in flight at once from the stream, over all subscriptions. */
-  concurrency: number;
-  /** Requests in flight at once for one subscription. */
-  perWebhook: number;
-  /** Deliveries held in memory (waiting, in flight, being recorded) before reading waits. */
-  maxHeld: number;
-  /** A delivery not delivered within this bound of being read is parked (WEBHOOK_PARK_AFTER_MS). */
-  parkAfterMs: number;
-  /** The sender's time-out: a request parked while in flight holds its lease this long. */
-  timeoutMs: number;
-  retryDelaysMs: readonly number[];
-  /** Whether other tailer processes run (they drain the retry queue too). */
-  sharing: () => boolean;
-  /** Row ordering: keys of one subscription kept in memory at most (row-order.ts). */
-  maxOrderKeys?: number;
-  /** Row ordering: how often blocked keys are checked against the retry queue. */
-  orderRefreshMs?: number;
-}
 
 /**
  * The stream: deliveries straight from the WAL reader to the receivers, with nothing written
@@ -158,6 +138,11 @@ export class StreamDelivery implements DeliveryStream {
     this.#targets.changed(webhookId);
   }
 
+  /** A retry-queue request to this subscription ended: its slot may start a waiting delivery. */
+  slotFree(webhookId: string): void {
+    if (this.#ready.has(webhookId)) this.#pump();
+  }
+
   /** A row-ordered delivery finished in the retry queue: its row's next change may be free to go. */
   orderedFinished(): void {
     this.#order.refreshSoon();
@@ -237,7 +222,7 @@ export class StreamDelivery implements DeliveryStream {
    * another has work — so a project whose endpoints hang holds its share, not every slot.
    */
   #pump(): void {
-    const share = fairShare(this.#limits.concurrency, this.#tenantActive, this.#readyTenants());
+    const share = fairShare(this.#limits.concurrency, this.#tenantActive, tenantsOf(this.#ready, this.#lanes));
     while (this.#ready.size > 0 && this.#active < this.#limits.concurrency && !this.#closed) {
       let started = false;
       for (const id of this.#ready) {
@@ -246,7 +231,8 @@ export class StreamDelivery implements DeliveryStream {
           this.#ready.delete(id);
           continue;
         }
-        if (lane.active >= this.#limits.perWebhook || (this.#tenantActive.get(lane.tenant) ?? 0) >= share) continue;
+        const endpointBusy = lane.active + (this.#limits.queueActive?.(id) ?? 0) >= this.#limits.perWebhook;
+        if (endpointBusy || (this.#tenantActive.get(lane.tenant) ?? 0) >= share) continue;
         const job = lane.waiting.shift()!;
         if (lane.waiting.length === 0) this.#ready.delete(id);
         started = true;
@@ -254,13 +240,6 @@ export class StreamDelivery implements DeliveryStream {
         if (this.#active >= this.#limits.concurrency) return;
       }
       if (!started) return;
-    }
-  }
-
-  *#readyTenants(): Iterable<string> {
-    for (const id of this.#ready) {
-      const lane = this.#lanes.get(id);
-      if (lane) yield lane.tenant;
     }
   }
 

@@ -6,6 +6,7 @@ import type { BreakerKey } from './breaker.js';
 import { keepReconnecting } from '../core/db/reconnect.js';
 import { count, fairShare } from './fair-share.js';
 import { renderPayload } from './payload.js';
+import { OpenedSecrets } from './secret.js';
 import {
   claimDue,
   listenForDue,
@@ -36,6 +37,8 @@ export interface QueueWorkerOptions {
   openSecret: (sealed: Buffer) => string;
   /** A row-ordered delivery's result is written (delivered or dead): its row's next change may go now. */
   onOrderedFinished?: () => void;
+  /** A request of this worker to the subscription ended: the stream may use the slot. */
+  onSlotFree?: (webhookId: string) => void;
 }
 
 export type DisableSubscription = (webhookId: string, reason: string, at: Date) => Promise<boolean>;
@@ -69,7 +72,6 @@ export class QueueWorker {
   readonly #results: AttemptResult[] = [];
   /** Row-ordered deliveries finished (delivered or dead) whose results are not written yet. */
   readonly #releasing = new Set<string>();
-  readonly #secrets = new Map<string, string>();
   #writing: Promise<void> | null = null;
   #wake: (() => void) | null = null;
   /** A wake-up that came while the loop was busy: the next idle returns at once. */
@@ -81,6 +83,7 @@ export class QueueWorker {
   /** Aborted by stop(): ends the LISTEN reconnect loop, also mid-backoff. */
   readonly #abort = new AbortController();
   readonly #leaseMs: number;
+  readonly #opened: OpenedSecrets;
   stats = { attempts: 0, delivered: 0, failed: 0, dead: 0, skipped: 0 };
 
   constructor(ctx: Context, deps: AttemptDeps, options: QueueWorkerOptions) {
@@ -88,11 +91,17 @@ export class QueueWorker {
     this.#deps = deps;
     this.#o = options;
     this.#leaseMs = options.leaseMs ?? ctx.config.webhooks.timeoutMs * 2 + 5000;
+    this.#opened = new OpenedSecrets(options.openSecret);
   }
 
   /** Held deliveries of one subscription at which it is topped up again. */
   get #refillAt(): number {
     return this.#o.perWebhook * (CLAIM_AHEAD - 1);
+  }
+
+  /** This worker's requests in flight to a subscription (the endpoint's limit counts the stream's and these together). */
+  running(webhookId: string): number {
+    return this.#running.get(webhookId) ?? 0;
   }
 
   start(): void {
@@ -217,13 +226,14 @@ export class QueueWorker {
       )
       .finally(() => {
         this.#inflight.delete(d.id);
-        decrement(this.#running, d.webhook_id);
-        decrement(this.#held, d.webhook_id);
+        count(this.#running, d.webhook_id, -1);
+        count(this.#held, d.webhook_id, -1);
         count(this.#projectRunning, d.project_id, -1);
         count(this.#projectHeld, d.project_id, -1);
         if (!this.#held.has(d.webhook_id)) this.#projectOf.delete(d.webhook_id);
         this.#heldTotal--;
         this.#pump();
+        this.#o.onSlotFree?.(d.webhook_id);
         if ((this.#held.get(d.webhook_id) ?? 0) <= this.#refillAt) this.#nudge();
       });
     this.#inflight.set(d.id, task);
@@ -243,7 +253,7 @@ export class QueueWorker {
       endpoint: endpointOf(d),
       pool: d.webhook_id,
       url: new URL(d.url),
-      secrets: d.previous_secret ? [this.#secret(d.secret), this.#secret(d.previous_secret)] : [this.#secret(d.secret)],
+      secrets: d.previous_secret ? [this.#opened.open(d.secret), this.#opened.open(d.previous_secret)] : [this.#opened.open(d.secret)],
       eventId: d.event_id,
       operation: d.operation,
       body: renderPayload(d),
@@ -271,18 +281,6 @@ export class QueueWorker {
     // attempts wait for the write once MAX_UNWRITTEN results are pending.
     if (this.#results.length >= MAX_UNWRITTEN) await this.#flush();
     else void this.#flush();
-  }
-
-  /** A subscription's signing secret, decrypted once per sealed value (a rotation seals a new one). */
-  #secret(sealed: Buffer): string {
-    const key = sealed.toString('base64');
-    let secret = this.#secrets.get(key);
-    if (secret === undefined) {
-      if (this.#secrets.size >= 10_000) this.#secrets.clear();
-      secret = this.#o.openSecret(sealed);
-      this.#secrets.set(key, secret);
-    }
-    return secret;
   }
 
   /** Writes the results gathered so far; concurrent callers share one write (group commit). */
@@ -377,10 +375,6 @@ export class QueueWorker {
       this.#ctx.log.warn({ err }, 'could not read the delivery queue depth');
     }
   }
-}
-
-function decrement(counts: Map<string, number>, key: string): void {
-  count(counts, key, -1);
 }
 
 /** Deliveries claimed in one round trip at most. */

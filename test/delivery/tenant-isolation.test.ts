@@ -87,9 +87,13 @@ describe('delivery: a dead endpoint’s deliveries end', function () {
 
   it('an always-failing endpoint with 30 changes: all dead within the schedule and two cool-downs, skips recorded, nothing sent while open; a replay brings them back', async () => {
     p.receiver.behave = () => ({ status: 500 });
+    registerTailerGauges(p.t.ctx, p.tailer, p.worker);
+    const metrics = () => p.t.ctx.metrics.registry.metrics();
     const wh = await p.subscribe();
     const started = Date.now();
     await p.writer.query(`INSERT INTO shop_master.orders SELECT g, 'new', 1 FROM generate_series(1, 30) g`);
+    // While they retry, the subscription's backlog is a series of its own (by id, no URL).
+    await eventually(metrics, (m) => new RegExp(`walgate_subscription_backlog\\{subscription="${wh}"\\} [1-9]`).test(m));
     // The schedule (each delay + 20 %), two cool-downs, and slack for a loaded machine.
     const bound = DELAYS.reduce((a, d) => a + d * 1.2, 0) + 2 * COOLDOWN;
     const dead = await eventually(
@@ -99,6 +103,7 @@ describe('delivery: a dead endpoint’s deliveries end', function () {
     );
     const took = Date.now() - started;
     expect(took).to.be.below(bound + 10_000);
+    expect(await metrics(), 'no backlog left, no series').to.not.contain(`subscription="${wh}"`);
     const log = dead.flatMap((d) => d.attempt_log as Array<Record<string, any>>);
     for (const d of dead) expect(d.attempts).to.equal(DELAYS.length);
     const skipped = log.filter((a) => a.error === 'breaker open');
@@ -106,11 +111,14 @@ describe('delivery: a dead endpoint’s deliveries end', function () {
     expect(skipped.every((a) => a.http_status === null && a.duration_ms === 0)).to.equal(true);
     // One request per attempt made, none for a skipped one.
     expect(p.receiver.requests).to.have.length(log.length - skipped.length);
-    // And none while open: after the opening, requests only as probes, at most one per cool-down.
+    // And none while open: once the third failure's answer opened it, only probes, one per cool-down.
     const { rows } = await p.t.ctx.pool.query('SELECT opened_until FROM walgate.endpoint_breakers');
-    const requests = p.receiver.requests.map((r) => r.at).sort((a, b) => a - b);
-    const openedAt = requests[2]!; // the third consecutive failure opened it
-    const probes = requests.filter((at) => at > openedAt + 100);
+    const opening = p.receiver.requests.map((r) => r.answeredAt!).sort((a, b) => a - b)[2]!;
+    const probes = p.receiver.requests
+      .map((r) => r.at)
+      .filter((at) => at > opening + 50)
+      .sort((a, b) => a - b);
+    if (probes.length) expect(probes[0]! - opening).to.be.at.least(COOLDOWN - 100);
     for (let i = 1; i < probes.length; i++) expect(probes[i]! - probes[i - 1]!).to.be.at.least(COOLDOWN - 100);
     expect(rows[0].opened_until).to.not.equal(null);
     // Counted as dead letters, and a replay brings them back once the endpoint answers again.
