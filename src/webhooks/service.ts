@@ -6,6 +6,7 @@ import { breakerState } from '../delivery/breaker.js';
 import {
   countDeadDeliveries,
   deliveryHealth,
+  shedFinishedHistory,
   deliveryMinutes,
   getDelivery,
   listDeliveries,
@@ -38,6 +39,9 @@ interface BodyFacts {
   /** Set when the body asks for row ordering (or moves a row-ordered subscription to another table): the table needs a primary key. */
   rowOrdered?: boolean;
 }
+
+/** Finished deliveries a deleted subscription sheds per statement. */
+const SHED_BATCH = 5000;
 
 interface Cursor {
   createdAt: Date;
@@ -217,6 +221,11 @@ export class WebhookService {
   }
 
   async delete(env: Environment, id: string): Promise<void> {
+    // A long history would cascade in the delete's transaction for seconds, holding the locks a
+    // concurrent PATCH waits for: the finished part goes first, in short batches of its own (the
+    // caller asked for all of it to go; should the delete then fail, its log is shorter).
+    const row = await this.#find(env, id);
+    for (let shed = SHED_BATCH; shed === SHED_BATCH;) shed = await shedFinishedHistory(this.ctx.pool, row.id, SHED_BATCH);
     await this.#write(async (c) => {
       // The same lock order as an update (the publication, then the row): the other way round a
       // DELETE and a PATCH of one subscription each held what the other waited for (a deadlock, 500).

@@ -302,3 +302,17 @@ export async function replayDeadDeliveries(
   if (moved > 0) await db.query(`NOTIFY ${DELIVERIES_CHANNEL}`);
   return moved;
 }
+
+/**
+ * Removes up to `limit` of a subscription's finished (delivered or dead) deliveries, with their
+ * attempts: a subscription being deleted sheds its history in short statements first, so the
+ * delete's own transaction cascades over its unfinished deliveries only. Returns how many went.
+ */
+export async function shedFinishedHistory(db: Queryable, webhookId: string, limit: number): Promise<number> {
+  const { rowCount } = await db.query(
+    `DELETE FROM walgate.deliveries WHERE id = ANY (ARRAY(
+       SELECT id FROM walgate.deliveries WHERE webhook_id = $1 AND status IN ('delivered', 'dead') LIMIT $2 FOR UPDATE SKIP LOCKED))`,
+    [webhookId, limit],
+  );
+  return rowCount ?? 0;
+}
