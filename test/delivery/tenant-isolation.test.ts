@@ -1,9 +1,8 @@
 import { expect } from 'chai';
-import { registerTailerGauges, startTailerOps } from '../../src/ops/tailer-ops.js';
-import { closeServer } from '../../src/http/server.js';
+import { registerTailerGauges } from '../../src/ops/tailer-ops.js';
 import { HttpClient } from '../support/http.js';
 import { insertSubscription } from '../support/subscriptions.js';
-import { eventually, startPipeline, type Pipeline } from './support.js';
+import { eventually, startPipeline, startPipelineOps, type Pipeline } from './support.js';
 
 // One tenant cannot hurt another through the delivery plane: its hanging endpoints hold their own
 // share (connections, slots), its dead endpoint's deliveries end, and its secrets stay out of what
@@ -153,10 +152,7 @@ describe('delivery: secrets in URLs stay secret', function () {
   let close: () => Promise<void>;
   before(async () => {
     p = await startPipeline({ WEBHOOK_RETRY_DELAYS_MS: '0,100,100', WEBHOOK_BREAKER_FAILURES: '2', WEBHOOK_BREAKER_COOLDOWN_MS: '60000' });
-    registerTailerGauges(p.t.ctx, p.tailer, p.worker);
-    const started = await startTailerOps(p.t.ctx, p.tailer, 0, '127.0.0.1');
-    ops = new HttpClient(started.url);
-    close = () => closeServer(started.server, 1000);
+    ({ ops, close } = await startPipelineOps(p));
   });
   after(async () => {
     await close?.();

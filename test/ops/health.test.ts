@@ -1,9 +1,7 @@
 import { expect } from 'chai';
 import { freePort } from '../../src/core/db/embedded.js';
-import { registerTailerGauges, startTailerOps } from '../../src/ops/tailer-ops.js';
-import { closeServer } from '../../src/http/server.js';
 import { startAuthApi } from '../auth/support.js';
-import { eventually, startPipeline, type Pipeline } from '../delivery/support.js';
+import { eventually, startPipeline, startPipelineOps, type Pipeline } from '../delivery/support.js';
 import type { TestApi } from '../support/api.js';
 import { HttpClient } from '../support/http.js';
 
@@ -60,10 +58,7 @@ describe('operations: the tailer listener', function () {
   let close: () => Promise<void>;
   before(async () => {
     p = await startPipeline();
-    registerTailerGauges(p.t.ctx, p.tailer, p.worker);
-    const started = await startTailerOps(p.t.ctx, p.tailer, 0, '127.0.0.1');
-    ops = new HttpClient(started.url);
-    close = () => closeServer(started.server, 1000);
+    ({ ops, close } = await startPipelineOps(p));
   });
   after(async () => {
     await close?.();
