@@ -2,55 +2,14 @@ import type { Context } from '../core/context.js';
 import type { Queryable } from '../core/db/pool.js';
 import type { CapturedDelivery, CapturedEvent, DeliveryStream } from '../tailer/sink.js';
 import { attempt, attemptRecord, conclude, type AttemptDeps } from './attempt.js';
+import { count, fairShare, tenantsOf } from './fair-share.js';
+import { move, type Job, type Lane, type StreamLimits } from './job.js';
 import { Journal, type ParkedEntry } from './journal.js';
 import { buildPayload } from './payload.js';
 import { spillThreshold } from './spill.js';
 import { RowOrder } from './row-order.js';
-import { recordAttempts } from './store.js';
+import { recordAttempts } from './sql/queue.js';
 import type { Target, Targets } from './targets.js';
-
-export interface StreamLimits {
-  /** Requests in flight at once from the stream, over all subscriptions. */
-  concurrency: number;
-  /** Requests in flight at once for one subscription. */
-  perWebhook: number;
-  /** Deliveries held in memory (waiting, in flight, being recorded) before reading waits. */
-  maxHeld: number;
-  /** A delivery not delivered within this bound of being read is parked (WEBHOOK_PARK_AFTER_MS). */
-  parkAfterMs: number;
-  /** The sender's time-out: a request parked while in flight holds its lease this long. */
-  timeoutMs: number;
-  retryDelaysMs: readonly number[];
-  /** Whether other tailer processes run (they drain the retry queue too). */
-  sharing: () => boolean;
-  /** Row ordering: keys of one subscription kept in memory at most (row-order.ts). */
-  maxOrderKeys?: number;
-  /** Row ordering: how often blocked keys are checked against the retry queue. */
-  orderRefreshMs?: number;
-}
-
-interface Job {
-  event: CapturedEvent;
-  delivery: CapturedDelivery;
-  createdAt: Date;
-  /** When it is parked if not delivered by then (ms since the epoch). */
-  deadline: number;
-  state: 'waiting' | 'sending' | 'settling';
-  /** Parked while its request was in flight: the parked row's due time, its lease. */
-  lease: Date | null;
-  finished: boolean;
-  /** Row-ordered: done with its chains (row-order.ts), so the next change of its row may act. */
-  released: boolean;
-  settled: () => void;
-}
-
-/** Per subscription: queued deliveries, requests in flight, deliveries finished this second and the last. */
-interface Lane {
-  waiting: Job[];
-  active: number;
-  finished: number;
-  finishedBefore: number;
-}
 
 /**
  * The stream: deliveries straight from the WAL reader to the receivers, with nothing written
@@ -83,7 +42,11 @@ export class StreamDelivery implements DeliveryStream {
   /** Lanes with waiting deliveries, for the fair pump. */
   readonly #ready = new Set<string>();
   readonly #sending = new Set<Job>();
+  /** Row-ordered jobs done with their turn (row-order.ts is told once). */
+  readonly #releasedJobs = new WeakSet<Job>();
   #active = 0;
+  /** Requests in flight per project (Lane.tenant): each may hold a fair share of the budget. */
+  readonly #tenantActive = new Map<string, number>();
   #held = 0;
   #roomWaiters: Array<() => void> = [];
   #closed = false;
@@ -140,17 +103,15 @@ export class StreamDelivery implements DeliveryStream {
         delivery,
         createdAt: now,
         deadline: now.getTime() + this.#limits.parkAfterMs,
-        state: 'waiting',
+        state: delivery.orderKeys ? 'ordering' : 'waiting',
         lease: null,
-        finished: false,
-        released: false,
         settled: one,
       };
       if (delivery.orderKeys) {
         this.#order.add(job); // it joins its lane (or is parked) when its turn comes
         continue;
       }
-      const lane = this.#lane(delivery.webhookId);
+      const lane = this.#lane(delivery.webhookId, event);
       if (lane.waiting.length >= this.#spillAt(lane)) {
         this.stats.spilled++;
         this.#park(job, { status: 'pending', attempts: 0, nextAttemptAt: now });
@@ -177,6 +138,11 @@ export class StreamDelivery implements DeliveryStream {
     this.#targets.changed(webhookId);
   }
 
+  /** A retry-queue request to this subscription ended: its slot may start a waiting delivery. */
+  slotFree(webhookId: string): void {
+    if (this.#ready.has(webhookId)) this.#pump();
+  }
+
   /** A row-ordered delivery finished in the retry queue: its row's next change may be free to go. */
   orderedFinished(): void {
     this.#order.refreshSoon();
@@ -193,10 +159,11 @@ export class StreamDelivery implements DeliveryStream {
     for (const wake of this.#roomWaiters.splice(0)) wake();
   }
 
-  #lane(webhookId: string): Lane {
+  #lane(webhookId: string, event: CapturedEvent): Lane {
     let lane = this.#lanes.get(webhookId);
     if (!lane) {
-      lane = { waiting: [], active: 0, finished: 0, finishedBefore: 0 };
+      const tenant = this.#targets.peek(webhookId)?.projectId ?? `schema:${event.schema}`;
+      lane = { tenant, waiting: [], active: 0, finished: 0, finishedBefore: 0 };
       this.#lanes.set(webhookId, lane);
     }
     return lane;
@@ -223,11 +190,12 @@ export class StreamDelivery implements DeliveryStream {
   #takeTurn(job: Job, park: boolean): void {
     const now = this.#ctx.clock();
     if (park || job.deadline <= now.getTime()) return this.#park(job, { status: 'pending', attempts: 0, nextAttemptAt: now });
-    const lane = this.#lane(job.delivery.webhookId);
+    const lane = this.#lane(job.delivery.webhookId, job.event);
     if (lane.waiting.length >= this.#spillAt(lane)) {
       this.stats.spilled++;
       return this.#park(job, { status: 'pending', attempts: 0, nextAttemptAt: now });
     }
+    move(job, 'waiting');
     lane.waiting.push(job);
     this.#ready.add(job.delivery.webhookId);
     this.#pump();
@@ -235,8 +203,8 @@ export class StreamDelivery implements DeliveryStream {
 
   /** A row-ordered job is done with its turn: answered 2xx or dropped (`parked` false), or handed to the journal to be parked. */
   #released(job: Job, parked: boolean): void {
-    if (!job.delivery.orderKeys || job.released) return;
-    job.released = true;
+    if (!job.delivery.orderKeys || this.#releasedJobs.has(job)) return;
+    this.#releasedJobs.add(job);
     this.#order.released(job, parked);
   }
 
@@ -248,8 +216,13 @@ export class StreamDelivery implements DeliveryStream {
     }
   }
 
-  /** Starts waiting deliveries while there is room, a fair turn for each subscription. */
+  /**
+   * Starts waiting deliveries while there is room, a fair turn for each subscription: at most
+   * perWebhook of one subscription, and no project beyond its fair share of the budget while
+   * another has work — so a project whose endpoints hang holds its share, not every slot.
+   */
   #pump(): void {
+    const share = fairShare(this.#limits.concurrency, this.#tenantActive, tenantsOf(this.#ready, this.#lanes));
     while (this.#ready.size > 0 && this.#active < this.#limits.concurrency && !this.#closed) {
       let started = false;
       for (const id of this.#ready) {
@@ -258,7 +231,8 @@ export class StreamDelivery implements DeliveryStream {
           this.#ready.delete(id);
           continue;
         }
-        if (lane.active >= this.#limits.perWebhook) continue;
+        const endpointBusy = lane.active + (this.#limits.queueActive?.(id) ?? 0) >= this.#limits.perWebhook;
+        if (endpointBusy || (this.#tenantActive.get(lane.tenant) ?? 0) >= share) continue;
         const job = lane.waiting.shift()!;
         if (lane.waiting.length === 0) this.#ready.delete(id);
         started = true;
@@ -270,22 +244,24 @@ export class StreamDelivery implements DeliveryStream {
   }
 
   #send(job: Job, lane: Lane): void {
-    job.state = 'sending';
+    move(job, 'sending');
     lane.active++;
     this.#active++;
+    const { tenant } = lane;
+    count(this.#tenantActive, tenant, 1);
     this.#sending.add(job);
     void this.#attempt(job)
       .catch((err: unknown) => {
         // Not an answer from the receiver but a fault here: park it, so it is not lost.
         this.#ctx.log.error({ err, delivery: job.delivery.id }, 'delivery attempt failed unexpectedly; parked');
-        if (job.state === 'sending' && job.lease === null)
-          this.#park(job, { status: 'pending', attempts: 0, nextAttemptAt: this.#ctx.clock() });
+        if (job.state === 'sending') this.#park(job, { status: 'pending', attempts: 0, nextAttemptAt: this.#ctx.clock() });
       })
       .finally(() => {
         this.#sending.delete(job);
         lane.active--;
         lane.finished++;
         this.#active--;
+        count(this.#tenantActive, tenant, -1);
         this.#pump();
       });
   }
@@ -293,18 +269,20 @@ export class StreamDelivery implements DeliveryStream {
   async #attempt(job: Job): Promise<void> {
     const { delivery, event } = job;
     const target: Target | null = this.#targets.peek(delivery.webhookId) ?? (await this.#targets.load(delivery.webhookId));
-    if (this.#closed || job.state !== 'sending') return;
-    if (job.lease !== null && !target?.active) return; // parked meanwhile: the retry queue has it
+    if (this.#closed || job.state !== 'sending') return; // parked meanwhile: the retry queue has it
     if (!target) {
       this.#released(job, false);
       return this.#finish(job); // deleted since: it gets nothing
     }
+    const lane = this.#lanes.get(delivery.webhookId);
+    if (lane) lane.tenant = target.projectId; // counted as such from its next request
     const now = this.#ctx.clock();
     // Paused now: it waits in the retry queue, which takes only active subscriptions.
     if (!target.active) return this.#park(job, { status: 'pending', attempts: 0, nextAttemptAt: now });
     const body = buildPayload({ projectId: target.projectId, environment: target.environment, select: delivery.select }, event);
     const outcome = await attempt(this.#deps, {
       endpoint: target.endpoint,
+      pool: delivery.webhookId,
       url: target.url,
       secrets: target.secrets,
       eventId: event.id,
@@ -312,10 +290,6 @@ export class StreamDelivery implements DeliveryStream {
       body,
     });
     if (this.#closed) return;
-    if (outcome.kind === 'wait') {
-      if (job.lease === null) this.#park(job, { status: 'pending', attempts: 0, nextAttemptAt: outcome.until });
-      return;
-    }
     const { result, startedAt } = outcome;
     const concluded = await conclude(this.#ctx, this.#deps, outcome, {
       webhookId: delivery.webhookId,
@@ -336,7 +310,7 @@ export class StreamDelivery implements DeliveryStream {
       // The receiver has it: the next change of its row may go now (before the history row commits).
       this.#released(job, false);
       this.stats.delivered++;
-      job.state = 'settling';
+      move(job, 'settling');
       this.#journal.delivered({
         delivery,
         createdAt: job.createdAt,
@@ -368,8 +342,10 @@ export class StreamDelivery implements DeliveryStream {
     attemptMade: ParkedEntry['attempt'] = null,
   ): void {
     this.stats.parked++;
-    if (job.state === 'sending' && !attemptMade) job.lease = state.nextAttemptAt;
-    else job.state = 'settling';
+    if (job.state === 'sending' && !attemptMade) {
+      move(job, 'parked-sending');
+      job.lease = state.nextAttemptAt;
+    } else move(job, 'settling');
     this.#journal.parked({
       event: job.event,
       delivery: job.delivery,
@@ -391,8 +367,8 @@ export class StreamDelivery implements DeliveryStream {
   }
 
   #finish(job: Job): void {
-    if (this.#closed || job.finished) return;
-    job.finished = true;
+    if (this.#closed || job.state === 'finished') return;
+    move(job, 'finished');
     job.settled();
     this.#held--;
     if (this.#held < this.#limits.maxHeld && this.#roomWaiters.length > 0) for (const wake of this.#roomWaiters.splice(0)) wake();
@@ -411,7 +387,7 @@ export class StreamDelivery implements DeliveryStream {
       for (const job of late) this.#park(job, { status: 'pending', attempts: 0, nextAttemptAt: now });
     }
     for (const job of this.#sending) {
-      if (job.deadline > t || job.lease !== null || job.state !== 'sending') continue;
+      if (job.deadline > t || job.state !== 'sending') continue;
       // Its answer comes within the sender's time-out: the retry queue leaves it alone until then.
       this.#park(job, { status: 'pending', attempts: 0, nextAttemptAt: new Date(t + this.#limits.timeoutMs + 5000) });
     }

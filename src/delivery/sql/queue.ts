@@ -1,11 +1,16 @@
-import type { Pool, Queryable } from '../core/db/pool.js';
-import { PAYLOAD_COLUMNS, type PayloadRow } from './payload.js';
+import type { Pool, Queryable } from '../../core/db/pool.js';
+import { PAYLOAD_COLUMNS, type PayloadRow } from '../payload.js';
 
 // The retry queue's statements on walgate.deliveries and walgate.delivery_attempts (the stream
 // parks into it through journal.ts).
 
 /** NOTIFY channel: something is due in the retry queue (a hint; workers poll as well). */
 export const DELIVERIES_CHANNEL = 'walgate_deliveries';
+
+/** Subscribes a dedicated connection to due-delivery hints. */
+export async function listenForDue(client: { query(text: string): Promise<unknown> }): Promise<void> {
+  await client.query(`LISTEN ${DELIVERIES_CHANNEL}`);
+}
 
 export interface ClaimedDelivery extends PayloadRow {
   id: string;
@@ -225,4 +230,12 @@ export async function queueDepth(pool: Pool): Promise<Record<string, number>> {
   const depth: Record<string, number> = { pending: 0, retrying: 0, dead: 0 };
   for (const r of rows) depth[r.status] = r.n;
   return depth;
+}
+
+/** Unfinished (pending or retrying) deliveries per subscription that has any. */
+export async function backlogBySubscription(pool: Pool): Promise<Map<string, number>> {
+  const { rows } = await pool.query<{ webhook_id: string; n: number }>(
+    `SELECT webhook_id, count(*)::int AS n FROM walgate.deliveries WHERE status IN ('pending', 'retrying') GROUP BY webhook_id`,
+  );
+  return new Map(rows.map((r) => [r.webhook_id, r.n]));
 }
