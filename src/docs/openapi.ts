@@ -114,7 +114,10 @@ header with \`RATE_LIMIT_EXCEEDED\`. Branch on \`error\`, not on \`message\`. Ev
 codes it can answer with. A path that does not exist is 404 \`NOT_FOUND\`; a method a path does not
 have is 405 \`METHOD_NOT_ALLOWED\`.
 
-**Bodies** are JSON (\`Content-Type: application/json\`), at most 100 KB.`;
+**Bodies** are JSON (\`Content-Type: application/json\`), at most 100 KB.
+
+**Deliveries**: the POST walgate sends to a subscription's URL — its body and signature headers —
+is described at the end, under Webhooks (\`delivery\`), for generating a receiver.`;
 
 /** The document; the same on every call, so callers may keep it. */
 export function buildOpenApiDocument(groups: readonly OperationGroup[] = API_GROUPS): JsonSchema {
