@@ -9,6 +9,8 @@ import { DEFAULT_RATE_LIMITS } from '../core/store/rate-limits.js';
 // other key lives in the `settings` JSON document of the environment row (sql/019).
 
 const seconds = (max: number) => z.int().min(1).max(max);
+/** The typed columns' own bound (a positive int4): a stored value always reads back. */
+const INT4 = 2_147_483_647;
 const DAY = 86_400;
 
 /** A rate limit: `points` requests per `durationSeconds`, per key (client address or e-mail). */
@@ -48,15 +50,15 @@ export const environmentSettings = z.object({
   authEnabled: z.boolean().default(true),
   tokenFormat: z.enum(['jws', 'jwe']).default('jws'),
   signingAlg: z.enum(['ES256', 'RS256', 'EdDSA']).default('ES256'),
-  accessTokenTtlSeconds: seconds(DAY).default(900),
+  accessTokenTtlSeconds: seconds(INT4).default(900),
   /** Idle lifetime: a session not refreshed for this long ends. */
-  refreshTokenTtlSeconds: seconds(365 * DAY).default(30 * DAY),
+  refreshTokenTtlSeconds: seconds(INT4).default(30 * DAY),
   /** Absolute lifetime: a session ends this long after its login, however often it is refreshed. */
   sessionLifetimeSeconds: seconds(365 * DAY).default(30 * DAY),
-  codeTtlSeconds: seconds(DAY).default(600),
-  codeMaxAttempts: z.int().min(1).max(100).default(5),
-  lockoutThreshold: z.int().min(1).max(1000).default(5),
-  lockoutSeconds: seconds(30 * DAY).default(900),
+  codeTtlSeconds: seconds(INT4).default(600),
+  codeMaxAttempts: seconds(INT4).default(5),
+  lockoutThreshold: seconds(INT4).default(5),
+  lockoutSeconds: seconds(INT4).default(900),
   /** Browser origins allowed to call the auth API (CORS); `*` allows any, without credentials. */
   corsOrigins: z
     .array(z.union([z.literal('*'), origin]))
