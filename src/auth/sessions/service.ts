@@ -4,6 +4,7 @@ import type { Queryable } from '../../core/db/pool.js';
 import { AppError } from '../../core/errors.js';
 import type { Environment } from '../../projects/environments.js';
 import type { KeyRing } from '../keyring.js';
+import { spendLimit } from '../limits.js';
 import { bearerToken, issueAccessToken, verifyAccessToken, type AccessClaims } from '../tokens.js';
 import * as users from '../users.js';
 import { decideRefresh } from './decision.js';
@@ -67,6 +68,7 @@ export class SessionService {
   }
 
   async refresh(env: Environment, input: { refreshToken: string }, client: SessionClient): Promise<TokenPair> {
+    await spendLimit(this.ctx, env, 'refreshTokenPerIp', client.ip);
     const now = this.ctx.clock();
     const grace = this.ctx.config.refreshReuseGraceSeconds;
     // Read, decide (decision.ts), then exchange only if the token is still as read: a concurrent
