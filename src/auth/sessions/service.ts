@@ -71,9 +71,13 @@ export class SessionService {
     await spendLimit(this.ctx, env, 'refreshTokenPerIp', client.ip);
     const now = this.ctx.clock();
     const grace = this.ctx.config.refreshReuseGraceSeconds;
-    // Read, decide (decision.ts), then exchange only if the token is still as read: a concurrent
-    // exchange of the same token makes ours fail, and we decide again on what it left.
-    for (let round = 0; round < EXCHANGE_ROUNDS; round++) {
+    const exchange = (usedAt: Date | null) =>
+      exchangeRefreshToken(this.ctx.pool, input.refreshToken, usedAt, env, client, env.refreshTokenTtlSeconds, now);
+    // The common case in one statement: an unused token of a live session. Anything else (a
+    // reuse, a race with a concurrent exchange, a dead token) is read and decided (decision.ts);
+    // an exchange then succeeds only if the token is still as read, else we decide again.
+    let exchanged = await exchange(null);
+    for (let round = 0; !exchanged && round < EXCHANGE_ROUNDS; round++) {
       const seen = await findRefreshToken(this.ctx.pool, input.refreshToken, env);
       const decision = decideRefresh(seen, now, grace);
       if (decision.kind === 'invalid') {
@@ -87,13 +91,13 @@ export class SessionService {
         this.ctx.log.warn({ sessionId: seen!.sessionId }, 'a used refresh token was presented again after the grace: session revoked');
         throw invalidRefresh();
       }
-      const exchanged = await exchangeRefreshToken(this.ctx.pool, seen!, client, env.refreshTokenTtlSeconds, now);
-      if (!exchanged) continue;
-      this.#count(seen!.usedAt ? 'refresh_grace' : 'refresh_ok');
-      this.#profiles.delete(exchanged.sessionId); // its expiry moved
-      return this.#pair(env, exchanged, exchanged.refreshToken, now);
+      exchanged = await exchange(seen!.usedAt);
+      if (exchanged && seen!.usedAt) this.#count('refresh_grace');
     }
-    throw invalidRefresh();
+    if (!exchanged) throw invalidRefresh();
+    this.#count('refresh_ok');
+    this.#profiles.delete(exchanged.sessionId); // its expiry moved
+    return this.#pair(env, exchanged, exchanged.refreshToken, now);
   }
 
   /** The claims of a valid, unrevoked access token (every protected request goes through here). */

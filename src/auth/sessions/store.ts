@@ -70,7 +70,6 @@ export async function createSession(
 }
 
 export interface StoredToken extends PresentedToken {
-  hash: Buffer;
   sessionId: string;
 }
 
@@ -86,7 +85,6 @@ export async function findRefreshToken(db: Queryable, token: string, scope: Sess
   const r = rows[0];
   if (!r) return undefined;
   return {
-    hash,
     sessionId: r.id,
     usedAt: r.used_at,
     expiresAt: r.expires_at,
@@ -103,13 +101,16 @@ export interface Exchanged {
 
 /**
  * Marks the token used (keeping the time of its first use), moves the session's idle end and
- * issues the next token, in one statement — provided the token is still as it was read (its
- * `used_at`) and the session still live. Undefined when a concurrent request changed either:
- * the caller reads again and decides again.
+ * issues the next token, in one statement — provided the token's `used_at` is still `usedAt` (null:
+ * unused), the token unexpired and its session live and of this environment. Undefined otherwise
+ * (a concurrent exchange got there first, or the token is worth nothing): the caller reads the
+ * token and decides (decision.ts).
  */
 export async function exchangeRefreshToken(
   db: Queryable,
-  seen: StoredToken,
+  token: string,
+  usedAt: Date | null,
+  scope: SessionScope,
   client: SessionClient,
   idleSeconds: number,
   now: Date,
@@ -119,8 +120,9 @@ export async function exchangeRefreshToken(
     `WITH used AS (
        UPDATE walgate.refresh_tokens rt SET used_at = coalesce(rt.used_at, $2)
          FROM walgate.sessions s
-        WHERE rt.token_hash = $1 AND rt.used_at IS NOT DISTINCT FROM $3
-          AND s.id = rt.session_id AND s.revoked_at IS NULL
+        WHERE rt.token_hash = $1 AND rt.used_at IS NOT DISTINCT FROM $3 AND rt.expires_at > $2
+          AND s.id = rt.session_id AND s.revoked_at IS NULL AND s.expires_at > $2 AND s.absolute_expires_at > $2
+          AND s.project_id = $8 AND s.environment = $9
         RETURNING s.id AS session_id, s.user_id, least($4::timestamptz, s.absolute_expires_at) AS expires_at
      ), extended AS (
        UPDATE walgate.sessions s SET expires_at = used.expires_at, last_used_at = $2, ip = $6, user_agent = coalesce($7, s.user_agent)
@@ -129,7 +131,17 @@ export async function exchangeRefreshToken(
        INSERT INTO walgate.refresh_tokens (token_hash, session_id, issued_at, expires_at) SELECT $5, session_id, $2, expires_at FROM used
      )
      SELECT used.session_id, used.user_id, u.email FROM used JOIN walgate.users u ON u.id = used.user_id`,
-    [seen.hash, now, seen.usedAt, later(now, idleSeconds), hashToken(next), client.ip, client.userAgent ?? null],
+    [
+      hashToken(token),
+      now,
+      usedAt,
+      later(now, idleSeconds),
+      hashToken(next),
+      client.ip,
+      client.userAgent ?? null,
+      scope.projectId,
+      scope.name,
+    ],
   );
   const r = rows[0];
   return r && { sessionId: r.session_id, userId: r.user_id, email: r.email, refreshToken: next };
