@@ -1,17 +1,10 @@
 import { ANY_REQUEST_ERRORS, JSON_BODY_ERRORS, type Operation, type OperationGroup } from '../operation.js';
-import { managementHeaders } from '../webhooks/access.js';
+import { MANAGEMENT_SCOPE, managementHeaders } from '../webhooks/access.js';
 import { environmentSettings, settingsPatch } from '../../projects/settings.js';
-import type { ErrorCode } from '../../core/errors.js';
 
 // The environment's settings over the management API: what `walgate project set` changes, with
 // the same management token and headers as the webhook API.
 
-const MANAGEMENT_SCOPE = [
-  'AUTH_TOKEN_INVALID',
-  'VALIDATION_ERROR',
-  'FORBIDDEN',
-  'RATE_LIMIT_EXCEEDED',
-] as const satisfies readonly ErrorCode[];
 const common = [...MANAGEMENT_SCOPE, ...ANY_REQUEST_ERRORS] as const;
 const shared = { security: 'managementToken', headers: managementHeaders } as const;
 
