@@ -10,5 +10,7 @@ import type { LimitKey } from '../projects/settings.js';
 /** Spends one point of the environment's `key` limit for `subject` (a client address or an e-mail), or throws 429. */
 export async function spendLimit(ctx: Context, env: Environment, key: LimitKey, subject: string): Promise<void> {
   const policy = ctx.rateLimitOverrides[key] ?? { name: DEFAULT_RATE_LIMITS[key].name, ...env.settings.limits[key] };
-  await enforceRateLimit(ctx.rateLimiter, policy, `${env.projectId}\0${env.name}\0${subject}`);
+  // Names hold no `:` and Postgres text no NUL; subjects join their parts with a space (no e-mail
+  // address or client address has one).
+  await enforceRateLimit(ctx.rateLimiter, policy, `${env.projectId}:${env.name}:${subject}`);
 }

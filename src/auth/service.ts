@@ -76,7 +76,7 @@ export class AuthService {
 
   async confirmSignup(env: Environment, input: { email: string; code: string }, meta: RequestMeta) {
     await spendLimit(this.ctx, env, 'confirmSignupPerIp', meta.ip);
-    await spendLimit(this.ctx, env, 'confirmSignupPerEmail', `${input.email}\0${meta.ip}`);
+    await spendLimit(this.ctx, env, 'confirmSignupPerEmail', `${input.email} ${meta.ip}`);
     const now = this.ctx.clock();
     const user = await users.findUserByEmail(this.ctx.pool, env, input.email);
     const confirmed = await consumeCode(
@@ -162,8 +162,8 @@ export class AuthService {
    * answer, off the request's path, so the answer says nothing of the address.
    */
   async #mailNewCode(env: Environment, email: string, meta: RequestMeta, purpose: CodePurpose, wanted: (user?: users.User) => boolean) {
-    await spendLimit(this.ctx, env, 'recoverPasswordPerIp', `${purpose}\0${meta.ip}`);
-    await spendLimit(this.ctx, env, 'recoverPassword', `${purpose}\0${email}`);
+    await spendLimit(this.ctx, env, 'recoverPasswordPerIp', `${purpose} ${meta.ip}`);
+    await spendLimit(this.ctx, env, 'recoverPassword', `${purpose} ${email}`);
     const now = this.ctx.clock();
     setImmediate(() => {
       void (async () => {
@@ -179,7 +179,7 @@ export class AuthService {
     // Cheap checks first: limits, the length rule, the code (one statement, known address or not);
     // the strength estimate and the hash only for the holder of a right code.
     await spendLimit(this.ctx, env, 'resetPasswordPerIp', meta.ip);
-    await spendLimit(this.ctx, env, 'resetPasswordPerEmail', `${input.email}\0${meta.ip}`);
+    await spendLimit(this.ctx, env, 'resetPasswordPerEmail', `${input.email} ${meta.ip}`);
     const tooShortOrLong = lengthViolations(input.newPassword, 'newPassword');
     if (tooShortOrLong.length) throw validationError(tooShortOrLong, 'The password does not meet the policy.');
     const now = this.ctx.clock();

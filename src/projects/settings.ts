@@ -70,8 +70,14 @@ export const environmentSettings = z.object({
 export type Settings = z.infer<typeof environmentSettings>;
 
 /** A change: any subset of the keys, each limit on its own. Unknown keys are refused, not ignored. */
+type Plain = Omit<typeof environmentSettings.shape, 'limits'>;
+/** Each setting without its default: a key left out of a change must stay as it is, not fall back to its default. */
+const withoutDefaults = Object.fromEntries(
+  Object.entries(environmentSettings.omit({ limits: true }).shape).map(([k, field]) => [k, field.unwrap().optional()]),
+) as { [K in keyof Plain]: z.ZodOptional<ReturnType<Plain[K]['unwrap']>> };
+
 export const settingsPatch = z.strictObject({
-  ...environmentSettings.omit({ limits: true }).partial().shape,
+  ...withoutDefaults,
   limits: z.strictObject(Object.fromEntries(LIMIT_KEYS.map((k) => [k, ratePatch])) as Record<LimitKey, typeof ratePatch>).optional(),
 });
 export type SettingsPatch = z.infer<typeof settingsPatch>;

@@ -36,7 +36,8 @@ export function decideRefresh(token: PresentedToken | undefined, now: Date, grac
   if (session.revokedAt || session.expiresAt.getTime() <= t || session.absoluteExpiresAt.getTime() <= t) {
     return { kind: 'invalid', reason: 'session_ended' };
   }
-  if (token.expiresAt.getTime() <= t) return { kind: 'invalid', reason: 'expired' };
-  if (!token.usedAt) return { kind: 'exchange' };
-  return t - token.usedAt.getTime() <= graceSeconds * 1000 ? { kind: 'exchange' } : { kind: 'reuse' };
+  // A used token of a live session is judged by its use, expired or not: presented after the
+  // grace it leaked, however old it is.
+  if (token.usedAt) return t - token.usedAt.getTime() <= graceSeconds * 1000 ? { kind: 'exchange' } : { kind: 'reuse' };
+  return token.expiresAt.getTime() <= t ? { kind: 'invalid', reason: 'expired' } : { kind: 'exchange' };
 }

@@ -100,6 +100,12 @@ describe('auth sessions: per-environment settings (GET/PATCH /api/rest/_environm
     expect(res.body.lockoutSeconds).to.equal(60);
     expect(res.body.limits.signup.points).to.equal(3);
     expect(res.body.corsOrigins).to.deep.equal(['https://app.example.com', 'https://admin.example.com']);
+    // A later change leaves every other setting as it was.
+    expect((await walgate(t, ['project', 'set', 'settings-cli', '--set', 'lockoutThreshold=7', '--token-format', 'jwe'])).code).to.equal(0);
+    const kept = await http.with({ 'x-project-id': 'settings-cli' }).get('/api/rest/_environment', bearer(cliToken));
+    expect(kept.body).to.include({ lockoutThreshold: 7, lockoutSeconds: 60, tokenFormat: 'jwe' });
+    expect(kept.body.corsOrigins).to.have.length(2);
+    expect(kept.body.limits.signup.points).to.equal(3);
     const wrong = await walgate(t, ['project', 'set', 'settings-cli', '--set', 'lockoutSeconds=-5']);
     expect(wrong.code).to.not.equal(0);
     expect(wrong.stderr).to.contain('lockoutSeconds');

@@ -56,7 +56,8 @@ describe('unit: the refresh decision', () => {
     });
   });
 
-  it('an expired token of a live session is invalid', () => {
+  it('an unused, expired token of a live session is invalid; a used one is still reuse', () => {
     expect(decideRefresh(token({ expiresAt: at(5) }), at(6), GRACE)).to.deep.equal({ kind: 'invalid', reason: 'expired' });
+    expect(decideRefresh(token({ expiresAt: at(5), usedAt: T0 }), at(60), GRACE)).to.deep.equal({ kind: 'reuse' });
   });
 });
