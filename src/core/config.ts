@@ -75,6 +75,7 @@ const schema = z.object({
   GRAPHQL_MAX_DOCUMENT_BYTES: z.coerce.number().int().min(64).default(8192),
   TOKEN_CLOCK_SKEW_SECONDS: z.coerce.number().int().min(0).max(300).default(30),
   METRICS_PORT: port.optional(),
+  REFRESH_REUSE_GRACE_SECONDS: z.coerce.number().int().min(0).max(300).default(10),
 });
 
 export type Env = z.infer<typeof schema>;
@@ -139,6 +140,8 @@ const configSchema = schema.superRefine(checkTogether).transform((e) => ({
   logLevel: e.LOG_LEVEL,
   /** Seconds by which another instance's clock may differ when token times (exp, nbf, iat) are checked. */
   tokenClockSkewSeconds: e.TOKEN_CLOCK_SKEW_SECONDS,
+  /** Seconds after its first use during which a refresh token is exchanged again rather than treated as leaked. */
+  refreshReuseGraceSeconds: e.REFRESH_REUSE_GRACE_SECONDS,
   graphql: {
     /** Schema introspection: on unless NODE_ENV=production, or as GRAPHQL_INTROSPECTION says. */
     introspection: e.GRAPHQL_INTROSPECTION ?? e.NODE_ENV !== 'production',

@@ -26,6 +26,8 @@ export interface Context {
   revocations: RevocationStore;
   rateLimiter: RateLimiter;
   rateLimits: RateLimitSettings;
+  /** Limits given at construction (tests, load tests): they win over each environment's own. */
+  rateLimitOverrides: Partial<RateLimitSettings>;
   mailer: Mailer;
   /** How e-mail is sent: after commit, bounded, off every request's path. */
   mailQueue: MailQueue;
@@ -94,6 +96,7 @@ export async function createContext(config: Config, databaseUrl: string, overrid
     revocations: redis ? new RedisRevocationStore(redis, clock, `${redisPrefix}revoked:`) : new PostgresRevocationStore(pool, clock),
     rateLimiter: new SharedRateLimiter(redis ? { kind: 'redis', redis } : { kind: 'postgres', pool }, redisPrefix),
     rateLimits: { ...DEFAULT_RATE_LIMITS, ...overrides.rateLimits },
+    rateLimitOverrides: overrides.rateLimits ?? {},
     mailer,
     mailQueue,
     metrics: overrides.metrics ?? new Metrics(),

@@ -16,6 +16,7 @@ export const ERRORS = {
   DELIVERY_NOT_FOUND: [404, 'No delivery with this id for this webhook.'],
   REPLAY_NOT_FOUND: [404, 'No replay with this id for this webhook.'],
   NOT_FOUND: [404, 'No such route.'],
+  SESSION_NOT_FOUND: [404, 'No live session with this id among yours.'],
   METHOD_NOT_ALLOWED: [405, 'This method is not allowed on this route.'],
   AUTH_EMAIL_EXISTS: [409, 'This e-mail address is already registered.'],
   DELIVERY_NOT_FINISHED: [409, 'The delivery is pending or retrying; only a delivered or dead one can be retried.'],

@@ -11,6 +11,7 @@ import { apiOpsRouter, metricsRouter } from '../ops/api-ops.js';
 import { graphqlRouter } from '../graphql/router.js';
 import { EnvironmentCache } from '../projects/environments.js';
 import { webhooksRouter } from '../http/webhooks/routes.js';
+import { environmentRouter } from '../http/environment/routes.js';
 import { WebhookService } from '../webhooks/service.js';
 import { createApp } from '../http/app.js';
 import { closeServer, listen } from '../http/server.js';
@@ -30,6 +31,7 @@ export function createApiApp(ctx: Context, events = new CacheEvents(ctx.log), se
       ['/auth', authRouter(auth, environments)],
       ['/', graphqlRouter(ctx, auth, environments)],
       [['/api/rest/_webhooks', '/gw/api/rest/_webhooks'], webhooks],
+      [['/api/rest/_environment', '/gw/api/rest/_environment'], environmentRouter(ctx, environments)],
     ],
   });
 }

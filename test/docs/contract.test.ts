@@ -62,7 +62,16 @@ describe('OpenAPI document: the api answers as documented', function () {
 
     const refreshed = await user.call('refreshToken', { body: { refreshToken: login.body.refreshToken } });
     expect(refreshed.status).to.equal(200);
+    // The user's sessions: listed, one ended; a new signup code on request.
+    const listed = await user.call('sessions', bearer(refreshed.body.accessToken));
+    expect(listed.status).to.equal(200);
+    const other = await user.call('login', { body: { email, password: PASSWORD } });
+    const otherId = (await user.call('sessions', bearer(other.body.accessToken))).body.sessions.find((s: { current: boolean }) => s.current).id;
+    expect((await user.call('endSession', { params: { id: otherId }, ...bearer(refreshed.body.accessToken) })).status).to.equal(200);
+    expect((await user.call('resendConfirmation', { body: { email } })).status).to.equal(200);
+    t.clock.advanceSeconds(t.config.refreshReuseGraceSeconds + 1);
     expect((await user.call('refreshToken', { body: { refreshToken: login.body.refreshToken } })).body.error).to.equal('AUTH_TOKEN_INVALID');
+
 
     const again = await user.call('login', { body: { email, password: PASSWORD } });
     expect((await user.call('logout', bearer(again.body.accessToken))).status).to.equal(200);
@@ -101,6 +110,8 @@ describe('OpenAPI document: the api answers as documented', function () {
 
   it('webhook subscriptions: create, list, get, update, replay, delete', async () => {
     const body = { projectId: 'shop', environment: 'master', table: 'orders', events: ['INSERT'], url: HOOK_URL, secret: SECRET, filter: { status: 'paid' } };
+    expect((await manager.call('getEnvironment')).body.lockoutThreshold).to.equal(5);
+    expect((await manager.call('updateEnvironment', { body: { corsOrigins: ['https://shop.example'] } })).body.corsOrigins).to.deep.equal(['https://shop.example']);
     const created = await manager.call('createWebhook', { body });
     expect(created.status).to.equal(201);
     const id = created.body.webhook.id as string;
@@ -160,11 +171,12 @@ describe('OpenAPI document: the api answers as documented', function () {
     const isManagement = (id: string) => management().includes(id);
 
     it('auth: no project header → 400, an unknown project → 404', async () => {
+      const sessionParams = { id: '00000000-0000-4000-8000-000000000000' };
       for (const id of auth()) {
         const anonymous = new ContractClient(doc, new HttpClient(t.url));
-        expect((await anonymous.call(id, { body: bodyless(id) ? undefined : {} })).body.error, id).to.equal('VALIDATION_ERROR');
+        expect((await anonymous.call(id, { params: sessionParams, body: bodyless(id) ? undefined : {} })).body.error, id).to.equal('VALIDATION_ERROR');
         const unknown = new ContractClient(doc, new HttpClient(t.url, { 'x-project-id': 'nobody' }));
-        expect((await unknown.call(id, { body: bodyless(id) ? undefined : {} })).body.error, id).to.equal('AUTH_NOT_CONFIGURED');
+        expect((await unknown.call(id, { params: sessionParams, body: bodyless(id) ? undefined : {} })).body.error, id).to.equal('AUTH_NOT_CONFIGURED');
         mergeSeen(anonymous, unknown);
       }
     });

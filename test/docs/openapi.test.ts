@@ -8,6 +8,7 @@ import { ERRORS } from '../../src/core/errors.js';
 import { projectHeaders } from '../../src/http/scope.js';
 import { managementHeaders } from '../../src/http/webhooks/access.js';
 import * as webhookRequests from '../../src/webhooks/schemas.js';
+import { settingsPatch } from '../../src/projects/settings.js';
 import { startTestApi, type TestApi } from '../support/api.js';
 import { documentedOperations, type DocumentedOperation } from '../support/openapi.js';
 import { registeredRoutes, type RegisteredRoute } from '../support/routes.js';
@@ -70,6 +71,11 @@ describe('OpenAPI document: /openapi.json', function () {
       'POST /auth/logout',
       'GET /auth/me',
       'GET /auth/.well-known/jwks.json',
+      'POST /auth/resend-confirmation',
+      'GET /auth/sessions',
+      'DELETE /auth/sessions/{id}',
+      'GET /api/rest/_environment',
+      'PATCH /api/rest/_environment',
       'POST /api/rest/_webhooks',
       'GET /api/rest/_webhooks',
       'GET /api/rest/_webhooks/{id}',
@@ -118,7 +124,7 @@ describe('OpenAPI document: /openapi.json', function () {
   });
 
   it('request bodies, queries, paths and headers are the JSON Schema of the zod schemas the routes parse with', () => {
-    const exported = [...Object.values(authRequests), ...Object.values(webhookRequests), projectHeaders, managementHeaders];
+    const exported = [...Object.values(authRequests), ...Object.values(webhookRequests), settingsPatch, projectHeaders, managementHeaders];
     const json = (schema: z.ZodType) => {
       const { $schema: _, ...rest } = z.toJSONSchema(schema, { io: 'input' }) as Record<string, unknown>;
       return rest;
@@ -205,7 +211,8 @@ describe('OpenAPI document: /openapi.json', function () {
         expect(o.operation.security, o.id).to.deep.equal([{ managementToken: [] }]);
         expect(has, `${o.id}: the management scope`).to.include.members(['AUTH_TOKEN_INVALID', 'VALIDATION_ERROR', 'FORBIDDEN', 'RATE_LIMIT_EXCEEDED']);
       }
-      if (o.path.includes('{id}')) expect(has, o.id).to.include('WEBHOOK_NOT_FOUND');
+      if (o.path.startsWith('/api/rest/_webhooks/{id}')) expect(has, o.id).to.include('WEBHOOK_NOT_FOUND');
+      if (o.path.startsWith('/api/rest/_environment')) expect(has, `${o.id}: the management scope`).to.include.members(['AUTH_TOKEN_INVALID', 'FORBIDDEN']);
     }
   });
 });
