@@ -1,8 +1,11 @@
 import { TtlCache } from '../core/cache.js';
 import type { Context } from '../core/context.js';
-import { PgCode, pgCode, withTransaction } from '../core/db/pool.js';
+import { PgCode, pgCode, withTransaction, type Queryable } from '../core/db/pool.js';
 import { AppError, validationError } from '../core/errors.js';
 import type { Environment } from '../projects/environments.js';
+import { enqueueMail } from '../core/mail/outbox.js';
+import { append } from './events/append.js';
+import { AUTH_EVENT as EVENT, type AuthEventType } from './events/kinds.js';
 import { enforceRateLimit, type RateLimitPolicy } from '../core/store/rate-limits.js';
 import { consumeCode, issueCode, matchCode, takeCode, type CodePurpose } from './codes.js';
 import type { KeyRing } from './keyring.js';
@@ -26,6 +29,9 @@ export const MESSAGES = {
 export interface RequestMeta {
   /** The client's key for per-IP limits and lockouts (IPv6: its /64). */
   ip: string;
+  /** For the audit trail. */
+  clientAddress?: string;
+  userAgent?: string;
 }
 
 /** A user id that matches no row: unknown addresses run the same statements as known ones. */
@@ -62,23 +68,24 @@ export class AuthService {
   }
 
   async signup(env: Environment, input: { email: string; password: string; name?: string | null }, meta: RequestMeta) {
-    // Cheap checks first (limit, a full mail queue, a taken address), then the expensive ones.
+    // Cheap checks first (limit, a taken address), then the expensive ones.
     await this.#limit(this.ctx.rateLimits.signup, meta.ip);
-    if (this.ctx.mailQueue.full) throw mailUnavailable();
     if (await users.findUserByEmail(this.ctx.pool, env, input.email)) throw new AppError('AUTH_EMAIL_EXISTS');
     const violations = passwordViolations(input.password, input.email);
     if (violations.length) throw validationError(violations, 'The password does not meet the policy.');
     const passwordHash = await hashPassword(input.password);
     const now = this.ctx.clock();
     try {
-      // User and code commit together; the e-mail leaves after the commit, through the queue, so a
-      // slow mail server holds no connection. Concurrent signups with one address wait on the
-      // unique index; one commits, the others get 409.
-      const { user, code } = await withTransaction(this.ctx.pool, async (c) => {
+      // User, code, its e-mail and the audit row commit together; the courier sends the e-mail
+      // later, so a slow mail server holds no request. Concurrent signups with one address wait
+      // on the unique index; one commits, the others get 409 (and leave no event).
+      const user = await withTransaction(this.ctx.pool, async (c) => {
         const created = await users.insertUser(c, env, { email: input.email, name: input.name ?? null, passwordHash }, now);
-        return { user: created, code: await issueCode(c, this.ctx.secrets, created.id, 'signup', this.#codeExpiry(env, now), now) };
+        await this.#mailCode(c, env, created, 'signup', now);
+        await append(c, env, { type: EVENT.signedUp, userId: created.id, ...meta, details: { email: created.email } }, now);
+        return created;
       });
-      this.#mailCode(env, user, 'signup', code);
+      this.ctx.courier.nudge();
       this.#count('signup');
       return { userId: user.id, message: MESSAGES.signup };
     } catch (err) {
@@ -106,8 +113,11 @@ export class AuthService {
       throw new AppError('AUTH_INVALID_CODE');
     }
     this.#count('confirm_ok');
-    const verified = await users.markVerified(this.ctx.pool, user.id, now);
-    const pair = await this.#startSession(env, verified, now);
+    const verified = await withTransaction(this.ctx.pool, async (c) => {
+      await append(c, env, { type: EVENT.confirmed, userId: user.id, ...meta }, now);
+      return users.markVerified(c, user.id, now);
+    });
+    const pair = await this.#startSession(env, verified, now, meta);
     return { ...pair, user: users.userView(verified) };
   }
 
@@ -131,6 +141,9 @@ export class AuthService {
     const right = user ? await verifyPassword(user.passwordHash, input.password) : await spendVerificationTime(input.password);
     if (!user || !right) {
       this.#count(attempt.lockedHere ? 'login_locked' : 'login_failed');
+      // Known accounts only: an audit row per unknown address would be a table anyone can fill.
+      if (user) await this.#audit(env, attempt.lockedHere ? EVENT.locked : EVENT.loginFailed, user.id, meta, now);
+      if (user && attempt.lockedHere) await users.markLocked(this.ctx.pool, user.id, attempt.lockedHere);
       if (attempt.lockedHere) throw locked(attempt.lockedHere);
       throw new AppError('AUTH_INVALID_CREDENTIALS');
     }
@@ -142,22 +155,25 @@ export class AuthService {
     }
     this.#count('login_ok');
     if (needsRehash(user.passwordHash)) await users.replacePasswordHash(this.ctx.pool, user.id, await hashPassword(input.password), now);
-    return this.#startSession(env, user, now);
+    return this.#startSession(env, user, now, meta, EVENT.loggedIn);
   }
 
   /**
    * Always the same answer, given before the address is even looked up; the code is made and
    * queued for mailing afterwards, off the request's path.
    */
-  async recoverPassword(env: Environment, input: { email: string }) {
+  async recoverPassword(env: Environment, input: { email: string }, meta: Partial<RequestMeta> = {}) {
     await this.#limit(this.ctx.rateLimits.recoverPassword, emailKey(env, input.email));
     const now = this.ctx.clock();
     setImmediate(() => {
       void (async () => {
         const user = await users.findUserByEmail(this.ctx.pool, env, input.email);
         if (!user) return;
-        const code = await issueCode(this.ctx.pool, this.ctx.secrets, user.id, 'recovery', this.#codeExpiry(env, now), now);
-        this.#mailCode(env, user, 'recovery', code);
+        await withTransaction(this.ctx.pool, async (c) => {
+          await this.#mailCode(c, env, user, 'recovery', now);
+          await append(c, env, { type: EVENT.recoveryRequested, userId: user.id, ...meta }, now);
+        });
+        this.ctx.courier.nudge();
       })().catch((err: unknown) => this.ctx.log.error({ err }, 'could not send a password recovery e-mail'));
     });
     return { message: MESSAGES.recover };
@@ -182,6 +198,7 @@ export class AuthService {
     const revoked = await withTransaction(this.ctx.pool, async (c) => {
       await users.resetPassword(c, user.id, passwordHash, now);
       await clearLoginFailures(c, accountKey(this.ctx.secrets, env, input.email));
+      await append(c, env, { type: EVENT.passwordReset, userId: user.id, ...meta }, now);
       return revokeUserSessions(c, user.id, 'password reset', now);
     });
     await this.#revokeAccess(env, revoked, now);
@@ -194,6 +211,7 @@ export class AuthService {
     const outcome = await rotateRefreshToken(this.ctx.pool, input.refreshToken, env, env.refreshTokenTtlSeconds, now);
     if (outcome.kind === 'reused') {
       this.#count('refresh_reuse');
+      await this.#audit(env, EVENT.sessionRevoked, null, {}, now, outcome.sessionId, { reason: 'refresh token reused' });
       await this.#revokeAccess(env, [outcome.sessionId], now);
       this.ctx.log.warn({ sessionId: outcome.sessionId }, 'a used refresh token was presented again: session revoked');
     }
@@ -206,6 +224,7 @@ export class AuthService {
       sessionId: outcome.sessionId,
       issuer: this.ctx.config.publicUrl,
       now,
+      appMetadata: outcome.appMetadata,
     });
     return { accessToken: access.token, refreshToken: outcome.refreshToken, tokenType: 'Bearer', expiresIn: access.expiresIn };
   }
@@ -224,10 +243,13 @@ export class AuthService {
     return claims;
   }
 
-  async logout(env: Environment, authorization: string | undefined) {
+  async logout(env: Environment, authorization: string | undefined, meta: Partial<RequestMeta> = {}) {
     const claims = await this.authenticate(env, authorization);
     const now = this.ctx.clock();
-    await revokeSessionRow(this.ctx.pool, claims.sid, 'logout', now);
+    await withTransaction(this.ctx.pool, async (c) => {
+      await revokeSessionRow(c, claims.sid, 'logout', now);
+      await append(c, env, { type: EVENT.loggedOut, userId: claims.sub, sessionId: claims.sid, ...meta }, now);
+    });
     this.#profiles.delete(claims.sid);
     await this.#revokeAccess(env, [claims.sid], now);
     this.#count('logout');
@@ -244,29 +266,30 @@ export class AuthService {
     return profile;
   }
 
+  /** /auth/me shows the change at once (userMetadata was set). */
+  forgetProfile(sessionId: string): void {
+    this.#profiles.delete(sessionId);
+  }
+
   async jwks(env: Environment) {
     const keys = await this.keys.publishedKeys(env);
     return { keys: keys.map((k) => k.publicJwk) };
   }
 
-  /** Ends every session of a user at once (operators: `walgate users logout`); returns their ids. */
-  async forceLogout(env: Environment, email: string): Promise<string[]> {
-    const user = await users.findUserByEmail(this.ctx.pool, env, email);
-    if (!user) return [];
-    const now = this.ctx.clock();
-    const revoked = await revokeUserSessions(this.ctx.pool, user.id, 'forced logout', now);
-    await this.#revokeAccess(env, revoked, now);
-    return revoked;
-  }
-
-  async #startSession(env: Environment, user: users.User, now: Date): Promise<TokenPair> {
-    const session = await createSession(this.ctx.pool, user.id, env, env.refreshTokenTtlSeconds, now);
+  async #startSession(env: Environment, user: users.User, now: Date, meta: RequestMeta, event = EVENT.loggedIn): Promise<TokenPair> {
+    if (user.disabledAt) throw new AppError('AUTH_USER_DISABLED');
+    const session = await withTransaction(this.ctx.pool, async (c) => {
+      const created = await createSession(c, user.id, env, env.refreshTokenTtlSeconds, now);
+      await append(c, env, { type: event, userId: user.id, sessionId: created.sessionId, ...meta }, now);
+      return created;
+    });
     const access = await issueAccessToken(this.keys, env, {
       userId: user.id,
       email: user.email,
       sessionId: session.sessionId,
       issuer: this.ctx.config.publicUrl,
       now,
+      appMetadata: user.appMetadata,
     });
     return { accessToken: access.token, refreshToken: session.refreshToken, tokenType: 'Bearer', expiresIn: access.expiresIn };
   }
@@ -275,9 +298,16 @@ export class AuthService {
     return new Date(now.getTime() + env.codeTtlSeconds * 1000);
   }
 
-  /** Queues the code's e-mail: called after the code is committed, never inside a transaction. */
-  #mailCode(env: Environment, user: users.User, purpose: CodePurpose, code: string): void {
-    this.ctx.mailQueue.enqueue(codeMail(purpose, user.email, code, Math.round(env.codeTtlSeconds / 60), env.projectId));
+  /** A fresh code and its e-mail, in the caller's transaction: the courier sends it after the commit. */
+  async #mailCode(db: Queryable, env: Environment, user: users.User, purpose: CodePurpose, now: Date): Promise<void> {
+    const code = await issueCode(db, this.ctx.secrets, user.id, purpose, this.#codeExpiry(env, now), now);
+    const mail = codeMail(purpose, user.email, code, Math.round(env.codeTtlSeconds / 60), env.projectId);
+    await enqueueMail(db, this.ctx.secrets, { projectId: env.projectId, environment: env.name, userId: user.id, purpose, mail }, now);
+  }
+
+  /** An audit row for an outcome that changes nothing else (a failed login, a reused refresh token). */
+  async #audit(env: Environment, type: AuthEventType, userId: string | null, meta: Partial<RequestMeta>, now: Date, sessionId?: string, details?: Record<string, unknown>) {
+    await append(this.ctx.pool, env, { type, userId, sessionId, details, ...meta }, now);
   }
 
   /** Access tokens of these sessions stop working now, although they would verify until they expire. */
@@ -298,10 +328,6 @@ export class AuthService {
 /** The per-e-mail limit key: an address counts per environment. */
 function emailKey(env: Environment, email: string): string {
   return `${env.projectId}:${env.name}:${email}`;
-}
-
-function mailUnavailable(): AppError {
-  return new AppError('SERVICE_UNAVAILABLE', 'E-mail cannot be sent at the moment; try again later.');
 }
 
 function locked(until: Date): AppError {

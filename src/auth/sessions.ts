@@ -48,7 +48,15 @@ async function insertRefreshToken(db: Queryable, sessionId: string, expiresAt: D
 }
 
 export type RefreshOutcome =
-  | { kind: 'rotated'; sessionId: string; userId: string; email: string; refreshToken: string; expiresAt: Date }
+  | {
+      kind: 'rotated';
+      sessionId: string;
+      userId: string;
+      email: string;
+      appMetadata: Record<string, unknown>;
+      refreshToken: string;
+      expiresAt: Date;
+    }
   | { kind: 'reused'; sessionId: string }
   | { kind: 'invalid' };
 
@@ -80,11 +88,19 @@ export async function rotateRefreshToken(
      ), issued AS (
        INSERT INTO walgate.refresh_tokens (token_hash, session_id, issued_at, expires_at) SELECT $6, session_id, $2, $5 FROM used
      )
-     SELECT used.session_id, used.user_id, u.email FROM used JOIN walgate.users u ON u.id = used.user_id`,
+     SELECT used.session_id, used.user_id, u.email, u.app_metadata FROM used JOIN walgate.users u ON u.id = used.user_id`,
     [hash, now, scope.projectId, scope.name, expiresAt, hashToken(next)],
   );
   if (rows[0])
-    return { kind: 'rotated', sessionId: rows[0].session_id, userId: rows[0].user_id, email: rows[0].email, refreshToken: next, expiresAt };
+    return {
+      kind: 'rotated',
+      sessionId: rows[0].session_id,
+      userId: rows[0].user_id,
+      email: rows[0].email,
+      appMetadata: rows[0].app_metadata,
+      refreshToken: next,
+      expiresAt,
+    };
   return withTransaction(pool, async (c) => {
     const { rows: seen } = await c.query(
       `SELECT s.id, rt.used_at FROM walgate.refresh_tokens rt JOIN walgate.sessions s ON s.id = rt.session_id

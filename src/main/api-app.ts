@@ -11,6 +11,8 @@ import { apiOpsRouter } from '../ops/api-ops.js';
 import { graphqlRouter } from '../graphql/router.js';
 import { EnvironmentCache } from '../projects/environments.js';
 import { webhooksRouter } from '../http/webhooks/routes.js';
+import { authEventsRouter, usersRouter } from '../http/users/routes.js';
+import { UserAdminService } from '../auth/users/service.js';
 import { WebhookService } from '../webhooks/service.js';
 import { createApp } from '../http/app.js';
 import { closeServer, listen } from '../http/server.js';
@@ -22,14 +24,17 @@ export function createApiApp(ctx: Context, events = new CacheEvents(ctx.log)): e
   events.subscribe(applyCacheEvent(ctx, environments, keys));
   const auth = new AuthService(ctx, keys);
   const webhooks = webhooksRouter(ctx, new WebhookService(ctx), environments);
+  const users = new UserAdminService(ctx);
   return createApp(ctx, {
     routes: [
       ['/', apiOpsRouter(ctx)],
       ['/', docsRouter()],
       ['/', consoleRouter()],
-      ['/auth', authRouter(auth, environments)],
+      ['/auth', authRouter(auth, environments, users)],
       ['/', graphqlRouter(ctx, auth, environments)],
       [['/api/rest/_webhooks', '/gw/api/rest/_webhooks'], webhooks],
+      [['/api/rest/_users', '/gw/api/rest/_users'], usersRouter(ctx, users, environments)],
+      [['/api/rest/_auth-events', '/gw/api/rest/_auth-events'], authEventsRouter(ctx, users, environments)],
     ],
   });
 }
@@ -71,12 +76,14 @@ export async function startApi(ctx: Context, port = ctx.config.port, host = ctx.
   const app = createApiApp(ctx, events);
   await listener.start();
   const { server, url } = await listen(app, port, host);
+  ctx.courier.start();
   return {
     url,
     server,
     async stop() {
       await listener.close();
       await closeServer(server);
+      await ctx.courier.stop();
     },
   };
 }

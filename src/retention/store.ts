@@ -166,3 +166,23 @@ export async function earliestAuthExpiry(
   );
   return rows[0];
 }
+
+/** Audit rows written before `before` (AUTH_EVENTS_RETENTION_MS). */
+export async function pruneAuthEvents(db: Queryable, before: Date, limit: number): Promise<number> {
+  const { rowCount } = await db.query(
+    `DELETE FROM walgate.auth_events WHERE id = ANY (ARRAY(
+       SELECT id FROM walgate.auth_events WHERE created_at < $1 ORDER BY created_at LIMIT $2 FOR UPDATE SKIP LOCKED))`,
+    [before, limit],
+  );
+  return rowCount ?? 0;
+}
+
+/** Sent and dead mails written before `before` (MAIL_RETENTION_MS); queued ones stay until they end. */
+export async function pruneMail(db: Queryable, before: Date, limit: number): Promise<number> {
+  const { rowCount } = await db.query(
+    `DELETE FROM walgate.mail_outbox WHERE id = ANY (ARRAY(
+       SELECT id FROM walgate.mail_outbox WHERE state <> 'queued' AND created_at < $1 ORDER BY created_at LIMIT $2 FOR UPDATE SKIP LOCKED))`,
+    [before, limit],
+  );
+  return rowCount ?? 0;
+}

@@ -4,6 +4,7 @@ import { ANY_REQUEST_ERRORS, JSON_BODY_ERRORS, type Operation, type OperationGro
 import { projectHeaders } from '../scope.js';
 import * as res from './responses.js';
 import * as body from '../../auth/schemas.js';
+import { userMetadataBody } from '../../auth/users/metadata.js';
 
 // The authentication API under /auth, declared once for the router (routes.ts) and the reference.
 
@@ -102,6 +103,17 @@ const operations = {
     headers: projectHeaders,
     success: { status: 200, description: 'The user and the session.', schema: res.meResponse },
     errors: [...common, ...ACCESS_TOKEN],
+  },
+  updateMe: {
+    method: 'patch',
+    path: '/me',
+    summary: "Set the current user's userMetadata",
+    description: 'Replaces `userMetadata`, a JSON object of at most 16 KB (`appMetadata` is set by operators only, through the admin API).',
+    security: 'accessToken',
+    headers: projectHeaders,
+    body: userMetadataBody,
+    success: { status: 200, description: 'The user as it now is.', schema: res.meUserResponse },
+    errors: [...withBody, ...ACCESS_TOKEN],
   },
   jwks: {
     method: 'get',

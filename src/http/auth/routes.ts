@@ -6,13 +6,15 @@ import { parse } from '../validate.js';
 import type { EnvironmentCache } from '../../projects/environments.js';
 import { authApi } from './operations.js';
 import type { AuthService } from '../../auth/service.js';
+import { userView } from '../../auth/users.js';
+import type { UserAdminService } from '../../auth/users/service.js';
 
 /** The authentication API under /auth: parse, call the service, shape the response. */
-export function authRouter(service: AuthService, environments: EnvironmentCache): Router {
+export function authRouter(service: AuthService, environments: EnvironmentCache, users: UserAdminService): Router {
   const r = Router();
   const op = authApi.operations;
   const env = (req: Request) => authEnvironment(req, environments);
-  const meta = (req: Request) => ({ ip: clientIp(req) });
+  const meta = (req: Request) => ({ ip: clientIp(req), clientAddress: req.ip, userAgent: req.get('user-agent') });
 
   handle(r, op.signup, async (req, res) => {
     const e = await env(req);
@@ -28,7 +30,7 @@ export function authRouter(service: AuthService, environments: EnvironmentCache)
   });
   handle(r, op.recoverPassword, async (req, res) => {
     const e = await env(req);
-    reply(res, op.recoverPassword, await service.recoverPassword(e, parse(op.recoverPassword.body, req.body)));
+    reply(res, op.recoverPassword, await service.recoverPassword(e, parse(op.recoverPassword.body, req.body), meta(req)));
   });
   handle(r, op.resetPassword, async (req, res) => {
     const e = await env(req);
@@ -40,11 +42,19 @@ export function authRouter(service: AuthService, environments: EnvironmentCache)
   });
   handle(r, op.logout, async (req, res) => {
     const e = await env(req);
-    reply(res, op.logout, await service.logout(e, req.get('authorization')));
+    reply(res, op.logout, await service.logout(e, req.get('authorization'), meta(req)));
   });
   handle(r, op.me, async (req, res) => {
     const e = await env(req);
     reply(res, op.me, await service.me(e, req.get('authorization')));
+  });
+  handle(r, op.updateMe, async (req, res) => {
+    const e = await env(req);
+    const claims = await service.authenticate(e, req.get('authorization'));
+    const { userMetadata } = parse(op.updateMe.body, req.body);
+    const user = await users.setUserMetadata(e, claims.sub, userMetadata, meta(req));
+    service.forgetProfile(claims.sid);
+    reply(res, op.updateMe, { user: userView(user) });
   });
   handle(r, op.jwks, async (req, res) => {
     const q = parse(op.jwks.query, req.query);

@@ -7,7 +7,7 @@ import * as body from '../../webhooks/schemas.js';
 // The webhook management API, declared once for the router (routes.ts) and the reference.
 
 /** managementScope (access.ts): no live token (401), bad headers or environment (400), another project's token (403), 600/min per token (429). */
-const MANAGEMENT_SCOPE = [
+export const MANAGEMENT_SCOPE = [
   'AUTH_TOKEN_INVALID',
   'VALIDATION_ERROR',
   'FORBIDDEN',

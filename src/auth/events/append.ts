@@ -1,0 +1,41 @@
+import type { Queryable } from '../../core/db/pool.js';
+import type { AuthEventType } from './kinds.js';
+
+/** Where a change came from: the client of an auth request, or an operator's management token. */
+export interface EventOrigin {
+  clientAddress?: string | null;
+  userAgent?: string | null;
+  /** The management token that acted (admin actions). */
+  actor?: string | null;
+}
+
+export interface NewAuthEvent extends EventOrigin {
+  type: AuthEventType;
+  userId?: string | null;
+  sessionId?: string | null;
+  details?: Record<string, unknown>;
+}
+
+/**
+ * Appends one audit row. `db` is the transaction of the change it records: the row commits with
+ * the change or not at all, and so does its webhook delivery (the tailer reads the table's rows
+ * from the WAL).
+ */
+export async function append(db: Queryable, env: { projectId: string; name: string }, event: NewAuthEvent, now: Date): Promise<void> {
+  await db.query(
+    `INSERT INTO walgate.auth_events (project_id, environment, type, user_id, session_id, actor, client_address, user_agent, details, created_at)
+     VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10)`,
+    [
+      env.projectId,
+      env.name,
+      event.type,
+      event.userId ?? null,
+      event.sessionId ?? null,
+      event.actor ?? null,
+      event.clientAddress ?? null,
+      event.userAgent ?? null,
+      JSON.stringify(event.details ?? {}),
+      now,
+    ],
+  );
+}
