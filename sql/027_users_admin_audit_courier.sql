@@ -18,6 +18,8 @@ CREATE INDEX users_by_environment_created ON walgate.users (project_id, environm
 -- WAL, and a subscription on `_auth_events` in an environment receives that environment's rows.
 CREATE TABLE walgate.auth_events (
   id              uuid PRIMARY KEY DEFAULT gen_random_uuid(),
+  -- the order of appends (times may tie, and ids are random): what pages and newest-first follow
+  seq             bigint GENERATED ALWAYS AS IDENTITY,
   project_id      text NOT NULL,
   environment     text NOT NULL,
   type            text NOT NULL,
@@ -31,8 +33,8 @@ CREATE TABLE walgate.auth_events (
   created_at      timestamptz NOT NULL,
   FOREIGN KEY (project_id, environment) REFERENCES walgate.environments (project_id, name) ON DELETE CASCADE
 );
-CREATE INDEX auth_events_by_environment ON walgate.auth_events (project_id, environment, created_at DESC, id DESC);
-CREATE INDEX auth_events_by_user ON walgate.auth_events (user_id, created_at DESC, id DESC);
+CREATE INDEX auth_events_by_environment ON walgate.auth_events (project_id, environment, seq DESC);
+CREATE INDEX auth_events_by_user ON walgate.auth_events (user_id, seq DESC);
 CREATE INDEX auth_events_by_age ON walgate.auth_events (created_at);
 
 DO $$

@@ -13,6 +13,7 @@ export interface AuthEventView {
   userAgent: string | null;
   details: Record<string, unknown>;
   createdAt: Date;
+  seq: string;
 }
 
 const COLUMNS = selectList<AuthEventView>({
@@ -25,20 +26,16 @@ const COLUMNS = selectList<AuthEventView>({
   userAgent: 'user_agent',
   details: 'details',
   createdAt: 'created_at',
+  seq: 'seq',
 });
-
-/** A page position: the last row shown (events sort by time, then id). */
-export interface EventCursor {
-  createdAt: Date;
-  id: string;
-}
 
 export interface EventQuery {
   userId?: string;
   type?: string;
   since?: Date;
   until?: Date;
-  cursor?: EventCursor;
+  /** The `seq` of the last event of the previous page (events sort by seq, the order of appends). */
+  cursor?: string;
   limit: number;
 }
 
@@ -48,8 +45,8 @@ export async function listAuthEvents(db: Queryable, env: { projectId: string; na
       WHERE project_id = $1 AND environment = $2
         AND ($3::uuid IS NULL OR user_id = $3) AND ($4::text IS NULL OR type = $4)
         AND ($5::timestamptz IS NULL OR created_at >= $5) AND ($6::timestamptz IS NULL OR created_at < $6)
-        AND ($7::timestamptz IS NULL OR (created_at, id) < ($7, $8::uuid))
-      ORDER BY created_at DESC, id DESC LIMIT $9`,
+        AND ($7::bigint IS NULL OR seq < $7)
+      ORDER BY seq DESC LIMIT $8`,
     [
       env.projectId,
       env.name,
@@ -57,8 +54,7 @@ export async function listAuthEvents(db: Queryable, env: { projectId: string; na
       q.type ?? null,
       q.since ?? null,
       q.until ?? null,
-      q.cursor?.createdAt ?? null,
-      q.cursor?.id ?? null,
+      q.cursor ?? null,
       q.limit,
     ],
   );

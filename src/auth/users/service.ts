@@ -14,7 +14,7 @@ import { revokeUserSessions } from '../sessions.js';
 import { insertUser } from '../users.js';
 import * as store from './store.js';
 import { inviteMail } from './invite.js';
-import { adminUserView, decodePageCursor, encodePageCursor, eventView } from './view.js';
+import { adminUserView, decodeEventCursor, decodePageCursor, encodeEventCursor, encodePageCursor, eventView } from './view.js';
 
 // Operators' view of end users (the admin API and the CLI): every change appends its audit row,
 // with the management token that made it, in the change's transaction.
@@ -159,10 +159,10 @@ export class UserAdminService {
   }
 
   async events(env: Environment, q: Omit<EventQuery, 'limit' | 'cursor'> & { cursor?: string }) {
-    const rows = await listAuthEvents(this.ctx.pool, env, { ...q, cursor: q.cursor ? decodePageCursor(q.cursor) : undefined, limit: PAGE + 1 });
+    const rows = await listAuthEvents(this.ctx.pool, env, { ...q, cursor: q.cursor ? decodeEventCursor(q.cursor) : undefined, limit: PAGE + 1 });
     const page = rows.slice(0, PAGE);
     const last = page.at(-1);
-    return { events: page.map(eventView), nextCursor: rows.length > PAGE && last ? encodePageCursor(last) : null };
+    return { events: page.map(eventView), nextCursor: rows.length > PAGE && last ? encodeEventCursor(last) : null };
   }
 
   /** The user of this environment with this e-mail (the CLI names users by address). */

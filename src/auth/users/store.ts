@@ -40,7 +40,7 @@ export async function listUsers(db: Queryable, env: { projectId: string; name: s
   const { rows } = await db.query<ListedUser>(
     `SELECT ${LISTED} FROM walgate.users
       WHERE project_id = $1 AND environment = $2 AND ($3::text IS NULL OR email LIKE $3)
-        AND ${page.status ? STATUS_SQL[page.status] : '$4::timestamptz IS NOT NULL'}
+        AND $4::timestamptz IS NOT NULL AND ${page.status ? STATUS_SQL[page.status] : 'true'}
         AND ($5::timestamptz IS NULL OR (created_at, id) < ($5, $6::uuid))
       ORDER BY created_at DESC, id DESC LIMIT $7`,
     [env.projectId, env.name, prefix, now, page.cursor?.createdAt ?? null, page.cursor?.id ?? null, page.limit],

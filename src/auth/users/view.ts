@@ -15,8 +15,18 @@ export function adminUserView(u: ListedUser, now: Date) {
   };
 }
 
-export function eventView(e: AuthEventView) {
+export function eventView({ seq: _seq, ...e }: AuthEventView) {
   return { ...e, createdAt: e.createdAt.toISOString() };
+}
+
+export function encodeEventCursor(e: AuthEventView): string {
+  return Buffer.from(e.seq).toString('base64url');
+}
+
+export function decodeEventCursor(s: string): string {
+  const seq = Buffer.from(s, 'base64url').toString('utf8');
+  if (!/^\d{1,18}$/.test(seq)) throw validationError([{ path: 'cursor', message: 'is not a cursor returned by this API' }]);
+  return seq;
 }
 
 export function encodePageCursor(row: { createdAt: Date; id: string }): string {
