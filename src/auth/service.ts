@@ -211,7 +211,6 @@ export class AuthService {
     const outcome = await rotateRefreshToken(this.ctx.pool, input.refreshToken, env, env.refreshTokenTtlSeconds, now);
     if (outcome.kind === 'reused') {
       this.#count('refresh_reuse');
-      await this.#audit(env, EVENT.sessionRevoked, null, {}, now, outcome.sessionId, { reason: 'refresh token reused' });
       await this.#revokeAccess(env, [outcome.sessionId], now);
       this.ctx.log.warn({ sessionId: outcome.sessionId }, 'a used refresh token was presented again: session revoked');
     }
@@ -306,8 +305,8 @@ export class AuthService {
   }
 
   /** An audit row for an outcome that changes nothing else (a failed login, a reused refresh token). */
-  async #audit(env: Environment, type: AuthEventType, userId: string | null, meta: Partial<RequestMeta>, now: Date, sessionId?: string, details?: Record<string, unknown>) {
-    await append(this.ctx.pool, env, { type, userId, sessionId, details, ...meta }, now);
+  async #audit(env: Environment, type: AuthEventType, userId: string, meta: Partial<RequestMeta>, now: Date) {
+    await append(this.ctx.pool, env, { type, userId, ...meta }, now);
   }
 
   /** Access tokens of these sessions stop working now, although they would verify until they expire. */

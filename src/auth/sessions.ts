@@ -1,6 +1,8 @@
 import { randomUUID } from 'node:crypto';
 import { hashToken, randomToken } from '../core/crypto/tokens.js';
 import { withTransaction, type Pool, type Queryable } from '../core/db/pool.js';
+import { append } from './events/append.js';
+import { AUTH_EVENT } from './events/kinds.js';
 
 // Sessions and their refresh tokens. A session is one login; its id is the access tokens' `sid`.
 // Refresh tokens are opaque 256-bit values, stored hashed, single use: each exchange retires the
@@ -103,12 +105,13 @@ export async function rotateRefreshToken(
     };
   return withTransaction(pool, async (c) => {
     const { rows: seen } = await c.query(
-      `SELECT s.id, rt.used_at FROM walgate.refresh_tokens rt JOIN walgate.sessions s ON s.id = rt.session_id
+      `SELECT s.id, s.user_id, rt.used_at FROM walgate.refresh_tokens rt JOIN walgate.sessions s ON s.id = rt.session_id
         WHERE rt.token_hash = $1 AND s.project_id = $2 AND s.environment = $3`,
       [hash, scope.projectId, scope.name],
     );
     if (seen[0]?.used_at) {
       await revokeSessionRow(c, seen[0].id, 'refresh token reused', now);
+      await append(c, scope, { type: AUTH_EVENT.sessionRevoked, userId: seen[0].user_id, sessionId: seen[0].id, details: { reason: 'refresh token reused' } }, now);
       return { kind: 'reused', sessionId: seen[0].id };
     }
     return { kind: 'invalid' };
