@@ -40,7 +40,21 @@ const layers = {
   graphql: ['core', 'projects', 'auth', 'http', 'auth-events', 'auth-users'],
   docs: ['core', 'http'],
   ops: ['core', 'tailer', 'delivery'],
-  main: ['core', 'projects', 'auth', 'tailer', 'capture', 'delivery', 'webhooks', 'http', 'graphql', 'docs', 'ops', 'auth-events', 'auth-users'],
+  main: [
+    'core',
+    'projects',
+    'auth',
+    'tailer',
+    'capture',
+    'delivery',
+    'webhooks',
+    'http',
+    'graphql',
+    'docs',
+    'ops',
+    'auth-events',
+    'auth-users',
+  ],
   cli: ['core', 'projects', 'auth', 'tailer', 'capture', 'delivery', 'webhooks', 'main', 'auth-events', 'auth-users'],
 };
 

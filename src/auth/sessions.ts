@@ -111,7 +111,12 @@ export async function rotateRefreshToken(
     );
     if (seen[0]?.used_at) {
       await revokeSessionRow(c, seen[0].id, 'refresh token reused', now);
-      await append(c, scope, { type: AUTH_EVENT.sessionRevoked, userId: seen[0].user_id, sessionId: seen[0].id, details: { reason: 'refresh token reused' } }, now);
+      await append(
+        c,
+        scope,
+        { type: AUTH_EVENT.sessionRevoked, userId: seen[0].user_id, sessionId: seen[0].id, details: { reason: 'refresh token reused' } },
+        now,
+      );
       return { kind: 'reused', sessionId: seen[0].id };
     }
     return { kind: 'invalid' };

@@ -110,7 +110,9 @@ export function registerUserCommands(program: Command): void {
       });
     });
 
-  scoped(users.command('logout [user]').description('end every session of a user at once (force logout): their tokens are refused from now on'))
+  scoped(
+    users.command('logout [user]').description('end every session of a user at once (force logout): their tokens are refused from now on'),
+  )
     .option('--email <email>', "the user's e-mail address")
     .action(async (who: string | undefined, o: Scope & { email?: string }) => {
       const target = who ?? o.email;

@@ -41,7 +41,8 @@ class SlowSmtp {
         simpleParser(stream)
           .then(async () => {
             await sleep(this.delayMs);
-            for (const r of session.envelope.rcptTo) this.received.set(r.address.toLowerCase(), (this.received.get(r.address.toLowerCase()) ?? 0) + 1);
+            for (const r of session.envelope.rcptTo)
+              this.received.set(r.address.toLowerCase(), (this.received.get(r.address.toLowerCase()) ?? 0) + 1);
             callback();
           })
           .catch(callback);

@@ -77,7 +77,9 @@ describe('console: the Users page in Chromium', function () {
     await page.getByRole('link', { name: 'ada.lovelace@example.com' }).click();
     await page.getByRole('heading', { name: 'ada.lovelace@example.com' }).waitFor();
     expect(await page.locator('#user-state').innerText()).to.equal('active');
-    expect(await page.getByRole('region', { name: 'Events' }).innerText()).to.contain('user.signed_up').and.contain('user.logged_in');
+    expect(await page.getByRole('region', { name: 'Events' }).innerText())
+      .to.contain('user.signed_up')
+      .and.contain('user.logged_in');
     expect(await page.getByRole('region', { name: 'Sessions' }).innerText()).to.contain('live');
     await checkAccessibility('user detail');
 

@@ -47,16 +47,7 @@ export async function listAuthEvents(db: Queryable, env: { projectId: string; na
         AND ($5::timestamptz IS NULL OR created_at >= $5) AND ($6::timestamptz IS NULL OR created_at < $6)
         AND ($7::bigint IS NULL OR seq < $7)
       ORDER BY seq DESC LIMIT $8`,
-    [
-      env.projectId,
-      env.name,
-      q.userId ?? null,
-      q.type ?? null,
-      q.since ?? null,
-      q.until ?? null,
-      q.cursor ?? null,
-      q.limit,
-    ],
+    [env.projectId, env.name, q.userId ?? null, q.type ?? null, q.since ?? null, q.until ?? null, q.cursor ?? null, q.limit],
   );
   return rows;
 }

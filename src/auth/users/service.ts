@@ -74,14 +74,32 @@ export class UserAdminService {
         const created = await insertUser(
           c,
           env,
-          { email: input.email, name: input.name ?? null, passwordHash, emailVerified: input.emailVerified, appMetadata: input.appMetadata },
+          {
+            email: input.email,
+            name: input.name ?? null,
+            passwordHash,
+            emailVerified: input.emailVerified,
+            appMetadata: input.appMetadata,
+          },
           now,
         );
         await this.#event(c, env, input.invite ? EVENT.invited : EVENT.created, created.id, origin, now, { email: created.email });
         if (input.invite) {
-          const code = await issueCode(c, this.ctx.secrets, created.id, 'recovery', new Date(now.getTime() + env.codeTtlSeconds * 1000), now);
+          const code = await issueCode(
+            c,
+            this.ctx.secrets,
+            created.id,
+            'recovery',
+            new Date(now.getTime() + env.codeTtlSeconds * 1000),
+            now,
+          );
           const mail = inviteMail(created.email, code, Math.round(env.codeTtlSeconds / 60), env.projectId);
-          await enqueueMail(c, this.ctx.secrets, { projectId: env.projectId, environment: env.name, userId: created.id, purpose: 'invite', mail }, now);
+          await enqueueMail(
+            c,
+            this.ctx.secrets,
+            { projectId: env.projectId, environment: env.name, userId: created.id, purpose: 'invite', mail },
+            now,
+          );
         }
         return created;
       });
@@ -148,18 +166,21 @@ export class UserAdminService {
   async userEvents(env: Environment, id: string, q: Omit<EventQuery, 'userId' | 'limit' | 'cursor'> & { cursor?: string }) {
     await this.#find(env, id).catch(async (err: unknown) => {
       // A deleted user's history stays readable until retention removes it.
-      const { rows } = await this.ctx.pool.query('SELECT 1 FROM walgate.auth_events WHERE project_id = $1 AND environment = $2 AND user_id = $3 LIMIT 1', [
-        env.projectId,
-        env.name,
-        id,
-      ]);
+      const { rows } = await this.ctx.pool.query(
+        'SELECT 1 FROM walgate.auth_events WHERE project_id = $1 AND environment = $2 AND user_id = $3 LIMIT 1',
+        [env.projectId, env.name, id],
+      );
       if (!rows.length) throw err;
     });
     return this.events(env, { ...q, userId: id });
   }
 
   async events(env: Environment, q: Omit<EventQuery, 'limit' | 'cursor'> & { cursor?: string }) {
-    const rows = await listAuthEvents(this.ctx.pool, env, { ...q, cursor: q.cursor ? decodeEventCursor(q.cursor) : undefined, limit: PAGE + 1 });
+    const rows = await listAuthEvents(this.ctx.pool, env, {
+      ...q,
+      cursor: q.cursor ? decodeEventCursor(q.cursor) : undefined,
+      limit: PAGE + 1,
+    });
     const page = rows.slice(0, PAGE);
     const last = page.at(-1);
     return { events: page.map(eventView), nextCursor: rows.length > PAGE && last ? encodeEventCursor(last) : null };
@@ -167,11 +188,10 @@ export class UserAdminService {
 
   /** The user of this environment with this e-mail (the CLI names users by address). */
   async idByEmail(env: Environment, email: string): Promise<string | undefined> {
-    const { rows } = await this.ctx.pool.query<{ id: string }>('SELECT id FROM walgate.users WHERE project_id = $1 AND environment = $2 AND email = $3', [
-      env.projectId,
-      env.name,
-      email,
-    ]);
+    const { rows } = await this.ctx.pool.query<{ id: string }>(
+      'SELECT id FROM walgate.users WHERE project_id = $1 AND environment = $2 AND email = $3',
+      [env.projectId, env.name, email],
+    );
     return rows[0]?.id;
   }
 
@@ -181,7 +201,15 @@ export class UserAdminService {
     return user;
   }
 
-  #event(db: Queryable, env: Environment, type: AuthEventType, userId: string, origin: EventOrigin, now: Date, details?: Record<string, unknown>) {
+  #event(
+    db: Queryable,
+    env: Environment,
+    type: AuthEventType,
+    userId: string,
+    origin: EventOrigin,
+    now: Date,
+    details?: Record<string, unknown>,
+  ) {
     return append(db, env, { type, userId, details, ...origin }, now);
   }
 

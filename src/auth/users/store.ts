@@ -49,11 +49,10 @@ export async function listUsers(db: Queryable, env: { projectId: string; name: s
 }
 
 export async function findUser(db: Queryable, env: { projectId: string; name: string }, id: string): Promise<ListedUser | undefined> {
-  const { rows } = await db.query<ListedUser>(`SELECT ${LISTED} FROM walgate.users WHERE project_id = $1 AND environment = $2 AND id = $3`, [
-    env.projectId,
-    env.name,
-    id,
-  ]);
+  const { rows } = await db.query<ListedUser>(
+    `SELECT ${LISTED} FROM walgate.users WHERE project_id = $1 AND environment = $2 AND id = $3`,
+    [env.projectId, env.name, id],
+  );
   return rows[0];
 }
 

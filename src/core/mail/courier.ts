@@ -87,7 +87,10 @@ export class Courier {
     } catch (err) {
       const last = m.attempts >= this.options.maxAttempts;
       const message = (err as Error).message;
-      this.log[last ? 'error' : 'warn']({ mail: m.id, attempts: m.attempts, err: { message } }, last ? 'e-mail dead' : 'e-mail not sent; retrying');
+      this.log[last ? 'error' : 'warn'](
+        { mail: m.id, attempts: m.attempts, err: { message } },
+        last ? 'e-mail dead' : 'e-mail not sent; retrying',
+      );
       await markFailed(this.pool, m.id, message, last ? null : retryDelay(m.attempts, this.options.retryMaxDelayMs)).catch(() => {
         /* the lease ends and the mail is tried again */
       });

@@ -22,7 +22,15 @@ export async function enqueueMail(db: Queryable, secrets: SecretBox, entry: Outb
   await db.query(
     `INSERT INTO walgate.mail_outbox (project_id, environment, user_id, purpose, recipient, message, created_at)
      VALUES ($1, $2, $3, $4, $5, $6, $7)`,
-    [entry.projectId, entry.environment, entry.userId, entry.purpose, entry.mail.to, secrets.seal(JSON.stringify(entry.mail), SEAL_PURPOSE), now],
+    [
+      entry.projectId,
+      entry.environment,
+      entry.userId,
+      entry.purpose,
+      entry.mail.to,
+      secrets.seal(JSON.stringify(entry.mail), SEAL_PURPOSE),
+      now,
+    ],
   );
 }
 
@@ -45,7 +53,11 @@ export async function claimDueMail(db: Queryable, secrets: SecretBox, limit: num
       RETURNING m.id, m.attempts, m.message`,
     [limit, leaseMs],
   );
-  return rows.map((r) => ({ id: r.id, attempts: r.attempts, mail: JSON.parse(secrets.open(r.message, SEAL_PURPOSE).toString('utf8')) as Mail }));
+  return rows.map((r) => ({
+    id: r.id,
+    attempts: r.attempts,
+    mail: JSON.parse(secrets.open(r.message, SEAL_PURPOSE).toString('utf8')) as Mail,
+  }));
 }
 
 export async function markSent(db: Queryable, id: string): Promise<void> {

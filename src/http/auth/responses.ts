@@ -12,7 +12,9 @@ export const user = z.object({
   name: z.string().nullable(),
   emailVerified: z.boolean(),
   createdAt: timestamp,
-  userMetadata: z.record(z.string(), z.unknown()).meta({ description: "The user's own data (`PATCH /auth/me`), a JSON object of at most 16 KB." }),
+  userMetadata: z
+    .record(z.string(), z.unknown())
+    .meta({ description: "The user's own data (`PATCH /auth/me`), a JSON object of at most 16 KB." }),
   appMetadata: z
     .record(z.string(), z.unknown())
     .meta({ description: 'Set by operators only (the admin API); copied into access tokens as the `app_metadata` claim.' }),

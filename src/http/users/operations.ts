@@ -57,7 +57,8 @@ const userOperations = {
     method: 'delete',
     path: '/:id',
     summary: 'Delete a user and everything of theirs',
-    description: 'Sessions, tokens, codes and queued e-mails go with the user; access tokens are refused at once. The audit trail stays until retention.',
+    description:
+      'Sessions, tokens, codes and queued e-mails go with the user; access tokens are refused at once. The audit trail stays until retention.',
     params: s.userParams,
     success: { status: 204, description: 'Deleted.' },
     errors: [...common, 'USER_NOT_FOUND'],
@@ -95,7 +96,8 @@ export const usersApi = {
 
 export const authEventsApi = {
   tag: 'Auth events',
-  description: "The environment's audit trail: one event per auth state change, newest first. Subscribe to them with a webhook on `_auth_events`.",
+  description:
+    "The environment's audit trail: one event per auth state change, newest first. Subscribe to them with a webhook on `_auth_events`.",
   mount: '/api/rest/_auth-events',
   aliases: ['/gw/api/rest/_auth-events'],
   operations: {

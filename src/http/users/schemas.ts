@@ -56,7 +56,13 @@ export const adminUser = z.object({
 
 export const userListResponse = z.object({ users: z.array(adminUser), nextCursor: z.string().nullable() });
 
-const session = z.object({ id: z.uuid(), createdAt: timestamp, expiresAt: timestamp, revokedAt: timestamp.nullable(), revokedReason: z.string().nullable() });
+const session = z.object({
+  id: z.uuid(),
+  createdAt: timestamp,
+  expiresAt: timestamp,
+  revokedAt: timestamp.nullable(),
+  revokedReason: z.string().nullable(),
+});
 const mail = z.object({
   id: z.uuid(),
   purpose: z.string(),

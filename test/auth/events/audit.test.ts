@@ -20,7 +20,11 @@ describe('auth events: the audit trail', function () {
     t = await startAuthApi({ env: { AUTH_EVENTS_RETENTION_MS: String(3600_000), MAIL_RETENTION_MS: String(3600_000) } });
     ({ http } = await t.provision({ projectId: 'audit', name: 'master' }));
     http = http.with({ 'user-agent': AGENT });
-    admin = new HttpClient(t.url, { authorization: `Bearer ${await t.managementToken('audit')}`, 'x-project-id': 'audit', environment: 'master' });
+    admin = new HttpClient(t.url, {
+      authorization: `Bearer ${await t.managementToken('audit')}`,
+      'x-project-id': 'audit',
+      environment: 'master',
+    });
   });
   after(() => t.close());
 
@@ -40,7 +44,11 @@ describe('auth events: the audit trail', function () {
     await http.post('/auth/recover-password', { email: account.email });
     const mail = await t.smtp.waitFor(account.email, { after: before, timeoutMs: 15_000 });
     await http.post('/auth/reset-password', { email: account.email, code: codeIn(mail), newPassword: `${PASSWORD} again` });
-    await http.patch('/auth/me', { userMetadata: { a: 1 } }, bearer((await http.post('/auth/login', { email: account.email, password: `${PASSWORD} again` })).body.accessToken));
+    await http.patch(
+      '/auth/me',
+      { userMetadata: { a: 1 } },
+      bearer((await http.post('/auth/login', { email: account.email, password: `${PASSWORD} again` })).body.accessToken),
+    );
     await admin.patch(`/api/rest/_users/${account.userId}`, { disabled: true, appMetadata: { tier: 1 } });
     await admin.patch(`/api/rest/_users/${account.userId}`, { disabled: false, emailVerified: false });
     await admin.post(`/api/rest/_users/${account.userId}/logout`);
@@ -66,7 +74,8 @@ describe('auth events: the audit trail', function () {
       'user.deleted',
     ]);
     const byType = (type: string) => events.filter((e) => e.type === type);
-    for (const e of events.filter((x) => !x.actor)) expect(e.userAgent, e.type).to.satisfy((ua: string | null) => ua === AGENT || e.type === 'user.session_revoked');
+    for (const e of events.filter((x) => !x.actor))
+      expect(e.userAgent, e.type).to.satisfy((ua: string | null) => ua === AGENT || e.type === 'user.session_revoked');
     expect(byType('user.logged_in')[0].sessionId).to.be.a('string');
     expect(byType('user.logged_out')[0].sessionId).to.equal(byType('user.logged_in')[0].sessionId);
     expect(byType('user.signed_up')[0].clientAddress).to.match(/127\.0\.0\.1/);
@@ -110,7 +119,9 @@ describe('auth events: the audit trail', function () {
     expect(report.mail_outbox).to.be.greaterThan(0);
     expect(await eventsOf(old.userId)).to.deep.equal([]);
     expect((await eventsOf(fresh.userId)).map((e) => e.type)).to.include('user.signed_up');
-    const { rows } = await t.ctx.pool.query('SELECT user_id FROM walgate.mail_outbox WHERE user_id = ANY($1)', [[old.userId, fresh.userId]]);
+    const { rows } = await t.ctx.pool.query('SELECT user_id FROM walgate.mail_outbox WHERE user_id = ANY($1)', [
+      [old.userId, fresh.userId],
+    ]);
     expect(rows.map((r) => r.user_id)).to.deep.equal([fresh.userId]);
   });
 });

@@ -159,7 +159,10 @@ describe('auth events delivered by webhooks (`_auth_events`)', function () {
         await launch();
       }
       await signups;
-      expect(killedAt.some((n) => n > 0 && n < total), `deliveries at each kill: ${killedAt}`).to.equal(true);
+      expect(
+        killedAt.some((n) => n > 0 && n < total),
+        `deliveries at each kill: ${killedAt}`,
+      ).to.equal(true);
       const idsByUser = await eventually(
         async () => {
           const m = new Map<string, Set<string>>();

@@ -117,7 +117,8 @@ describe('users: the admin API and its CLI twins', function () {
 
   it('lists with an e-mail prefix, a status and cursor pages', async () => {
     const prefix = `page${Date.now().toString(36)}`;
-    for (let i = 0; i < 3; i++) await admin.post('/api/rest/_users', { email: `${prefix}.${i}@example.com`, password: PASSWORD, emailVerified: true });
+    for (let i = 0; i < 3; i++)
+      await admin.post('/api/rest/_users', { email: `${prefix}.${i}@example.com`, password: PASSWORD, emailVerified: true });
     await admin.post('/api/rest/_users', { email: `${prefix}.unverified@example.com`, password: PASSWORD });
     const all = await admin.get(`/api/rest/_users?query=${prefix}`);
     expect(all.status, JSON.stringify(all.body)).to.equal(200);
@@ -226,7 +227,11 @@ describe('users: the admin API and its CLI twins', function () {
     const me = await http.get('/auth/me', bearer(refreshed.body.accessToken));
     expect(me.body.user.userMetadata).to.deep.equal({ theme: 'dark' });
     // The user cannot write appMetadata, and 16 KB is the bound.
-    const sneaky = await http.patch('/auth/me', { userMetadata: {}, appMetadata: { roles: ['admin'] } }, bearer(refreshed.body.accessToken));
+    const sneaky = await http.patch(
+      '/auth/me',
+      { userMetadata: {}, appMetadata: { roles: ['admin'] } },
+      bearer(refreshed.body.accessToken),
+    );
     expect(sneaky.status).to.equal(200);
     expect(sneaky.body.user.appMetadata).to.deep.equal({ roles: ['editor'] });
     const big = await http.patch('/auth/me', { userMetadata: { blob: 'x'.repeat(17 * 1024) } }, bearer(refreshed.body.accessToken));
