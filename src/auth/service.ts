@@ -1,16 +1,15 @@
 import { TtlCache } from '../core/cache.js';
 import type { Context } from '../core/context.js';
-import { PgCode, pgCode, withTransaction, type Queryable } from '../core/db/pool.js';
+import { PgCode, pgCode, withTransaction } from '../core/db/pool.js';
 import { AppError, validationError } from '../core/errors.js';
 import type { Environment } from '../projects/environments.js';
-import { enqueueMail } from '../core/mail/outbox.js';
 import { append } from './events/append.js';
 import { AUTH_EVENT as EVENT, type AuthEventType } from './events/kinds.js';
 import { enforceRateLimit, type RateLimitPolicy } from '../core/store/rate-limits.js';
-import { consumeCode, issueCode, matchCode, takeCode, type CodePurpose } from './codes.js';
+import { consumeCode, matchCode, takeCode } from './codes.js';
 import type { KeyRing } from './keyring.js';
 import { accountKey, clearLoginFailures, recordLoginSuccess, reserveLoginAttempt } from './lockout.js';
-import { codeMail } from './mail.js';
+import { queueCodeMail } from './mail.js';
 import { hashPassword, lengthViolations, needsRehash, passwordViolations, spendVerificationTime, verifyPassword } from './passwords.js';
 import { createSession, revokeSessionRow, revokeUserSessions, rotateRefreshToken } from './sessions.js';
 import { bearerToken, issueAccessToken, verifyAccessToken, type AccessClaims } from './tokens.js';
@@ -81,7 +80,7 @@ export class AuthService {
       // on the unique index; one commits, the others get 409 (and leave no event).
       const user = await withTransaction(this.ctx.pool, async (c) => {
         const created = await users.insertUser(c, env, { email: input.email, name: input.name ?? null, passwordHash }, now);
-        await this.#mailCode(c, env, created, 'signup', now);
+        await queueCodeMail(c, this.ctx.secrets, env, created, 'signup', now);
         await append(c, env, { type: EVENT.signedUp, userId: created.id, ...meta, details: { email: created.email } }, now);
         return created;
       });
@@ -170,7 +169,7 @@ export class AuthService {
         const user = await users.findUserByEmail(this.ctx.pool, env, input.email);
         if (!user) return;
         await withTransaction(this.ctx.pool, async (c) => {
-          await this.#mailCode(c, env, user, 'recovery', now);
+          await queueCodeMail(c, this.ctx.secrets, env, user, 'recovery', now);
           await append(c, env, { type: EVENT.recoveryRequested, userId: user.id, ...meta }, now);
         });
         this.ctx.courier.nudge();
@@ -291,17 +290,6 @@ export class AuthService {
       appMetadata: user.appMetadata,
     });
     return { accessToken: access.token, refreshToken: session.refreshToken, tokenType: 'Bearer', expiresIn: access.expiresIn };
-  }
-
-  #codeExpiry(env: Environment, now: Date): Date {
-    return new Date(now.getTime() + env.codeTtlSeconds * 1000);
-  }
-
-  /** A fresh code and its e-mail, in the caller's transaction: the courier sends it after the commit. */
-  async #mailCode(db: Queryable, env: Environment, user: users.User, purpose: CodePurpose, now: Date): Promise<void> {
-    const code = await issueCode(db, this.ctx.secrets, user.id, purpose, this.#codeExpiry(env, now), now);
-    const mail = codeMail(purpose, user.email, code, Math.round(env.codeTtlSeconds / 60), env.projectId);
-    await enqueueMail(db, this.ctx.secrets, { projectId: env.projectId, environment: env.name, userId: user.id, purpose, mail }, now);
   }
 
   /** An audit row for an outcome that changes nothing else (a failed login, a reused refresh token). */
