@@ -38,7 +38,7 @@ const operations = {
     headers: projectHeaders,
     body: body.confirmSignupBody,
     success: { status: 200, description: 'Verified; a token pair and the user.', schema: res.confirmSignupResponse },
-    errors: [...withBody, 'AUTH_INVALID_CODE', 'RATE_LIMIT_EXCEEDED'],
+    errors: [...withBody, 'AUTH_INVALID_CODE', 'RATE_LIMIT_EXCEEDED', 'AUTH_USER_DISABLED'],
   },
   login: {
     method: 'post',
@@ -49,7 +49,14 @@ const operations = {
     headers: projectHeaders,
     body: body.loginBody,
     success: { status: 200, description: 'A token pair.', schema: res.tokenPair },
-    errors: [...withBody, 'AUTH_INVALID_CREDENTIALS', 'AUTH_EMAIL_NOT_VERIFIED', 'AUTH_ACCOUNT_LOCKED', 'RATE_LIMIT_EXCEEDED'],
+    errors: [
+      ...withBody,
+      'AUTH_INVALID_CREDENTIALS',
+      'AUTH_EMAIL_NOT_VERIFIED',
+      'AUTH_ACCOUNT_LOCKED',
+      'RATE_LIMIT_EXCEEDED',
+      'AUTH_USER_DISABLED',
+    ],
   },
   recoverPassword: {
     method: 'post',

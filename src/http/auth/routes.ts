@@ -50,8 +50,8 @@ export function authRouter(service: AuthService, environments: EnvironmentCache,
   });
   handle(r, op.updateMe, async (req, res) => {
     const e = await env(req);
-    const claims = await service.authenticate(e, req.get('authorization'));
     const { userMetadata } = parse(op.updateMe.body, req.body);
+    const claims = await service.authenticate(e, req.get('authorization'));
     const user = await users.setUserMetadata(e, claims.sub, userMetadata, meta(req));
     service.forgetProfile(claims.sid);
     reply(res, op.updateMe, { user: userView(user) });
