@@ -3,7 +3,7 @@ import type { Context } from '../core/context.js';
 import { PgCode, pgCode, withTransaction } from '../core/db/pool.js';
 import { AppError, validationError } from '../core/errors.js';
 import type { Environment } from '../projects/environments.js';
-import { append } from './events/append.js';
+import { append, appendIfUser } from './events/append.js';
 import { AUTH_EVENT as EVENT, type AuthEventType } from './events/kinds.js';
 import { enforceRateLimit, type RateLimitPolicy } from '../core/store/rate-limits.js';
 import { consumeCode, matchCode, takeCode } from './codes.js';
@@ -140,9 +140,10 @@ export class AuthService {
     const right = user ? await verifyPassword(user.passwordHash, input.password) : await spendVerificationTime(input.password);
     if (!user || !right) {
       this.#count(attempt.lockedHere ? 'login_locked' : 'login_failed');
-      // Known accounts only: an audit row per unknown address would be a table anyone can fill.
-      if (user) await this.#audit(env, attempt.lockedHere ? EVENT.locked : EVENT.loginFailed, user.id, meta, now);
-      if (user && attempt.lockedHere) await users.markLocked(this.ctx.pool, user.id, attempt.lockedHere);
+      // Known accounts only (an audit row per unknown address would be a table anyone can fill),
+      // through statements that cost the same for unknown ones.
+      await this.#audit(env, attempt.lockedHere ? EVENT.locked : EVENT.loginFailed, user?.id ?? null, meta, now);
+      if (attempt.lockedHere) await users.markLocked(this.ctx.pool, user?.id ?? NOBODY, attempt.lockedHere);
       if (attempt.lockedHere) throw locked(attempt.lockedHere);
       throw new AppError('AUTH_INVALID_CREDENTIALS');
     }
@@ -293,8 +294,8 @@ export class AuthService {
   }
 
   /** An audit row for an outcome that changes nothing else (a failed login, a reused refresh token). */
-  async #audit(env: Environment, type: AuthEventType, userId: string, meta: Partial<RequestMeta>, now: Date) {
-    await append(this.ctx.pool, env, { type, userId, ...meta }, now);
+  async #audit(env: Environment, type: AuthEventType, userId: string | null, meta: Partial<RequestMeta>, now: Date) {
+    await appendIfUser(this.ctx.pool, env, { type, userId, ...meta }, now);
   }
 
   /** Access tokens of these sessions stop working now, although they would verify until they expire. */
