@@ -21,6 +21,7 @@ const elements = [
   { type: 'graphql', pattern: 'src/graphql/**', partialMatch: false },
   { type: 'docs', pattern: 'src/docs/**', partialMatch: false },
   { type: 'ops', pattern: 'src/ops/**', partialMatch: false },
+  { type: 'retention', pattern: 'src/retention/**', partialMatch: false },
   { type: 'cli', pattern: 'src/cli/**', partialMatch: false },
   { type: 'main', pattern: 'src/main/**', partialMatch: false },
 ];
@@ -40,6 +41,7 @@ const layers = {
   graphql: ['core', 'projects', 'auth', 'http', 'auth-events', 'auth-users'],
   docs: ['core', 'http'],
   ops: ['core', 'tailer', 'delivery'],
+  retention: ['core'],
   main: [
     'core',
     'projects',
@@ -52,6 +54,7 @@ const layers = {
     'graphql',
     'docs',
     'ops',
+    'retention',
     'auth-events',
     'auth-users',
   ],
