@@ -17,6 +17,7 @@ import {
   type MinuteBucket,
 } from '../delivery/sql/history.js';
 import { AppError, validationError, type Violation } from '../core/errors.js';
+import { decodePageCursor, encodePageCursor } from '../core/page-cursor.js';
 import type { Environment } from '../projects/environments.js';
 import { CaptureError, captureTable, lockCapturedTables, releaseTable, retainChanges } from '../tailer/capture/index.js';
 import type { CreateBody, UpdateBody } from './schemas.js';
@@ -37,27 +38,6 @@ interface BodyFacts {
   select?: string[] | null;
   /** Set when the body asks for row ordering (or moves a row-ordered subscription to another table): the table needs a primary key. */
   rowOrdered?: boolean;
-}
-
-interface Cursor {
-  createdAt: Date;
-  id: string;
-}
-
-function encodeCursor(c: Cursor): string {
-  return Buffer.from(JSON.stringify([c.createdAt.toISOString(), c.id])).toString('base64url');
-}
-
-function decodeCursor(s: string, ids = /^wh_\w{1,125}$/): Cursor {
-  try {
-    const [at, id] = JSON.parse(Buffer.from(s, 'base64url').toString('utf8')) as [string, string];
-    const createdAt = new Date(at);
-    // Only ids this API hands out: anything else (a NUL, SQL, 10 KB) never reaches a query.
-    if (typeof id !== 'string' || !ids.test(id) || Number.isNaN(createdAt.getTime())) throw new Error('bad cursor');
-    return { createdAt, id };
-  } catch {
-    throw validationError([{ path: 'cursor', message: 'is not a cursor returned by this API' }]);
-  }
 }
 
 export class WebhookService {
@@ -95,11 +75,11 @@ export class WebhookService {
   }
 
   async list(env: Environment, limit: number, cursor: string | undefined): Promise<{ webhooks: WebhookView[]; nextCursor: string | null }> {
-    const after = cursor ? decodeCursor(cursor) : undefined;
+    const after = cursor ? decodePageCursor(cursor, /^wh_\w{1,125}$/) : undefined;
     const rows = await store.listWebhooks(this.ctx.pool, env.projectId, env.name, limit + 1, after);
     const page = rows.slice(0, limit);
     const last = page[page.length - 1];
-    return { webhooks: page.map(webhookView), nextCursor: rows.length > limit && last ? encodeCursor(last) : null };
+    return { webhooks: page.map(webhookView), nextCursor: rows.length > limit && last ? encodePageCursor(last) : null };
   }
 
   async get(env: Environment, id: string): Promise<{ webhook: WebhookView; health: WebhookHealth; deliveries: DeliveryView[] }> {
@@ -128,13 +108,13 @@ export class WebhookService {
     q: Omit<DeliveryQuery, 'after'> & { cursor?: string },
   ): Promise<{ deliveries: DeliveryView[]; nextCursor: string | null }> {
     const row = await this.#find(env, id);
-    const after = q.cursor ? decodeCursor(q.cursor, /^del_\w{1,250}$/) : undefined;
+    const after = q.cursor ? decodePageCursor(q.cursor, /^del_\w{1,250}$/) : undefined;
     const rows = await listDeliveries(this.ctx.pool, row.id, { ...q, after, limit: q.limit + 1 });
     const page = rows.slice(0, q.limit);
     const last = page[page.length - 1];
     return {
       deliveries: page,
-      nextCursor: rows.length > q.limit && last ? encodeCursor({ createdAt: new Date(last.createdAt), id: last.id }) : null,
+      nextCursor: rows.length > q.limit && last ? encodePageCursor({ createdAt: new Date(last.createdAt), id: last.id }) : null,
     };
   }
 

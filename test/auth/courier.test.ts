@@ -9,6 +9,7 @@ import { freePort } from '../../src/core/db/embedded.js';
 import { countQueuedMail } from '../../src/core/mail/outbox.js';
 import type { TestApi } from '../support/api.js';
 import { HttpClient } from '../support/http.js';
+import { killDaemon } from '../tailer/support.js';
 import { PASSWORD, startAuthApi, uniqueEmail } from './support.js';
 
 // E-mail that is never lost: many signups against a mail server that answers slowly, then stops
@@ -110,13 +111,7 @@ describe('auth: the courier never loses an e-mail', function () {
     }
   };
 
-  const killApi = async () => {
-    const child = api!;
-    if (child.exitCode !== null) return;
-    const exited = new Promise((resolve) => child.once('exit', resolve));
-    child.kill('SIGKILL');
-    await exited;
-  };
+  const killApi = () => killDaemon(api);
 
   before(async () => {
     smtp = new SlowSmtp(SMTP_DELAY_MS);

@@ -14,7 +14,7 @@ import { revokeUserSessions } from '../sessions.js';
 import { insertUser } from '../users.js';
 import * as store from './store.js';
 import { inviteMail } from './invite.js';
-import { adminUserView, decodeEventCursor, decodePageCursor, encodeEventCursor, encodePageCursor, eventView } from './view.js';
+import { adminUserView, decodeEventCursor, decodeUserCursor, encodeEventCursor, encodeUserCursor, eventView } from './view.js';
 
 // Operators' view of end users (the admin API and the CLI): every change appends its audit row,
 // with the management token that made it, in the change's transaction.
@@ -45,12 +45,12 @@ export class UserAdminService {
     const rows = await store.listUsers(
       this.ctx.pool,
       env,
-      { query: q.query, status: q.status, cursor: q.cursor ? decodePageCursor(q.cursor) : undefined, limit: PAGE + 1 },
+      { query: q.query, status: q.status, cursor: q.cursor ? decodeUserCursor(q.cursor) : undefined, limit: PAGE + 1 },
       now,
     );
     const page = rows.slice(0, PAGE);
     const last = page.at(-1);
-    return { users: page.map((u) => adminUserView(u, now)), nextCursor: rows.length > PAGE && last ? encodePageCursor(last) : null };
+    return { users: page.map((u) => adminUserView(u, now)), nextCursor: rows.length > PAGE && last ? encodeUserCursor(last) : null };
   }
 
   async get(env: Environment, id: string) {

@@ -1,4 +1,5 @@
 import { validationError } from '../../core/errors.js';
+import { decodePageCursor, encodePageCursor } from '../../core/page-cursor.js';
 import type { AuthEventView } from '../events/store.js';
 import { userView } from '../users.js';
 import { statusOf, type ListedUser } from './store.js';
@@ -29,20 +30,8 @@ export function decodeEventCursor(s: string): string {
   return seq;
 }
 
-export function encodePageCursor(row: { createdAt: Date; id: string }): string {
-  return Buffer.from(JSON.stringify([row.createdAt.toISOString(), row.id])).toString('base64url');
-}
-
 const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
 
-export function decodePageCursor(s: string): { createdAt: Date; id: string } {
-  try {
-    const [at, id] = JSON.parse(Buffer.from(s, 'base64url').toString('utf8')) as [string, string];
-    const createdAt = new Date(at);
-    // Only what this API hands out reaches a query.
-    if (typeof id !== 'string' || !UUID.test(id) || Number.isNaN(createdAt.getTime())) throw new Error('bad cursor');
-    return { createdAt, id };
-  } catch {
-    throw validationError([{ path: 'cursor', message: 'is not a cursor returned by this API' }]);
-  }
-}
+export const encodeUserCursor = encodePageCursor;
+
+export const decodeUserCursor = (s: string) => decodePageCursor(s, UUID);

@@ -6,7 +6,7 @@ import { eventually, startPipeline, type Pipeline } from '../../delivery/support
 import { HttpClient } from '../../support/http.js';
 import { TestReceiver, verifies } from '../../support/receiver.js';
 import { testCertificates } from '../../support/tls.js';
-import { spawnTailerDaemon } from '../../tailer/support.js';
+import { killDaemon, spawnTailerDaemon } from '../../tailer/support.js';
 import { GENEROUS_LIMITS, PASSWORD, uniqueEmail } from '../support.js';
 
 // Auth events as webhooks: a subscription on `_auth_events` receives its environment's audit rows,
@@ -126,13 +126,7 @@ describe('auth events delivered by webhooks (`_auth_events`)', function () {
     const launch = async () => {
       child = await spawnTailerDaemon(p.t, { WEBHOOK_ALLOW_PRIVATE_NETWORKS: 'true', NODE_EXTRA_CA_CERTS: caFile });
     };
-    const kill = async () => {
-      const c = child!;
-      if (c.exitCode !== null) return;
-      const exited = new Promise((resolve) => c.once('exit', resolve));
-      c.kill('SIGKILL');
-      await exited;
-    };
+    const kill = () => killDaemon(child);
     const total = 200;
     const userIds: string[] = [];
     const killedAt: number[] = [];
