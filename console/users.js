@@ -71,8 +71,8 @@ async function detailView(ui, id) {
   const act = async (what, fn) => {
     try {
       await fn();
-      ui.say(what);
       await detailView(ui, id);
+      ui.say(what); // after the new view is shown: what it says is what the page shows
     } catch (err) {
       ui.problem(err);
     }

@@ -105,18 +105,20 @@ export async function rotateRefreshToken(
     };
   return withTransaction(pool, async (c) => {
     const { rows: seen } = await c.query(
-      `SELECT s.id, s.user_id, rt.used_at FROM walgate.refresh_tokens rt JOIN walgate.sessions s ON s.id = rt.session_id
+      `SELECT s.id, s.user_id, s.revoked_at, rt.used_at FROM walgate.refresh_tokens rt JOIN walgate.sessions s ON s.id = rt.session_id
         WHERE rt.token_hash = $1 AND s.project_id = $2 AND s.environment = $3`,
       [hash, scope.projectId, scope.name],
     );
     if (seen[0]?.used_at) {
       await revokeSessionRow(c, seen[0].id, 'refresh token reused', now);
-      await append(
-        c,
-        scope,
-        { type: AUTH_EVENT.sessionRevoked, userId: seen[0].user_id, sessionId: seen[0].id, details: { reason: 'refresh token reused' } },
-        now,
-      );
+      // An event when this revokes the session (not for a token of a session that had ended).
+      if (!seen[0].revoked_at)
+        await append(
+          c,
+          scope,
+          { type: AUTH_EVENT.sessionRevoked, userId: seen[0].user_id, sessionId: seen[0].id, details: { reason: 'refresh token reused' } },
+          now,
+        );
       return { kind: 'reused', sessionId: seen[0].id };
     }
     return { kind: 'invalid' };
