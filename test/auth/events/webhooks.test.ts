@@ -110,6 +110,13 @@ describe('auth events delivered by webhooks (`_auth_events`)', function () {
       filter: { password: 'x' },
     });
     expect([bad.status, bad.body.violations?.[0]?.path]).to.deep.equal([400, 'filter.password']);
+    // Deleting the last subscription on `_auth_events` leaves the audit table captured for the others.
+    const list = await api.get('/api/rest/_webhooks');
+    for (const w of list.body.webhooks) expect((await api.delete(`/api/rest/_webhooks/${w.id}`)).status).to.equal(204);
+    const { rowCount } = await p.t.ctx.pool.query(
+      `SELECT 1 FROM pg_publication_tables WHERE pubname = 'walgate' AND schemaname = 'walgate' AND tablename = 'auth_events'`,
+    );
+    expect(rowCount).to.equal(1);
   });
 
   it('the tailer SIGKILLed during 200 signups: every event delivered, each under one id', async function () {
