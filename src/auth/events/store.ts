@@ -51,3 +51,12 @@ export async function listAuthEvents(db: Queryable, env: { projectId: string; na
   );
   return rows;
 }
+
+/** Whether the environment's trail holds any event of this user (deleted users' included). */
+export async function hasAuthEvents(db: Queryable, env: { projectId: string; name: string }, userId: string): Promise<boolean> {
+  const { rowCount } = await db.query(
+    'SELECT 1 FROM walgate.auth_events WHERE project_id = $1 AND environment = $2 AND user_id = $3 LIMIT 1',
+    [env.projectId, env.name, userId],
+  );
+  return (rowCount ?? 0) > 0;
+}

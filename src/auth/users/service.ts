@@ -8,7 +8,7 @@ import type { Environment } from '../../projects/environments.js';
 import { issueCode } from '../codes.js';
 import { append, type EventOrigin } from '../events/append.js';
 import { AUTH_EVENT as EVENT, type AuthEventType } from '../events/kinds.js';
-import { listAuthEvents, type EventQuery } from '../events/store.js';
+import { hasAuthEvents, listAuthEvents, type EventQuery } from '../events/store.js';
 import { hashPassword, passwordViolations } from '../passwords.js';
 import { revokeUserSessions } from '../sessions.js';
 import { insertUser } from '../users.js';
@@ -164,14 +164,9 @@ export class UserAdminService {
   }
 
   async userEvents(env: Environment, id: string, q: Omit<EventQuery, 'userId' | 'limit' | 'cursor'> & { cursor?: string }) {
-    await this.#find(env, id).catch(async (err: unknown) => {
-      // A deleted user's history stays readable until retention removes it.
-      const { rows } = await this.ctx.pool.query(
-        'SELECT 1 FROM walgate.auth_events WHERE project_id = $1 AND environment = $2 AND user_id = $3 LIMIT 1',
-        [env.projectId, env.name, id],
-      );
-      if (!rows.length) throw err;
-    });
+    // A deleted user's history stays readable until retention removes it: 404 is for an id with neither.
+    if (!(await store.findUser(this.ctx.pool, env, id)) && !(await hasAuthEvents(this.ctx.pool, env, id)))
+      throw new AppError('USER_NOT_FOUND');
     return this.events(env, { ...q, userId: id });
   }
 
