@@ -99,6 +99,7 @@ export class Courier {
 
   /** Waits `ms`, or less when nudged or stopped. */
   async #rest(ms: number): Promise<void> {
+    if (this.#abort.signal.aborted) return;
     await new Promise<void>((resolve) => {
       const done = () => {
         this.#wake = undefined;
