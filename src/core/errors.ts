@@ -15,6 +15,7 @@ export const ERRORS = {
   AUTH_NOT_CONFIGURED: [404, 'Authentication is not enabled for this project and environment.'],
   WEBHOOK_NOT_FOUND: [404, 'No webhook with this id in this project and environment.'],
   DELIVERY_NOT_FOUND: [404, 'No delivery with this id for this webhook.'],
+  REPLAY_NOT_FOUND: [404, 'No replay with this id for this webhook.'],
   NOT_FOUND: [404, 'No such route.'],
   USER_NOT_FOUND: [404, 'No user with this id in this project and environment.'],
   METHOD_NOT_ALLOWED: [405, 'This method is not allowed on this route.'],
