@@ -47,10 +47,13 @@ async function listView(ui, params) {
     status,
     h('button', { type: 'submit' }, 'Search'),
   );
-  ui.show('Users', form, h('p', { id: 'loading' }, 'Loading…'));
+  // Held by reference: another view's late answer may look for its own #loading meanwhile.
+  const loading = h('p', {}, 'Loading…');
+  ui.show('Users', form, loading);
   const q = new URLSearchParams();
   for (const k of ['query', 'status']) if (params.get(k)) q.set(k, params.get(k));
   const page = await users('GET', q.size ? `?${q}` : '');
+  if (!loading.isConnected) return; // navigated away meanwhile
   const rows = page.users.map((u) =>
     h(
       'tr',
@@ -60,13 +63,15 @@ async function listView(ui, params) {
       h('td', {}, time(u.createdAt)),
     ),
   );
-  document.getElementById('loading')?.replaceWith(
+  loading.replaceWith(
     rows.length ? ui.scrollTable('Users', ['E-mail', 'Status', 'Created'], rows) : h('p', {}, 'No user matches.'),
   );
 }
 
 async function detailView(ui, id) {
+  const hash = location.hash;
   const [detail, trail] = await Promise.all([users('GET', `/${enc(id)}`), users('GET', `/${enc(id)}/events`)]);
+  if (location.hash !== hash) return; // navigated away meanwhile
   const u = detail.user;
   const act = async (what, fn) => {
     try {

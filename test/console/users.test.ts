@@ -64,6 +64,7 @@ describe('console: the Users page in Chromium', function () {
     await page.locator('#token').fill(token);
     await page.getByRole('button', { name: 'Sign in' }).click();
     await page.getByRole('heading', { name: 'Subscriptions' }).waitFor();
+    await page.getByText('No subscription in this environment yet.').waitFor();
 
     await page.getByRole('link', { name: 'Users' }).click();
     await page.getByRole('heading', { name: 'Users' }).waitFor();
