@@ -1,6 +1,7 @@
 import { ApiError, call, clearSession, currentSession, enc, saveSession } from './api.js';
 import { minuteChart } from './chart.js';
 import { h, time } from './dom.js';
+import { usersRoute } from './users.js';
 
 // The delivery console: one project (the management token's) and its environments. Views by the
 // URL's fragment (#/, #/new, #/w/<id>, #/w/<id>/edit) — ids only: the token never goes in a URL.
@@ -129,7 +130,8 @@ function renderSessionBar() {
       'Sign out',
     ),
   );
-  sessionBar.replaceChildren(form);
+  const views = h('span', { class: 'views' }, h('a', { href: '#/' }, 'Webhooks'), ' ', h('a', { href: '#/users' }, 'Users'));
+  sessionBar.replaceChildren(views, form);
 }
 
 function signInView() {
@@ -594,6 +596,7 @@ async function route() {
   const hash = location.hash.replace(/^#/, '') || '/';
   const m = /^\/w\/([^/]+)(\/edit)?$/.exec(hash);
   try {
+    if (await usersRoute(hash, { show, say, problem, ask, scrollTable })) return;
     if (hash === '/new') await formView(null);
     else if (m) await (m[2] ? formView(decodeURIComponent(m[1])) : detailView(decodeURIComponent(m[1])));
     else await listView();

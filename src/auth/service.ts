@@ -2,11 +2,13 @@ import type { Context } from '../core/context.js';
 import { PgCode, pgCode, withTransaction } from '../core/db/pool.js';
 import { AppError, validationError } from '../core/errors.js';
 import type { Environment } from '../projects/environments.js';
-import { consumeCode, issueCode, matchCode, takeCode, type CodePurpose } from './codes.js';
+import { consumeCode, matchCode, takeCode, type CodePurpose } from './codes.js';
+import { append, appendIfUser, type EventOrigin } from './events/append.js';
+import { AUTH_EVENT as EVENT, type AuthEventType } from './events/kinds.js';
 import type { KeyRing } from './keyring.js';
 import { spendLimit } from './limits.js';
 import { accountKey, clearLoginFailures, deviceClient, recordLoginSuccess, reserveLoginAttempt } from './lockout.js';
-import { codeMail } from './mail.js';
+import { queueCodeMail } from './mail.js';
 import { hashPassword, lengthViolations, needsRehash, passwordViolations, spendVerificationTime, verifyPassword } from './passwords.js';
 import { issueDeviceToken, trustedDevice } from './sessions/devices.js';
 import { LOGOUT_MESSAGE, SessionService, type TokenPair } from './sessions/service.js';
@@ -27,6 +29,8 @@ export const MESSAGES = {
 export interface RequestMeta {
   /** The client's key for per-IP limits and lockouts (IPv6: its /64). */
   ip: string;
+  /** The client's own address, for the audit trail. */
+  clientAddress?: string | null;
   userAgent?: string | null;
   /** The `X-Device-Token` header of a client that logged in to the account before. */
   deviceToken?: string;
@@ -49,23 +53,24 @@ export class AuthService {
   }
 
   async signup(env: Environment, input: { email: string; password: string; name?: string | null }, meta: RequestMeta) {
-    // Cheap checks first (limit, a full mail queue, a taken address), then the expensive ones.
+    // Cheap checks first (limit, a taken address), then the expensive ones.
     await spendLimit(this.ctx, env, 'signup', meta.ip);
-    if (this.ctx.mailQueue.full) throw mailUnavailable();
     if (await users.findUserByEmail(this.ctx.pool, env, input.email)) throw new AppError('AUTH_EMAIL_EXISTS');
     const violations = passwordViolations(input.password, input.email);
     if (violations.length) throw validationError(violations, 'The password does not meet the policy.');
     const passwordHash = await hashPassword(input.password);
     const now = this.ctx.clock();
     try {
-      // User and code commit together; the e-mail leaves after the commit, through the queue, so a
-      // slow mail server holds no connection. Concurrent signups with one address wait on the
-      // unique index; one commits, the others get 409.
-      const { user, code } = await withTransaction(this.ctx.pool, async (c) => {
+      // User, code, its e-mail and the audit row commit together; the courier sends the e-mail
+      // later, so a slow mail server holds no request. Concurrent signups with one address wait
+      // on the unique index; one commits, the others get 409 (and leave no event).
+      const user = await withTransaction(this.ctx.pool, async (c) => {
         const created = await users.insertUser(c, env, { email: input.email, name: input.name ?? null, passwordHash }, now);
-        return { user: created, code: await issueCode(c, this.ctx.secrets, created.id, 'signup', this.#codeExpiry(env, now), now) };
+        await queueCodeMail(c, this.ctx.secrets, env, created, 'signup', now);
+        await append(c, env, { type: EVENT.signedUp, userId: created.id, ...origin(meta), details: { email: created.email } }, now);
+        return created;
       });
-      this.#mailCode(env, user, 'signup', code);
+      this.ctx.courier.nudge();
       this.#count('signup');
       return { userId: user.id, message: MESSAGES.signup };
     } catch (err) {
@@ -93,7 +98,10 @@ export class AuthService {
       throw new AppError('AUTH_INVALID_CODE');
     }
     this.#count('confirm_ok');
-    const verified = await users.markVerified(this.ctx.pool, user.id, now);
+    const verified = await withTransaction(this.ctx.pool, async (c) => {
+      await append(c, env, { type: EVENT.confirmed, userId: user.id, ...origin(meta) }, now);
+      return users.markVerified(c, user.id, now);
+    });
     const pair = await this.sessions.start(env, verified, meta, now);
     const deviceToken = issueDeviceToken(this.ctx.secrets, accountKey(this.ctx.secrets, env, input.email));
     return { ...pair, deviceToken, user: users.userView(verified) };
@@ -127,6 +135,10 @@ export class AuthService {
     const right = user ? await verifyPassword(user.passwordHash, input.password) : await spendVerificationTime(input.password);
     if (!user || !right) {
       this.#count(attempt.lockedHere ? 'login_locked' : 'login_failed');
+      // Known accounts only (an audit row per unknown address would be a table anyone can fill),
+      // through statements that cost the same for unknown ones.
+      await this.#audit(env, attempt.lockedHere ? EVENT.locked : EVENT.loginFailed, user?.id ?? null, meta, now);
+      if (attempt.lockedHere) await users.markLocked(this.ctx.pool, user?.id ?? NOBODY, attempt.lockedHere);
       if (attempt.lockedHere) throw locked(attempt.lockedHere);
       throw new AppError('AUTH_INVALID_CREDENTIALS');
     }
@@ -169,8 +181,11 @@ export class AuthService {
       void (async () => {
         const user = await users.findUserByEmail(this.ctx.pool, env, email);
         if (!user || !wanted(user)) return;
-        const code = await issueCode(this.ctx.pool, this.ctx.secrets, user.id, purpose, this.#codeExpiry(env, now), now);
-        this.#mailCode(env, user, purpose, code);
+        await withTransaction(this.ctx.pool, async (c) => {
+          await queueCodeMail(c, this.ctx.secrets, env, user, purpose, now);
+          if (purpose === 'recovery') await append(c, env, { type: EVENT.recoveryRequested, userId: user.id, ...origin(meta) }, now);
+        });
+        this.ctx.courier.nudge();
       })().catch((err: unknown) => this.ctx.log.error({ err, purpose }, 'could not send a code e-mail'));
     });
   }
@@ -194,6 +209,7 @@ export class AuthService {
     const revoked = await withTransaction(this.ctx.pool, async (c) => {
       await users.resetPassword(c, user.id, passwordHash, now);
       await clearLoginFailures(c, accountKey(this.ctx.secrets, env, input.email));
+      await append(c, env, { type: EVENT.passwordReset, userId: user.id, ...origin(meta) }, now);
       return this.sessions.endAll(env, user.id, 'password reset', now, c);
     });
     await this.sessions.revokeAccess(env, revoked, now);
@@ -211,23 +227,14 @@ export class AuthService {
     return { keys: keys.map((k) => k.publicJwk) };
   }
 
-  /** Ends every session of a user at once (operators: `walgate users logout`); returns their ids. */
-  async forceLogout(env: Environment, email: string): Promise<string[]> {
-    const user = await users.findUserByEmail(this.ctx.pool, env, email);
-    if (!user) return [];
-    const now = this.ctx.clock();
-    const revoked = await this.sessions.endAll(env, user.id, 'forced logout', now);
-    await this.sessions.revokeAccess(env, revoked, now);
-    return revoked;
+  /** /auth/me shows the change at once (userMetadata was set). */
+  forgetProfile(sessionId: string): void {
+    this.sessions.forgetProfile(sessionId);
   }
 
-  #codeExpiry(env: Environment, now: Date): Date {
-    return new Date(now.getTime() + env.codeTtlSeconds * 1000);
-  }
-
-  /** Queues the code's e-mail: called after the code is committed, never inside a transaction. */
-  #mailCode(env: Environment, user: users.User, purpose: CodePurpose, code: string): void {
-    this.ctx.mailQueue.enqueue(codeMail(purpose, user.email, code, Math.round(env.codeTtlSeconds / 60), env.projectId));
+  /** An audit row for an outcome that changes nothing else (a failed login, a lockout). */
+  async #audit(env: Environment, type: AuthEventType, userId: string | null, meta: RequestMeta, now: Date) {
+    await appendIfUser(this.ctx.pool, env, { type, userId, ...origin(meta) }, now);
   }
 
   #count(event: string): void {
@@ -235,8 +242,9 @@ export class AuthService {
   }
 }
 
-function mailUnavailable(): AppError {
-  return new AppError('SERVICE_UNAVAILABLE', 'E-mail cannot be sent at the moment; try again later.');
+/** What the audit trail keeps of a request's client. */
+export function origin(meta: Partial<RequestMeta>): EventOrigin {
+  return { clientAddress: meta.clientAddress ?? null, userAgent: meta.userAgent ?? null };
 }
 
 function locked(until: Date): AppError {

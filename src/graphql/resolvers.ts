@@ -21,6 +21,7 @@ export function authResolvers(service: AuthService, environments: EnvironmentCac
   const env = (c: GraphQLContext) => authEnvironment(c.req, environments);
   const meta = (c: GraphQLContext) => ({
     ip: clientIp(c.req),
+    clientAddress: c.req.ip,
     userAgent: c.req.get('user-agent')?.slice(0, 512) ?? null,
     deviceToken: c.req.get('x-device-token'),
   });
@@ -66,8 +67,8 @@ export function authResolvers(service: AuthService, environments: EnvironmentCac
     resendConfirmation: ({ input }: Args<unknown>, c: GraphQLContext) =>
       oneMutation(c, async () => service.resendConfirmation(await env(c), parse(op.resendConfirmation.body, input), meta(c))),
     logout: ({ input }: Partial<Args<unknown>>, c: GraphQLContext) =>
-      oneMutation(c, async () => sessions.logout(await env(c), authorization(c), parse(op.logout.body, input ?? {}).scope)),
+      oneMutation(c, async () => sessions.logout(await env(c), authorization(c), parse(op.logout.body, input ?? {}).scope, meta(c))),
     endSession: ({ input }: Args<unknown>, c: GraphQLContext) =>
-      oneMutation(c, async () => sessions.end(await env(c), authorization(c), parse(op.endSession.params, input).id)),
+      oneMutation(c, async () => sessions.end(await env(c), authorization(c), parse(op.endSession.params, input).id, meta(c))),
   };
 }

@@ -162,12 +162,35 @@ describe('OpenAPI document: the api answers as documented', function () {
     }
   });
 
+  it('users: search, create, get, update, log out, events, delete; userMetadata', async () => {
+    const email = uniqueEmail('admin');
+    const created = await manager.call('createUser', { body: { email, password: PASSWORD, emailVerified: true, appMetadata: { plan: 'pro' } } });
+    expect(created.status).to.equal(201);
+    const id = created.body.user.id as string;
+    expect((await manager.call('createUser', { body: { email, password: PASSWORD } })).body.error).to.equal('AUTH_EMAIL_EXISTS');
+    expect((await manager.call('listUsers', { query: { query: email, status: 'active' } })).body.users).to.have.length(1);
+    expect((await manager.call('listUsers', { query: { status: 'gone' } })).body.error).to.equal('VALIDATION_ERROR');
+    const login = await user.call('login', { body: { email, password: PASSWORD } });
+    expect((await user.call('updateMe', { ...bearer(login.body.accessToken), body: { userMetadata: { theme: 'dark' } } })).status).to.equal(200);
+    expect((await manager.call('getUser', { params: { id } })).body.sessions).to.have.length(1);
+    expect((await manager.call('updateUser', { params: { id }, body: { disabled: true } })).body.user.status).to.equal('disabled');
+    expect((await user.call('login', { body: { email, password: PASSWORD } })).body.error).to.equal('AUTH_USER_DISABLED');
+    expect((await manager.call('logoutUser', { params: { id } })).body).to.deep.equal({ sessionsEnded: 0 });
+    expect((await manager.call('listUserEvents', { params: { id } })).body.events.length).to.be.greaterThan(2);
+    expect((await manager.call('listAuthEvents', { query: { type: 'user.created' } })).body.events).to.have.length(1);
+    expect((await manager.call('deleteUser', { params: { id } })).status).to.equal(204);
+    for (const op of ['getUser', 'updateUser', 'deleteUser', 'logoutUser']) {
+      const res = await manager.call(op, { params: { id }, ...(op === 'updateUser' ? { body: { disabled: false } } : {}) });
+      expect(res.body.error, op).to.equal('USER_NOT_FOUND');
+    }
+  });
+
   describe('the failures every operation of a kind shares', () => {
     const params = { id: 'wh_nonexistent', deliveryId: 'del_nonexistent', replayId: 'rpl_nonexistent' };
     const bodyless = (id: string) => !documentedOperations(doc).find((o) => o.id === id)!.operation.requestBody;
     const all = () => documentedOperations(doc).map((o) => o.id);
     const auth = () => documentedOperations(doc).filter((o) => o.path.startsWith('/auth/')).map((o) => o.id);
-    const management = () => documentedOperations(doc).filter((o) => o.path.startsWith('/api/rest/_webhooks')).map((o) => o.id);
+    const management = () => documentedOperations(doc).filter((o) => /^\/api\/rest\/_(webhooks|users|auth-events)/.test(o.path)).map((o) => o.id);
     const isManagement = (id: string) => management().includes(id);
 
     it('auth: no project header → 400, an unknown project → 404', async () => {

@@ -1,8 +1,10 @@
 import { TtlCache } from '../../core/cache.js';
 import type { Context } from '../../core/context.js';
-import type { Queryable } from '../../core/db/pool.js';
+import { withTransaction, type Queryable } from '../../core/db/pool.js';
 import { AppError } from '../../core/errors.js';
 import type { Environment } from '../../projects/environments.js';
+import { append, type EventOrigin } from '../events/append.js';
+import { AUTH_EVENT, type AuthEventType } from '../events/kinds.js';
 import type { KeyRing } from '../keyring.js';
 import { spendLimit } from '../limits.js';
 import { bearerToken, issueAccessToken, verifyAccessToken, type AccessClaims } from '../tokens.js';
@@ -61,10 +63,25 @@ export class SessionService {
     this.#verified = new TtlCache(ctx.cacheTtlMs);
   }
 
-  /** A new session for a user who just proved who they are (login, confirmed signup). */
-  async start(env: Environment, user: users.User, client: SessionClient, now: Date): Promise<TokenPair> {
-    const session = await createSession(this.ctx.pool, user.id, env, client, lifetimes(env), now);
-    return this.#pair(env, { userId: user.id, email: user.email, sessionId: session.sessionId }, session.refreshToken, now);
+  /**
+   * A new session for a user who just proved who they are (login, confirmed signup); its audit row
+   * commits with it. A disabled user gets none.
+   */
+  async start(
+    env: Environment,
+    user: users.User,
+    client: SessionClient & EventOrigin,
+    now: Date,
+    event: AuthEventType = AUTH_EVENT.loggedIn,
+  ): Promise<TokenPair> {
+    if (user.disabledAt) throw new AppError('AUTH_USER_DISABLED');
+    const session = await withTransaction(this.ctx.pool, async (c) => {
+      const created = await createSession(c, user.id, env, client, lifetimes(env), now);
+      await append(c, env, { type: event, userId: user.id, sessionId: created.sessionId, ...origin(client) }, now);
+      return created;
+    });
+    const who = { userId: user.id, email: user.email, sessionId: session.sessionId, appMetadata: user.appMetadata };
+    return this.#pair(env, who, session.refreshToken, now);
   }
 
   async refresh(env: Environment, input: { refreshToken: string }, client: SessionClient): Promise<TokenPair> {
@@ -86,7 +103,11 @@ export class SessionService {
       }
       if (decision.kind === 'reuse') {
         this.#count('refresh_reuse');
-        await revokeSessionRow(this.ctx.pool, seen!.sessionId, 'refresh token reused', now);
+        await withTransaction(this.ctx.pool, async (c) => {
+          await revokeSessionRow(c, seen!.sessionId, 'refresh token reused', now);
+          const event = { type: AUTH_EVENT.sessionRevoked, userId: seen!.userId, sessionId: seen!.sessionId, ...origin(client) };
+          await append(c, env, { ...event, details: { reason: 'refresh token reused' } }, now);
+        });
         await this.revokeAccess(env, [seen!.sessionId], now);
         this.ctx.log.warn({ sessionId: seen!.sessionId }, 'a used refresh token was presented again after the grace: session revoked');
         throw invalidRefresh();
@@ -115,16 +136,16 @@ export class SessionService {
   }
 
   /** `local`: this session; `others`: every other session of the user; `global`: all of them. */
-  async logout(env: Environment, authorization: string | undefined, scope: LogoutScope = 'local') {
+  async logout(env: Environment, authorization: string | undefined, scope: LogoutScope = 'local', client: EventOrigin = {}) {
     const claims = await this.authenticate(env, authorization);
     const now = this.ctx.clock();
-    let ended: string[];
-    if (scope === 'local') {
-      await revokeSessionRow(this.ctx.pool, claims.sid, 'logout', now);
-      ended = [claims.sid];
-    } else {
-      ended = await revokeUserSessions(this.ctx.pool, claims.sub, `logout (${scope})`, now, scope === 'others' ? claims.sid : undefined);
-    }
+    const ended = await withTransaction(this.ctx.pool, async (c) => {
+      const event = { type: AUTH_EVENT.loggedOut, userId: claims.sub, sessionId: claims.sid, ...origin(client), details: { scope } };
+      await append(c, env, event, now);
+      if (scope !== 'local') return revokeUserSessions(c, claims.sub, `logout (${scope})`, now, scope === 'others' ? claims.sid : undefined);
+      await revokeSessionRow(c, claims.sid, 'logout', now);
+      return [claims.sid];
+    });
     await this.revokeAccess(env, ended, now);
     this.#count(`logout_${scope}`);
     return { message: LOGOUT_MESSAGE };
@@ -157,13 +178,24 @@ export class SessionService {
   }
 
   /** Ends one of the caller's own sessions; another user's session id is as unknown as a made-up one. */
-  async end(env: Environment, authorization: string | undefined, sessionId: string) {
+  async end(env: Environment, authorization: string | undefined, sessionId: string, client: EventOrigin = {}) {
     const claims = await this.authenticate(env, authorization);
     const now = this.ctx.clock();
-    if (!(await revokeOwnSession(this.ctx.pool, claims.sub, sessionId, 'ended by the user', now))) throw new AppError('SESSION_NOT_FOUND');
+    const ended = await withTransaction(this.ctx.pool, async (c) => {
+      if (!(await revokeOwnSession(c, claims.sub, sessionId, 'ended by the user', now))) return false;
+      const event = { type: AUTH_EVENT.sessionRevoked, userId: claims.sub, sessionId, ...origin(client) };
+      await append(c, env, { ...event, details: { reason: 'ended by the user' } }, now);
+      return true;
+    });
+    if (!ended) throw new AppError('SESSION_NOT_FOUND');
     await this.revokeAccess(env, [sessionId], now);
     this.#count('session_ended');
     return { message: LOGOUT_MESSAGE };
+  }
+
+  /** /auth/me shows a change of the user at once (userMetadata was set). */
+  forgetProfile(sessionId: string): void {
+    this.#profiles.delete(sessionId);
   }
 
   /** Ends every session of a user (password reset, forced logout), inside the caller's transaction when given one. */
@@ -186,7 +218,7 @@ export class SessionService {
 
   async #pair(
     env: Environment,
-    who: { userId: string; email: string; sessionId: string },
+    who: { userId: string; email: string; sessionId: string; appMetadata?: Record<string, unknown> },
     refreshToken: string,
     now: Date,
   ): Promise<TokenPair> {
@@ -197,6 +229,11 @@ export class SessionService {
   #count(event: string): void {
     this.ctx.metrics.authEvents.inc({ event });
   }
+}
+
+/** What the audit trail keeps of a client. */
+function origin(client: EventOrigin): EventOrigin {
+  return { clientAddress: client.clientAddress ?? null, userAgent: client.userAgent ?? null };
 }
 
 function lifetimes(env: Environment) {

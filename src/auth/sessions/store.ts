@@ -71,13 +71,14 @@ export async function createSession(
 
 export interface StoredToken extends PresentedToken {
   sessionId: string;
+  userId: string;
 }
 
 /** The presented token and its session, if it belongs to this environment. */
 export async function findRefreshToken(db: Queryable, token: string, scope: SessionScope): Promise<StoredToken | undefined> {
   const hash = hashToken(token);
   const { rows } = await db.query(
-    `SELECT rt.used_at, rt.expires_at, s.id, s.revoked_at, s.expires_at AS session_expires_at, s.absolute_expires_at
+    `SELECT rt.used_at, rt.expires_at, s.id, s.user_id, s.revoked_at, s.expires_at AS session_expires_at, s.absolute_expires_at
        FROM walgate.refresh_tokens rt JOIN walgate.sessions s ON s.id = rt.session_id
       WHERE rt.token_hash = $1 AND s.project_id = $2 AND s.environment = $3`,
     [hash, scope.projectId, scope.name],
@@ -86,6 +87,7 @@ export async function findRefreshToken(db: Queryable, token: string, scope: Sess
   if (!r) return undefined;
   return {
     sessionId: r.id,
+    userId: r.user_id,
     usedAt: r.used_at,
     expiresAt: r.expires_at,
     session: { revokedAt: r.revoked_at, expiresAt: r.session_expires_at, absoluteExpiresAt: r.absolute_expires_at },
@@ -96,6 +98,8 @@ export interface Exchanged {
   sessionId: string;
   userId: string;
   email: string;
+  /** Operators' data on the user, copied into the access token. */
+  appMetadata: Record<string, unknown>;
   refreshToken: string;
 }
 
@@ -130,7 +134,7 @@ export async function exchangeRefreshToken(
      ), issued AS (
        INSERT INTO walgate.refresh_tokens (token_hash, session_id, issued_at, expires_at) SELECT $5, session_id, $2, expires_at FROM used
      )
-     SELECT used.session_id, used.user_id, u.email FROM used JOIN walgate.users u ON u.id = used.user_id`,
+     SELECT used.session_id, used.user_id, u.email, u.app_metadata FROM used JOIN walgate.users u ON u.id = used.user_id`,
     [
       hashToken(token),
       now,
@@ -144,7 +148,7 @@ export async function exchangeRefreshToken(
     ],
   );
   const r = rows[0];
-  return r && { sessionId: r.session_id, userId: r.user_id, email: r.email, refreshToken: next };
+  return r && { sessionId: r.session_id, userId: r.user_id, email: r.email, appMetadata: r.app_metadata, refreshToken: next };
 }
 
 export async function revokeSessionRow(db: Queryable, sessionId: string, reason: string, now: Date): Promise<void> {

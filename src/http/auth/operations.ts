@@ -4,6 +4,7 @@ import { ANY_REQUEST_ERRORS, JSON_BODY_ERRORS, type Operation, type OperationGro
 import { projectHeaders } from '../scope.js';
 import * as res from './responses.js';
 import * as body from '../../auth/schemas.js';
+import { userMetadataBody } from '../../auth/users/metadata.js';
 
 // The authentication API under /auth, declared once for the router (routes.ts) and the reference.
 
@@ -41,7 +42,7 @@ const operations = {
     headers: projectHeaders,
     body: body.confirmSignupBody,
     success: { status: 200, description: 'Verified; a token pair and the user.', schema: res.confirmSignupResponse },
-    errors: [...withBody, 'AUTH_INVALID_CODE', 'RATE_LIMIT_EXCEEDED'],
+    errors: [...withBody, 'AUTH_INVALID_CODE', 'RATE_LIMIT_EXCEEDED', 'AUTH_USER_DISABLED'],
   },
   login: {
     method: 'post',
@@ -52,7 +53,14 @@ const operations = {
     headers: loginHeaders,
     body: body.loginBody,
     success: { status: 200, description: 'A token pair and a device token.', schema: res.loginResponse },
-    errors: [...withBody, 'AUTH_INVALID_CREDENTIALS', 'AUTH_EMAIL_NOT_VERIFIED', 'AUTH_ACCOUNT_LOCKED', 'RATE_LIMIT_EXCEEDED'],
+    errors: [
+      ...withBody,
+      'AUTH_INVALID_CREDENTIALS',
+      'AUTH_EMAIL_NOT_VERIFIED',
+      'AUTH_ACCOUNT_LOCKED',
+      'RATE_LIMIT_EXCEEDED',
+      'AUTH_USER_DISABLED',
+    ],
   },
   recoverPassword: {
     method: 'post',
@@ -142,6 +150,17 @@ const operations = {
     headers: projectHeaders,
     success: { status: 200, description: 'The user and the session.', schema: res.meResponse },
     errors: [...common, ...ACCESS_TOKEN],
+  },
+  updateMe: {
+    method: 'patch',
+    path: '/me',
+    summary: "Set the current user's userMetadata",
+    description: 'Replaces `userMetadata`, a JSON object of at most 16 KB (`appMetadata` is set by operators only, through the admin API).',
+    security: 'accessToken',
+    headers: projectHeaders,
+    body: userMetadataBody,
+    success: { status: 200, description: 'The user as it now is.', schema: res.meUserResponse },
+    errors: [...withBody, ...ACCESS_TOKEN],
   },
   jwks: {
     method: 'get',

@@ -12,6 +12,12 @@ export const user = z.object({
   name: z.string().nullable(),
   emailVerified: z.boolean(),
   createdAt: timestamp,
+  userMetadata: z
+    .record(z.string(), z.unknown())
+    .meta({ description: "The user's own data (`PATCH /auth/me`), a JSON object of at most 16 KB." }),
+  appMetadata: z
+    .record(z.string(), z.unknown())
+    .meta({ description: 'Set by operators only (the admin API); copied into access tokens as the `app_metadata` claim.' }),
 });
 
 export const tokenPair = z.object({
@@ -41,6 +47,8 @@ export const signupResponse = z.object({ userId: z.uuid(), message: z.string() }
 export const confirmSignupResponse = tokenPair.extend({ deviceToken, user });
 
 export const messageResponse = z.object({ message: z.string() });
+
+export const meUserResponse = z.object({ user });
 
 export const meResponse = z.object({
   user,

@@ -7,15 +7,18 @@ import type { EnvironmentCache } from '../../projects/environments.js';
 import { authCors } from './cors.js';
 import { authApi } from './operations.js';
 import type { AuthService } from '../../auth/service.js';
+import { userView } from '../../auth/users.js';
+import type { UserAdminService } from '../../auth/users/service.js';
 
 /** The authentication API under /auth: parse, call the service, shape the response. */
-export function authRouter(service: AuthService, environments: EnvironmentCache): Router {
+export function authRouter(service: AuthService, environments: EnvironmentCache, users: UserAdminService): Router {
   const r = Router();
   r.use(authCors(environments));
   const op = authApi.operations;
   const env = (req: Request) => authEnvironment(req, environments);
   const meta = (req: Request) => ({
     ip: clientIp(req),
+    clientAddress: req.ip,
     userAgent: req.get('user-agent')?.slice(0, 512) ?? null,
     deviceToken: req.get('x-device-token'),
   });
@@ -52,7 +55,7 @@ export function authRouter(service: AuthService, environments: EnvironmentCache)
   handle(r, op.logout, async (req, res) => {
     const e = await env(req);
     const { scope } = parse(op.logout.body, req.body ?? {});
-    reply(res, op.logout, await sessions.logout(e, req.get('authorization'), scope));
+    reply(res, op.logout, await sessions.logout(e, req.get('authorization'), scope, meta(req)));
   });
   handle(r, op.me, async (req, res) => {
     const e = await env(req);
@@ -65,7 +68,15 @@ export function authRouter(service: AuthService, environments: EnvironmentCache)
   handle(r, op.endSession, async (req, res) => {
     const e = await env(req);
     const { id } = parse(op.endSession.params, req.params);
-    reply(res, op.endSession, await sessions.end(e, req.get('authorization'), id));
+    reply(res, op.endSession, await sessions.end(e, req.get('authorization'), id, meta(req)));
+  });
+  handle(r, op.updateMe, async (req, res) => {
+    const e = await env(req);
+    const { userMetadata } = parse(op.updateMe.body, req.body);
+    const claims = await service.authenticate(e, req.get('authorization'));
+    const user = await users.setUserMetadata(e, claims.sub, userMetadata, meta(req));
+    service.forgetProfile(claims.sid);
+    reply(res, op.updateMe, { user: userView(user) });
   });
   handle(r, op.jwks, async (req, res) => {
     const q = parse(op.jwks.query, req.query);

@@ -8,7 +8,7 @@ import { Router, type Response } from 'express';
 const ASSETS_DIR = fileURLToPath(new URL('../../../../console/', import.meta.url));
 
 /** The files the page loads, by name: nothing else under console/ is served. */
-const ASSETS = new Set(['app.js', 'api.js', 'dom.js', 'chart.js', 'console.css']);
+const ASSETS = new Set(['app.js', 'api.js', 'dom.js', 'chart.js', 'console.css', 'users.js']);
 
 /** Only what the page loads from walgate itself; no inline script or style, no other origin. */
 export const CONSOLE_CSP = [
