@@ -5,12 +5,13 @@ import { errorBodySchema, errorExample, statusOf } from '../http/error-schema.js
 import type { Operation, OperationGroup } from '../http/operation.js';
 import { VERSION } from '../core/version.js';
 import { webhooksApi } from '../http/webhooks/operations.js';
+import { gapsApi } from '../http/gaps/operations.js';
 
 // The OpenAPI 3.1 document of the api, generated from the operation declarations that the routers
 // register and parse with (src/http/operation.ts). Nothing here restates a schema, a path or a code.
 
 /** The groups the api serves, in the order of the reference. */
-export const API_GROUPS: readonly OperationGroup[] = [authApi, webhooksApi];
+export const API_GROUPS: readonly OperationGroup[] = [authApi, webhooksApi, gapsApi];
 
 type JsonSchema = Record<string, unknown>;
 

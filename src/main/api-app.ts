@@ -11,6 +11,8 @@ import { apiOpsRouter } from '../ops/api-ops.js';
 import { graphqlRouter } from '../graphql/router.js';
 import { EnvironmentCache } from '../projects/environments.js';
 import { webhooksRouter } from '../http/webhooks/routes.js';
+import { gapsRouter } from '../http/gaps/routes.js';
+import { GapService } from '../webhooks/gaps.js';
 import { WebhookService } from '../webhooks/service.js';
 import { createApp } from '../http/app.js';
 import { closeServer, listen } from '../http/server.js';
@@ -30,6 +32,7 @@ export function createApiApp(ctx: Context, events = new CacheEvents(ctx.log)): e
       ['/auth', authRouter(auth, environments)],
       ['/', graphqlRouter(ctx, auth, environments)],
       [['/api/rest/_webhooks', '/gw/api/rest/_webhooks'], webhooks],
+      [['/api/rest/_gaps', '/gw/api/rest/_gaps'], gapsRouter(ctx, new GapService(ctx), environments)],
     ],
   });
 }

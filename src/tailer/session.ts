@@ -3,7 +3,7 @@ import type { Queryable } from '../core/db/pool.js';
 import type { Logger } from '../core/log.js';
 import type { DeliveryStream } from './sink.js';
 import { decodeChange, decodeRow, describeRelation, type Relation } from './decode.js';
-import { eventId, matchDeliveries, toEventRecord, type Operation } from './events.js';
+import { eventId, matchDeliveries, toEventRecord, truncateChange, type Operation } from './events.js';
 import { changeRows } from './order-keys.js';
 import { formatLsn, type Lsn } from './lsn.js';
 import type { PgoutputMessage, RawTuple } from './pgoutput.js';
@@ -34,6 +34,8 @@ export interface SessionOptions {
   primaryKey: (relationOid: number) => Promise<string[]>;
   /** Counts events as they are produced (by operation). */
   onEvent?: (operation: Operation) => void;
+  /** Counts truncates of watched tables (whether or not a subscription opted into them). */
+  onTruncate?: (schema: string, table: string) => void;
   /** Reports a position that may be acknowledged to Postgres. */
   onDurable: (lsn: Lsn) => void;
   /** Called once when processing failed and the stream must restart from the durable position. */
@@ -87,7 +89,6 @@ export class ReplicationSession {
   #failed = false;
   #received = 0;
   #handled = 0;
-  #warnedTruncate = new Set<string>();
   stats = { transactions: 0, changes: 0, deliveries: 0, batches: 0 };
 
   constructor(options: SessionOptions) {
@@ -167,14 +168,7 @@ export class ReplicationSession {
       case 'delete':
         return this.#change('DELETE', msg.relationOid, null, msg.old, msg.oldIsKeyOnly);
       case 'truncate':
-        for (const oid of msg.relationOids) {
-          const rel = this.#relations.get(oid);
-          const name = rel ? `${rel.schema}.${rel.name}` : String(oid);
-          if (!this.#warnedTruncate.has(name)) {
-            this.#warnedTruncate.add(name);
-            this.#o.log.warn({ table: name }, 'TRUNCATE is not a row change: no events are sent for it');
-          }
-        }
+        for (const oid of msg.relationOids) await this.#truncate(oid);
         return;
       case 'commit': {
         const tx = this.#tx;
@@ -221,9 +215,28 @@ export class ReplicationSession {
       );
     }
     const orderedRows = subs.some((s) => s.ordering === 'row') ? changeRows(change, await this.#keyColumnsOf(relationOid, rel)) : null;
-    const rows = matchDeliveries(subs, change, orderedRows);
+    await this.#hand(tx, change, matchDeliveries(subs, change, orderedRows));
+  }
+
+  /** One event per truncated table, for the subscriptions that opted into TRUNCATE. */
+  async #truncate(relationOid: number): Promise<void> {
+    const tx = this.#tx;
+    if (!tx) throw new Error('pgoutput: truncate outside a transaction');
+    const index = tx.index++;
+    if (tx.skip) return;
+    const rel = this.#relations.get(relationOid);
+    if (!rel) throw new Error(`pgoutput: truncate of unknown relation ${relationOid}`);
+    const subs = this.#view.forTable(rel.schema, rel.name);
+    if (subs.length === 0) return;
+    this.#o.onTruncate?.(rel.schema, rel.name);
+    const change = truncateChange(eventId(tx.commitLsn, index), tx.committedAt, rel.schema, rel.name);
+    await this.#hand(tx, change, matchDeliveries(subs, change));
+  }
+
+  /** Hands a change's deliveries to the stream; the transaction waits for them to settle. */
+  async #hand(tx: OpenTransaction, change: Parameters<typeof toEventRecord>[0], rows: ReturnType<typeof matchDeliveries>): Promise<void> {
     if (rows.length === 0) return;
-    this.#o.onEvent?.(op);
+    this.#o.onEvent?.(change.operation);
     this.stats.deliveries += rows.length;
     tx.unsettled++;
     // A returned promise is backpressure: the library pauses the socket while we await it.

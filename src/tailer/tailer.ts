@@ -190,6 +190,7 @@ export class WalTailer {
       processedLsn: start.processedLsn,
       subscriptions: start.subscriptions,
       onEvent: (operation) => this.#ctx.metrics.eventsProduced.inc({ operation }),
+      onTruncate: () => this.#ctx.metrics.truncates.inc(),
       onDurable: (lsn) => {
         if (this.#durable === null || lsn > this.#durable) this.#durable = lsn;
         reportDurable();

@@ -24,6 +24,7 @@ import { sealWebhookSecret } from '../delivery/secret.js';
 import * as store from './store.js';
 import { columnViolations, primaryKeyColumns, schemaTables, tableColumns, urlViolations, type TableInfo } from './validation.js';
 import { webhookView, type WebhookHealth, type WebhookView } from './view.js';
+import { webhookProblems } from './problems.js';
 
 // The rules of webhook subscriptions. Writes go through one transaction with the publication
 // change, so a subscription exists exactly when the tailer can see its table.
@@ -99,19 +100,24 @@ export class WebhookService {
     const rows = await store.listWebhooks(this.ctx.pool, env.projectId, env.name, limit + 1, after);
     const page = rows.slice(0, limit);
     const last = page[page.length - 1];
-    return { webhooks: page.map(webhookView), nextCursor: rows.length > limit && last ? encodeCursor(last) : null };
+    const problems = await webhookProblems(this.ctx.pool, page, this.ctx.clock());
+    return {
+      webhooks: page.map((w) => webhookView(w, problems.get(w.id))),
+      nextCursor: rows.length > limit && last ? encodeCursor(last) : null,
+    };
   }
 
   async get(env: Environment, id: string): Promise<{ webhook: WebhookView; health: WebhookHealth; deliveries: DeliveryView[] }> {
     const row = await this.#find(env, id);
     const now = this.ctx.clock();
-    const [breaker, history, deliveries] = await Promise.all([
+    const [problems, breaker, history, deliveries] = await Promise.all([
+      webhookProblems(this.ctx.pool, [row], now),
       breakerState(this.ctx.pool, { projectId: row.projectId, environment: row.environment, url: row.url }, now),
       deliveryHealth(this.ctx.pool, row.id, now),
       recentDeliveries(this.ctx.pool, row.id, 50),
     ]);
     return {
-      webhook: webhookView(row),
+      webhook: webhookView(row, problems.get(row.id)),
       health: { breaker, disabledReason: row.disabledReason, disabledAt: row.disabledAt?.toISOString() ?? null, ...history },
       deliveries,
     };
@@ -282,7 +288,7 @@ export class WebhookService {
     try {
       return await withTransaction(this.ctx.pool, fn);
     } catch (err) {
-      if (err instanceof CaptureError && err.reason === 'not_a_table') {
+      if (err instanceof CaptureError && (err.reason === 'not_a_table' || err.reason === 'unsafe')) {
         throw validationError([{ path: 'table', message: err.message }]);
       }
       if (err instanceof CaptureError && err.reason === 'busy') {
