@@ -28,9 +28,10 @@ BEGIN
      WHERE w.schema_name = n.nspname AND w.table_name = c.relname) THEN
     RETURN;
   END IF;
+  -- pg_partition_tree lists nothing for a table that is not partitioned: the root is added.
   FOR part IN
-    SELECT t.relid FROM pg_partition_tree(root) t JOIN pg_class c ON c.oid = t.relid
-     WHERE c.relreplident <> 'f'
+    SELECT t.relid FROM (SELECT root AS relid UNION SELECT relid FROM pg_partition_tree(root)) t JOIN pg_class c ON c.oid = t.relid
+     WHERE c.relkind IN ('r', 'p') AND c.relreplident <> 'f'
        AND NOT EXISTS (SELECT 1 FROM pg_attribute a WHERE a.attrelid = t.relid AND a.attgenerated = 'v' AND NOT a.attisdropped)
   LOOP
     EXECUTE format('ALTER TABLE %s REPLICA IDENTITY FULL', part.relid::regclass);

@@ -55,7 +55,7 @@ export async function watchTable(db: Queryable, schema: string, table: string): 
   const { rows } = await db.query<{ relkind: string; oid: number; virtual: string[] }>(
     `SELECT c.relkind, c.oid::int,
             ARRAY(SELECT a.attname::text FROM pg_attribute a
-                   WHERE a.attrelid IN (SELECT relid FROM pg_partition_tree(c.oid)) AND a.attgenerated = 'v' AND NOT a.attisdropped) AS virtual
+                   WHERE a.attrelid IN (SELECT c.oid UNION SELECT relid FROM pg_partition_tree(c.oid)) AND a.attgenerated = 'v' AND NOT a.attisdropped) AS virtual
        FROM pg_class c JOIN pg_namespace n ON n.oid = c.relnamespace
       WHERE n.nspname = $1 AND c.relname = $2`,
     [schema, table],

@@ -24,8 +24,8 @@ interface TableFacts {
 async function tableFacts(db: Queryable, schema: string, table: string): Promise<TableFacts | undefined> {
   const { rows } = await db.query<{ columns: string[]; not_full: string[] }>(
     `SELECT ARRAY(SELECT a.attname::text FROM pg_attribute a WHERE a.attrelid = c.oid AND a.attnum > 0 AND NOT a.attisdropped ORDER BY a.attnum) AS columns,
-            ARRAY(SELECT p.relid::regclass::text FROM pg_partition_tree(c.oid) p JOIN pg_class pc ON pc.oid = p.relid
-                   WHERE pc.relreplident <> 'f' AND pc.relkind = 'r') AS not_full
+            ARRAY(SELECT p.relid::regclass::text FROM (SELECT c.oid AS relid UNION SELECT relid FROM pg_partition_tree(c.oid)) p JOIN pg_class pc ON pc.oid = p.relid
+                   WHERE pc.relreplident <> 'f' AND pc.relkind IN ('r', 'p')) AS not_full
        FROM pg_class c JOIN pg_namespace n ON n.oid = c.relnamespace
       WHERE n.nspname = $1 AND c.relname = $2 AND c.relkind IN ('r', 'p')`,
     [schema, table],
