@@ -54,6 +54,8 @@ interface OpenTransaction {
   viewChanges: ViewChange[];
   /** Changes handed to the delivery stream and not settled yet, plus its view save while it runs. */
   unsettled: number;
+  /** Whether the composite types were checked for changes in this transaction (relations.ts). */
+  typesChecked: boolean;
 }
 
 const WEBHOOKS_SCHEMA = 'walgate';
@@ -158,6 +160,7 @@ export class ReplicationSession {
           index: 0,
           viewChanges: [],
           unsettled: 0,
+          typesChecked: false,
         };
         if (!this.#tx.skip) this.#unsettled.push(this.#tx);
         return;
@@ -199,6 +202,28 @@ export class ReplicationSession {
     const subs = this.#view.forTable(rel.schema, rel.name);
     if (subs.length === 0) return;
     this.stats.changes++;
+    if (rel.userTypes && !tx.typesChecked) {
+      // Once per transaction, and only for tables with such columns: a composite type altered
+      // since it was resolved would render with its old attributes.
+      tx.typesChecked = true;
+      if (await this.#o.types.changedSinceResolved()) {
+        for (const [oid, known] of this.#relations) this.#relations.set(oid, await describeRelation(known.message, this.#o.types));
+      }
+    }
+    return this.#changeOf(op, relationOid, newTuple, oldTuple, keyOnly, index, tx, subs);
+  }
+
+  async #changeOf(
+    op: Operation,
+    relationOid: number,
+    newTuple: RawTuple | null,
+    oldTuple: RawTuple | null,
+    keyOnly: boolean,
+    index: number,
+    tx: OpenTransaction,
+    subs: readonly SubscriptionSpec[],
+  ): Promise<void> {
+    const rel = this.#relations.get(relationOid)!;
     const { change, missing } = decodeChange({
       operation: op,
       eventId: eventId(tx.commitLsn, index),

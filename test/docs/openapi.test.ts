@@ -81,6 +81,8 @@ describe('OpenAPI document: /openapi.json', function () {
       'GET /api/rest/_webhooks/{id}/deliveries/{deliveryId}',
       'POST /api/rest/_webhooks/{id}/deliveries/{deliveryId}/retry',
       'GET /api/rest/_webhooks/{id}/minutes',
+      'GET /api/rest/_gaps',
+      'POST /api/rest/_gaps/{id}/acknowledge',
     ]);
   });
 
@@ -204,7 +206,8 @@ describe('OpenAPI document: /openapi.json', function () {
         expect(o.operation.security, o.id).to.deep.equal([{ managementToken: [] }]);
         expect(has, `${o.id}: the management scope`).to.include.members(['AUTH_TOKEN_INVALID', 'VALIDATION_ERROR', 'FORBIDDEN', 'RATE_LIMIT_EXCEEDED']);
       }
-      if (o.path.includes('{id}')) expect(has, o.id).to.include('WEBHOOK_NOT_FOUND');
+      if (o.path.startsWith('/api/rest/_webhooks/{id}')) expect(has, o.id).to.include('WEBHOOK_NOT_FOUND');
+      if (o.path.startsWith('/api/rest/_gaps/{id}')) expect(has, o.id).to.include('GAP_NOT_FOUND');
     }
   });
 });

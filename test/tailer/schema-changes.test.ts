@@ -211,6 +211,32 @@ describe('tailer: capture follows schema changes', function () {
     expect((await api.get(`/api/rest/_webhooks/${wh}`)).body.webhook.problems).to.deep.equal([]);
   });
 
+  it('composite types renamed, extended and shrunk: payloads follow without a restart', async () => {
+    await writer.query(`CREATE TYPE shop_master.address AS (street text, zip int)`);
+    await writer.query(`CREATE TABLE shop_master.customers (id int PRIMARY KEY, addr shop_master.address, tags shop_master.address[])`);
+    const wh = await sub('customers', { events: ['INSERT'] });
+    await writer.query(`INSERT INTO shop_master.customers VALUES (1, ROW('Main', 444), ARRAY[ROW('a', 1)::shop_master.address])`);
+    await payloads(wh, 1);
+    await writer.query(`ALTER TYPE shop_master.address RENAME ATTRIBUTE street TO road`);
+    await writer.query(`INSERT INTO shop_master.customers VALUES (2, ROW('Side', 555), NULL)`);
+    await payloads(wh, 2);
+    await writer.query(`ALTER TYPE shop_master.address ADD ATTRIBUTE country text`);
+    await writer.query(`INSERT INTO shop_master.customers VALUES (3, ROW('High', 666, 'DE'), NULL)`);
+    await payloads(wh, 3);
+    await writer.query(`ALTER TYPE shop_master.address DROP ATTRIBUTE zip`);
+    await writer.query(`INSERT INTO shop_master.customers VALUES (4, ROW('Low', 'FR'), NULL)`);
+    const found = await payloads(wh, 4);
+    const expected = await writer.query(`SELECT to_jsonb(c) AS row FROM shop_master.customers c WHERE id = 4`);
+    expect(found.map((p) => p.record.addr)).to.deep.equal([
+      { street: 'Main', zip: 444 },
+      { road: 'Side', zip: 555 },
+      { road: 'High', zip: 666, country: 'DE' },
+      { road: 'Low', country: 'FR' },
+    ]);
+    expect(found[0].record.tags).to.deep.equal([{ street: 'a', zip: 1 }]);
+    expect(found[3].record).to.deep.equal(expected.rows[0].row);
+  });
+
   it('slot invalidation: a gap is recorded, /readyz of both daemons is degraded and the gauge fires until acknowledged', async () => {
     await writer.query(`CREATE TABLE shop_master.lost (id int PRIMARY KEY, pad text)`);
     const wh = await sub('lost', { events: ['INSERT'] });
