@@ -3,7 +3,7 @@ import type { Queryable } from '../core/db/pool.js';
 import type { Logger } from '../core/log.js';
 import type { DeliveryStream } from './sink.js';
 import { decodeChange, decodeRow, describeRelation, type Relation } from './decode.js';
-import { eventId, matchDeliveries, toEventRecord, truncateChange, type Operation } from './events.js';
+import { eventId, matchDeliveries, toEventRecord, truncateChange, type DeliveryRecord, type Operation } from './events.js';
 import { changeRows } from './order-keys.js';
 import { formatLsn, type Lsn } from './lsn.js';
 import type { PgoutputMessage, RawTuple } from './pgoutput.js';
@@ -17,6 +17,7 @@ import {
 } from './subscriptions.js';
 import type { TypeRegistry } from './types.js';
 import { advancePosition } from './position.js';
+import type { RecordedDeliveries } from './resume.js';
 
 export interface SessionOptions {
   /** The connection that holds the leadership: the session's own writes go through it (fencing). */
@@ -32,6 +33,8 @@ export interface SessionOptions {
   subscriptions: SubscriptionSpec[];
   /** A relation's primary-key columns (order-keys.ts primaryKeyOf), for row-ordered subscriptions. */
   primaryKey: (relationOid: number) => Promise<string[]>;
+  /** Skips deliveries already recorded by an earlier session (resume.ts). */
+  recorded?: RecordedDeliveries;
   /** Counts events as they are produced (by operation). */
   onEvent?: (operation: Operation) => void;
   /** Counts truncates of watched tables (whether or not a subscription opted into them). */
@@ -240,7 +243,7 @@ export class ReplicationSession {
       );
     }
     const orderedRows = subs.some((s) => s.ordering === 'row') ? changeRows(change, await this.#keyColumnsOf(relationOid, rel)) : null;
-    await this.#hand(tx, change, matchDeliveries(subs, change, orderedRows));
+    await this.#hand(tx, change, await this.#unrecorded(tx, index, relationOid, subs, matchDeliveries(subs, change, orderedRows)));
   }
 
   /** One event per truncated table, for the subscriptions that opted into TRUNCATE. */
@@ -255,7 +258,18 @@ export class ReplicationSession {
     if (subs.length === 0) return;
     this.#o.onTruncate?.(rel.schema, rel.name);
     const change = truncateChange(eventId(tx.commitLsn, index), tx.committedAt, rel.schema, rel.name);
-    await this.#hand(tx, change, matchDeliveries(subs, change));
+    await this.#hand(tx, change, await this.#unrecorded(tx, index, relationOid, subs, matchDeliveries(subs, change)));
+  }
+
+  #unrecorded(tx: OpenTransaction, index: number, relationOid: number, subs: readonly SubscriptionSpec[], rows: DeliveryRecord[]) {
+    if (!this.#o.recorded) return rows;
+    return this.#o.recorded.unrecorded(
+      tx.commitLsn,
+      index,
+      relationOid,
+      subs.map((s) => s.id),
+      rows,
+    );
   }
 
   /** Hands a change's deliveries to the stream; the transaction waits for them to settle. */
