@@ -126,7 +126,7 @@ describe('tailer daemon: large rows and large transactions', function () {
     await stopChild(child);
     await launch();
     const until = Date.now() + 180_000;
-    let ids = new Set<string>();
+    let ids: Set<string>;
     for (;;) {
       ids = new Set(receiver.requests.map((r) => r.headers['webhook-id']!));
       if (ids.size >= total) break;
