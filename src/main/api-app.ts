@@ -13,6 +13,7 @@ import { EnvironmentCache } from '../projects/environments.js';
 import { webhooksRouter } from '../http/webhooks/routes.js';
 import { gapsRouter } from '../http/gaps/routes.js';
 import { GapService } from '../webhooks/gaps.js';
+import { registerProblemGauge } from '../webhooks/problems-metric.js';
 import { WebhookService } from '../webhooks/service.js';
 import { createApp } from '../http/app.js';
 import { closeServer, listen } from '../http/server.js';
@@ -24,6 +25,7 @@ export function createApiApp(ctx: Context, events = new CacheEvents(ctx.log)): e
   events.subscribe(applyCacheEvent(ctx, environments, keys));
   const auth = new AuthService(ctx, keys);
   const webhooks = webhooksRouter(ctx, new WebhookService(ctx), environments);
+  registerProblemGauge(ctx);
   return createApp(ctx, {
     routes: [
       ['/', apiOpsRouter(ctx)],

@@ -191,13 +191,21 @@ export class ReplicationSession {
     }
   }
 
-  async #change(op: Operation, relationOid: number, newTuple: RawTuple | null, oldTuple: RawTuple | null, keyOnly: boolean) {
+  /** The change's place in its transaction (counted even when skipped: ids are positions), and its table; null when skipped. */
+  #position(relationOid: number): { tx: OpenTransaction; index: number; rel: Relation } | null {
     const tx = this.#tx;
     if (!tx) throw new Error('pgoutput: change outside a transaction');
     const index = tx.index++;
-    if (tx.skip) return;
+    if (tx.skip) return null;
     const rel = this.#relations.get(relationOid);
     if (!rel) throw new Error(`pgoutput: change on unknown relation ${relationOid}`);
+    return { tx, index, rel };
+  }
+
+  async #change(op: Operation, relationOid: number, newTuple: RawTuple | null, oldTuple: RawTuple | null, keyOnly: boolean) {
+    const at = this.#position(relationOid);
+    if (!at) return;
+    const { tx, index, rel } = at;
     if (rel.schema === WEBHOOKS_SCHEMA && rel.name === WEBHOOKS_TABLE) {
       this.#subscriptionChange(tx, rel, op, newTuple ?? oldTuple!);
       return;
@@ -248,12 +256,9 @@ export class ReplicationSession {
 
   /** One event per truncated table, for the subscriptions that opted into TRUNCATE. */
   async #truncate(relationOid: number): Promise<void> {
-    const tx = this.#tx;
-    if (!tx) throw new Error('pgoutput: truncate outside a transaction');
-    const index = tx.index++;
-    if (tx.skip) return;
-    const rel = this.#relations.get(relationOid);
-    if (!rel) throw new Error(`pgoutput: truncate of unknown relation ${relationOid}`);
+    const at = this.#position(relationOid);
+    if (!at) return;
+    const { tx, index, rel } = at;
     const subs = this.#view.forTable(rel.schema, rel.name);
     if (subs.length === 0) return;
     this.#o.onTruncate?.(rel.schema, rel.name);

@@ -64,16 +64,19 @@ describe('tailer daemon: large rows and large transactions', function () {
     });
   };
 
-  it('150 rows of 1 MB against a receiver that answers after 1 s: every row delivered, the tailer stays under 300 MB', async () => {
-    await writer.query('CREATE TABLE shop_master.blobs (id int PRIMARY KEY, body text)');
-    await insertSubscription(t.ctx, {
+  const subscribe = (table: string) =>
+    insertSubscription(t.ctx, {
       projectId: 'shop',
       environment: 'master',
       schema: 'shop_master',
-      table: 'blobs',
+      table,
       url: `${receiver.url}/hook`,
       events: ['INSERT'],
     });
+
+  it('150 rows of 1 MB against a receiver that answers after 1 s: every row delivered, the tailer stays under 300 MB', async () => {
+    await writer.query('CREATE TABLE shop_master.blobs (id int PRIMARY KEY, body text)');
+    await subscribe('blobs');
     receiver.behave = () => ({ status: 200, after: sleep(1000) });
     const total = 150;
     // 1 MB per row (TOAST compresses it in the WAL; the tailer sees it whole).
@@ -110,14 +113,7 @@ describe('tailer daemon: large rows and large transactions', function () {
 
   it('SIGKILL while a 30,000-row transaction is being delivered: every change arrives, ids unchanged, duplicates counted', async () => {
     await writer.query('CREATE TABLE shop_master.bulk (id int PRIMARY KEY, v text)');
-    await insertSubscription(t.ctx, {
-      projectId: 'shop',
-      environment: 'master',
-      schema: 'shop_master',
-      table: 'bulk',
-      url: `${receiver.url}/hook`,
-      events: ['INSERT'],
-    });
+    await subscribe('bulk');
     const total = 30_000;
     await writer.query(`INSERT INTO shop_master.bulk SELECT g, 'row ' || g FROM generate_series(1, $1::int) g`, [total]);
     await launch();

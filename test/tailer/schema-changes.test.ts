@@ -193,6 +193,8 @@ describe('tailer: capture follows schema changes', function () {
     expect(listed.body.webhooks.find((w: { id: string }) => w.id === wh).problems).to.have.length(2);
     await writer.query(`DROP TABLE shop_master.drift`);
     expect((await problems()).map((p) => p.code)).to.deep.equal(['TABLE_MISSING']);
+    const metrics = (await new HttpClient(t.url).get('/metrics')).text;
+    expect(metrics).to.match(/walgate_webhook_problems\{code="TABLE_MISSING"\} [1-9]/);
     await writer.query(`CREATE TABLE shop_master.drift (id int PRIMARY KEY, status text, note text)`);
     expect(await problems()).to.deep.equal([]);
   });
