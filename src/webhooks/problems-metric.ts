@@ -11,7 +11,9 @@ WITH w AS (
     LEFT JOIN pg_catalog.pg_namespace n ON n.nspname = w.schema_name
     LEFT JOIN pg_catalog.pg_class c ON c.relnamespace = n.oid AND c.relname = w.table_name AND c.relkind IN ('r', 'p')
 )
-SELECT count(*) FILTER (WHERE relid IS NULL)::int AS "TABLE_MISSING",
+SELECT count(*) FILTER (WHERE relid IS NULL OR NOT EXISTS (
+         SELECT 1 FROM pg_catalog.pg_publication_rel r JOIN pg_catalog.pg_publication p ON p.oid = r.prpubid
+          WHERE p.pubname = 'walgate' AND r.prrelid = relid))::int AS "TABLE_MISSING",
        count(*) FILTER (WHERE relid IS NOT NULL AND EXISTS (
          SELECT 1 FROM jsonb_object_keys(coalesce(filter, '{}')) k
           WHERE NOT EXISTS (SELECT 1 FROM pg_catalog.pg_attribute a WHERE a.attrelid = relid AND a.attname = k AND a.attnum > 0 AND NOT a.attisdropped)))::int AS "FILTER_COLUMN_MISSING",

@@ -211,6 +211,12 @@ export class WebhookService {
       if (table !== locked.table) {
         await captureTable(c, env.schemaName, table);
         if (!(await store.tableIsWatched(c, locked.schemaName, locked.table))) await releaseTable(c, locked.schemaName, locked.table);
+      } else {
+        // Any update repairs what DDL undid (publication, replica identity) where walgate could not
+        // follow it live; a table gone or unwatchable stays a reported problem, never blocks the update.
+        await captureTable(c, env.schemaName, table).catch((err: unknown) => {
+          if (!(err instanceof CaptureError && (err.reason === 'not_a_table' || err.reason === 'unsafe'))) throw err;
+        });
       }
       return updated;
     });

@@ -273,12 +273,12 @@ describe('delivery console: /console in Chromium', function () {
        VALUES ('gap_console', 'shop', 'master', 'walgate_x', 'slot_lost', '0/10', '0/20', now() - interval '1 hour', now(), $1)`,
       [[drifting]],
     );
-    await page.goto(`${p.t.url}/console#/`);
+    await page.reload(); // the list, read again
     await page.getByRole('heading', { name: 'Subscriptions' }).waitFor();
-    await page.getByRole('alert').getByText('Changes were lost: 1 capture gap.').waitFor();
+    await page.locator('#gap-banner').getByText('Changes were lost: 1 capture gap.').waitFor();
     await page.getByText('Problem: FILTER_COLUMN_MISSING').waitFor();
     await checkAccessibility('problems and gaps');
-    await page.getByRole('alert').getByRole('button', { name: 'Acknowledge' }).click();
+    await page.locator('#gap-banner').getByRole('button', { name: 'Acknowledge' }).click();
     await page.getByText('Gaps acknowledged.').waitFor();
     await eventually(
       () => page.locator('#gap-banner').count(),

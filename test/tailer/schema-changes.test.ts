@@ -239,6 +239,38 @@ describe('tailer: capture follows schema changes', function () {
     expect(found[3].record).to.deep.equal(expected.rows[0].row);
   });
 
+  it('without the event trigger (walgate not a superuser): REPLICA_IDENTITY_CHANGED and TABLE_MISSING are reported, an update repairs them', async () => {
+    await writer.query(`CREATE TABLE shop_master.manual (id int PRIMARY KEY, v text)`);
+    const created = await api.post('/api/rest/_webhooks', {
+      projectId: 'shop',
+      environment: 'master',
+      table: 'manual',
+      events: ['INSERT', 'UPDATE'],
+      url: 'https://127.0.0.1:1/hook',
+      secret: 'whsec-super-secret-value-0001',
+    });
+    expect(created.status, JSON.stringify(created.body)).to.equal(201);
+    const wh = created.body.webhook.id as string;
+    const codes = async () =>
+      ((await api.get(`/api/rest/_webhooks/${wh}`)).body.webhook.problems as Array<{ code: string }>).map((p) => p.code);
+    await writer.query('ALTER EVENT TRIGGER walgate_follow_watched_tables DISABLE');
+    try {
+      await writer.query(`ALTER TABLE shop_master.manual REPLICA IDENTITY DEFAULT`);
+      expect(await codes()).to.deep.equal(['REPLICA_IDENTITY_CHANGED']);
+      expect((await api.patch(`/api/rest/_webhooks/${wh}`, { active: true })).status).to.equal(200);
+      expect(await codes()).to.deep.equal([]);
+      await writer.query(`DROP TABLE shop_master.manual; CREATE TABLE shop_master.manual (id int PRIMARY KEY, v text)`);
+      expect(await codes()).to.deep.equal(['REPLICA_IDENTITY_CHANGED', 'TABLE_MISSING']); // not captured
+      expect((await api.patch(`/api/rest/_webhooks/${wh}`, { active: true })).status).to.equal(200);
+      expect(await codes()).to.deep.equal([]);
+    } finally {
+      await writer.query('ALTER EVENT TRIGGER walgate_follow_watched_tables ENABLE');
+    }
+    await writer.query(`INSERT INTO shop_master.manual VALUES (1, 'after the repair')`);
+    const [p] = await payloads(wh, 1);
+    expect(p.record).to.deep.equal({ id: 1, v: 'after the repair' });
+  });
+
   it('slot invalidation: a gap is recorded, /readyz of both daemons is degraded and the gauge fires until acknowledged', async () => {
     await writer.query(`CREATE TABLE shop_master.lost (id int PRIMARY KEY, pad text)`);
     const wh = await sub('lost', { events: ['INSERT'] });
