@@ -4,8 +4,8 @@ ALTER TABLE walgate.events DROP CONSTRAINT events_operation_check,
 ALTER TABLE walgate.deliveries DROP CONSTRAINT deliveries_event_type_check,
   ADD CONSTRAINT deliveries_event_type_check CHECK (event_type IN ('INSERT', 'UPDATE', 'DELETE', 'TRUNCATE'));
 
--- A stretch of WAL whose changes were not captured (the slot lost WAL, went missing, or its
--- position went backwards), one row per project environment it touched, so each tenant sees and
+-- A stretch of WAL whose changes were not captured (the slot lost WAL, or went missing),
+-- one row per project environment it touched, so each tenant sees and
 -- acknowledges its own. Kept until acknowledged; it names the subscriptions that were active then,
 -- and the positions and times around it, so the gap can be repaired (a backfill of those
 -- subscriptions) and is never only a log line.
@@ -14,7 +14,7 @@ CREATE TABLE walgate.capture_gaps (
   project_id       text NOT NULL,
   environment      text NOT NULL,
   slot_name        text NOT NULL,
-  reason           text NOT NULL CHECK (reason IN ('slot_lost', 'slot_missing', 'position_backwards')),
+  reason           text NOT NULL CHECK (reason IN ('slot_lost', 'slot_missing')),
   from_lsn         pg_lsn,                          -- the last position known processed
   to_lsn           pg_lsn,                          -- where capture resumed
   from_time        timestamptz,                     -- when from_lsn was recorded

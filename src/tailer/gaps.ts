@@ -5,7 +5,7 @@ import type { Queryable } from '../core/db/pool.js';
 // open until an operator acknowledges it; /readyz of both daemons and a metric read it from here,
 // so it survives restarts and is seen by the api as well as the tailer.
 
-export type GapReason = 'slot_lost' | 'slot_missing' | 'position_backwards';
+export type GapReason = 'slot_lost' | 'slot_missing';
 
 export interface CaptureGap {
   id: string;

@@ -25,7 +25,7 @@ const gap = z
   .object({
     id: z.string().meta({ examples: ['gap_3f6c2a1e9b8d4c7e0a5b1d2c3e4f5a6b'] }),
     slotName: z.string(),
-    reason: z.enum(['slot_lost', 'slot_missing', 'position_backwards']).meta({
+    reason: z.enum(['slot_lost', 'slot_missing']).meta({
       description: '`slot_lost`: Postgres removed WAL the slot needed (max_slot_wal_keep_size); `slot_missing`: the slot was dropped.',
     }),
     fromLsn: lsn.meta({ description: 'The last position processed before the gap.' }),
