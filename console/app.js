@@ -492,8 +492,10 @@ async function detailView(id) {
         return;
       }
       if (!(await ask(`Replay ${count} dead deliver${count === 1 ? 'y' : 'ies'}? They are sent again with a fresh set of attempts.`, 'Replay'))) return;
-      const { replayed } = await call('POST', `${path}/replay`, {});
-      say(`Replayed ${replayed} dead deliver${replayed === 1 ? 'y' : 'ies'}.`);
+      const { replayed, replay: job } = await call('POST', `${path}/replay`, {});
+      // A large replay runs in the background: what it will do, not the none it has done yet.
+      if (job?.state === 'running') say(`Replaying ${job.count} dead deliveries in the background.`);
+      else say(`Replayed ${replayed} dead deliver${replayed === 1 ? 'y' : 'ies'}.`);
       await refreshDeliveries();
     } catch (err) {
       problem(err);

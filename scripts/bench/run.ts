@@ -21,6 +21,8 @@ import type { Summary } from './stats.js';
 import { walPaths } from './wal-paths.js';
 import { postgresCpuUs } from './cpu.js';
 import { orderingPaths } from './ordering.js';
+import { healthCall } from './health.js';
+import { noisyNeighbour } from './noisy-neighbour.js';
 
 export interface DaemonFigures {
   cpuPercent: number;
@@ -140,6 +142,8 @@ try {
     ['refresh', () => refresh(bench, results.find((r) => r.path.includes('postgres revocation list'))?.value.median)],
     ...walPaths(bench),
     ...orderingPaths(bench),
+    ['health', () => healthCall(bench)],
+    ['noisy-neighbour', () => noisyNeighbour(bench)],
   ];
   for (const [name, run] of paths) {
     if (only && !only.includes(name)) continue;

@@ -60,6 +60,8 @@ const schema = z.object({
   WEBHOOK_RETENTION_MS: retentionMs.default(7 * DAY_MS),
   WEBHOOK_DEAD_RETENTION_MS: retentionMs.default(30 * DAY_MS),
   WEBHOOK_SECRET_GRACE_MS: positiveMs.default(86_400_000),
+  WEBHOOK_ENDPOINT_CONCURRENCY: z.coerce.number().int().min(1).max(1024).default(16),
+  WEBHOOK_PAUSED_BACKLOG_MS: positiveMs.default(3 * DAY_MS),
   TAILER_PORT: port.default(3001),
   SLOT_WAL_WARN_BYTES: z.coerce
     .number()
@@ -128,6 +130,10 @@ const configSchema = schema.superRefine(checkTogether).transform((e) => ({
     secretGraceMs: e.WEBHOOK_SECRET_GRACE_MS,
     /** A delivery not delivered this long after the tailer read it is parked in the retry queue. */
     parkAfterMs: e.WEBHOOK_PARK_AFTER_MS,
+    /** Requests in flight at once to one endpoint (subscription), per tailer process; also its pool's sockets. */
+    endpointConcurrency: e.WEBHOOK_ENDPOINT_CONCURRENCY,
+    /** A paused subscription's deliveries older than this are dead (visible, replayable): its backlog is bounded. */
+    pausedBacklogMs: e.WEBHOOK_PAUSED_BACKLOG_MS,
   },
   /** Delivered history is removed this long after delivery, dead letters this long after their capture. */
   retention: { deliveredMs: e.WEBHOOK_RETENTION_MS, deadMs: e.WEBHOOK_DEAD_RETENTION_MS },

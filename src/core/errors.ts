@@ -15,6 +15,7 @@ export const ERRORS = {
   WEBHOOK_NOT_FOUND: [404, 'No webhook with this id in this project and environment.'],
   DELIVERY_NOT_FOUND: [404, 'No delivery with this id for this webhook.'],
   GAP_NOT_FOUND: [404, 'No capture gap with this id touches this project and environment.'],
+  REPLAY_NOT_FOUND: [404, 'No replay with this id for this webhook.'],
   NOT_FOUND: [404, 'No such route.'],
   METHOD_NOT_ALLOWED: [405, 'This method is not allowed on this route.'],
   AUTH_EMAIL_EXISTS: [409, 'This e-mail address is already registered.'],

@@ -19,12 +19,12 @@ import { createApp } from '../http/app.js';
 import { closeServer, listen } from '../http/server.js';
 
 /** The api daemon's HTTP surface. The seed addresses the management API through a `/gw` gateway prefix too. */
-export function createApiApp(ctx: Context, events = new CacheEvents(ctx.log)): express.Express {
+export function createApiApp(ctx: Context, events = new CacheEvents(ctx.log), service = new WebhookService(ctx)): express.Express {
   const environments = new EnvironmentCache(ctx.pool, ctx.cacheTtlMs);
   const keys = new KeyRing(ctx);
   events.subscribe(applyCacheEvent(ctx, environments, keys));
   const auth = new AuthService(ctx, keys);
-  const webhooks = webhooksRouter(ctx, new WebhookService(ctx), environments);
+  const webhooks = webhooksRouter(ctx, service, environments);
   registerProblemGauge(ctx);
   return createApp(ctx, {
     routes: [
@@ -73,8 +73,11 @@ export interface RunningApi {
 export async function startApi(ctx: Context, port = ctx.config.port, host = ctx.config.host): Promise<RunningApi> {
   const events = new CacheEvents(ctx.log);
   const listener = new CacheListener(ctx.pool.options.connectionString!, events, ctx.log);
-  const app = createApiApp(ctx, events);
+  const service = new WebhookService(ctx);
+  const app = createApiApp(ctx, events, service);
   await listener.start();
+  // Replays whose process stopped before finishing them are taken up here.
+  service.replays.start();
   const { server, url } = await listen(app, port, host);
   return {
     url,
@@ -82,6 +85,7 @@ export async function startApi(ctx: Context, port = ctx.config.port, host = ctx.
     async stop() {
       await listener.close();
       await closeServer(server);
+      await service.replays.stop();
     },
   };
 }

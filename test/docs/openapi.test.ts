@@ -76,6 +76,7 @@ describe('OpenAPI document: /openapi.json', function () {
       'PATCH /api/rest/_webhooks/{id}',
       'DELETE /api/rest/_webhooks/{id}',
       'POST /api/rest/_webhooks/{id}/replay',
+      'GET /api/rest/_webhooks/{id}/replays/{replayId}',
       'GET /api/rest/_webhooks/_tables',
       'GET /api/rest/_webhooks/{id}/deliveries',
       'GET /api/rest/_webhooks/{id}/deliveries/{deliveryId}',

@@ -71,9 +71,10 @@ const deliveryDetail = delivery.extend({
 const health = z
   .object({
     breaker: z.object({
-      state: z
-        .enum(['closed', 'open', 'half-open'])
-        .meta({ description: '`open`: deliveries to this endpoint wait; `half-open`: one probe is due.' }),
+      state: z.enum(['closed', 'open', 'half-open']).meta({
+        description:
+          '`open`: no request is sent to this endpoint (attempts that come due are recorded as skipped); `half-open`: one probe is due.',
+      }),
       openUntil: timestamp.nullable(),
       consecutiveFailures: z.int().nonnegative(),
     }),
@@ -84,6 +85,7 @@ const health = z
     disabledAt: timestamp.nullable(),
     lastSuccessAt: timestamp.nullable(),
     failuresLastHour: z.int().nonnegative().meta({ description: 'Failed attempts that started within the last hour.' }),
+    backlog: z.int().nonnegative().meta({ description: 'Deliveries not finished yet (pending or retrying), counted up to 100000.' }),
   })
   .meta({ description: "How the subscription's deliveries go." });
 
@@ -100,9 +102,28 @@ export const webhookDetailResponse = z.object({
   deliveries: z.array(delivery).meta({ description: 'The newest 50.' }),
 });
 
+const replay = z
+  .object({
+    id: z.string(),
+    state: z
+      .enum(['running', 'done', 'failed'])
+      .meta({ description: '`running`: a background job; `done` once every one is pending again.' }),
+    count: z.int().nonnegative().meta({ description: 'Dead deliveries in the range when the replay was asked for.' }),
+    replayed: z.int().nonnegative().meta({ description: 'Made pending again so far.' }),
+    createdAt: timestamp,
+    finishedAt: timestamp.nullable(),
+  })
+  .meta({ description: 'A replay of dead deliveries.' });
+
 export const replayResponse = z.object({
-  replayed: z.int().nonnegative().meta({ description: 'Dead deliveries made pending again (with `dryRun`: that would be).' }),
+  replayed: z
+    .int()
+    .nonnegative()
+    .meta({ description: 'Dead deliveries made pending again by the time of the answer (with `dryRun`: that would be).' }),
+  replay: replay.optional().meta({ description: 'The replay (absent with `dryRun`).' }),
 });
+
+export const replayJobResponse = z.object({ replay });
 
 export const deliveryListResponse = z.object({
   deliveries: z.array(delivery).meta({ description: 'Newest first.' }),
