@@ -4,7 +4,7 @@ import pg from 'pg';
 import { startTailerOps } from '../../src/ops/tailer-ops.js';
 import { closeServer } from '../../src/http/server.js';
 import type { WalTailer } from '../../src/tailer/tailer.js';
-import { startTestApi, type TestApi } from '../support/api.js';
+import { managementClient, startTestApi, type TestApi } from '../support/api.js';
 import { HttpClient } from '../support/http.js';
 import { insertSubscription } from '../support/subscriptions.js';
 import { deliveries, startTailer, waitForDeliveries, waitForLeader, waitUntilCaughtUp } from './support.js';
@@ -23,11 +23,7 @@ describe('tailer: capture follows schema changes', function () {
     await t.provision({ projectId: 'shop', name: 'master' });
     writer = new pg.Client({ connectionString: t.database.url });
     await writer.connect();
-    api = new HttpClient(t.url, {
-      authorization: `Bearer ${await t.managementToken('shop')}`,
-      'x-project-id': 'shop',
-      environment: 'master',
-    });
+    api = await managementClient(t, 'shop');
     tailer = startTailer(t.ctx, t.database.url);
     await waitForLeader(tailer);
   });
@@ -322,11 +318,7 @@ describe('tailer: capture follows schema changes', function () {
       expect((await new HttpClient(t.url).get('/metrics')).text).to.match(/walgate_capture_gaps_open 1/);
       // Another project sees nothing of it and cannot acknowledge it.
       await t.provision({ projectId: 'other', name: 'master' });
-      const other = new HttpClient(t.url, {
-        authorization: `Bearer ${await t.managementToken('other')}`,
-        'x-project-id': 'other',
-        environment: 'master',
-      });
+      const other = await managementClient(t, 'other');
       expect((await other.get('/api/rest/_gaps')).body.gaps).to.deep.equal([]);
       expect((await other.post(`/api/rest/_gaps/${gap.id}/acknowledge`)).status).to.equal(404);
       const ack = await api.post(`/api/rest/_gaps/${gap.id}/acknowledge`);
