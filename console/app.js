@@ -1,4 +1,4 @@
-import { ApiError, call, clearSession, currentSession, enc, saveSession } from './api.js';
+import { ApiError, call, callApi, clearSession, currentSession, enc, saveSession } from './api.js';
 import { minuteChart } from './chart.js';
 import { h, time } from './dom.js';
 import { usersRoute } from './users.js';
@@ -73,6 +73,7 @@ function secretOnce(secret, intro) {
 
 function stateOf(w, health) {
   if (health?.disabledReason) return ['disabled', `Disabled: ${health.disabledReason}`];
+  if (w.problems?.length) return ['problem', `Problem: ${w.problems.map((p) => p.code).join(', ')}`];
   if (!w.active) return ['paused', 'Paused'];
   if (health?.breaker.state === 'open') return ['open', 'Breaker open'];
   if (health?.breaker.state === 'half-open') return ['open', 'Breaker half-open'];
@@ -175,7 +176,8 @@ function signInView() {
 
 async function listView() {
   show('Subscriptions', h('p', {}, h('a', { href: '#/new', class: 'button' }, 'New subscription')), h('p', { id: 'loading' }, 'Loading…'));
-  const { webhooks } = await call('GET', '?limit=100');
+  const [{ webhooks }, gaps] = await Promise.all([call('GET', '?limit=100'), callApi('GET', '/api/rest/_gaps?open=true').catch(() => ({ gaps: [] }))]);
+  if (gaps.gaps.length) main.querySelector('#loading').before(gapBanner(gaps.gaps));
   const details = await Promise.all(webhooks.map((w) => call('GET', `/${enc(w.id)}`).catch(() => null)));
   const rows = webhooks.map((w, i) =>
     h(
@@ -189,6 +191,22 @@ async function listView() {
   );
   main.querySelector('#loading').replaceWith(
     webhooks.length ? scrollTable('Subscriptions', ['Table', 'Events', 'URL', 'State'], rows) : h('p', {}, 'No subscription in this environment yet.'),
+  );
+}
+
+/** Open capture gaps: changes that were never captured, until acknowledged. */
+function gapBanner(gaps) {
+  const acknowledge = async () => {
+    for (const g of gaps) await callApi('POST', `/api/rest/_gaps/${enc(g.id)}/acknowledge`);
+    say('Gaps acknowledged.');
+    void route();
+  };
+  return h(
+    'section',
+    { class: 'banner', role: 'alert', id: 'gap-banner' },
+    h('strong', {}, `Changes were lost: ${gaps.length} capture gap${gaps.length > 1 ? 's' : ''}.`),
+    ...gaps.map((g) => h('p', {}, `${g.reason === 'slot_lost' ? 'The replication slot lost WAL' : 'The replication slot was missing'}: changes from `, time(g.fromTime), ' to ', time(g.toTime), ` (${g.webhookIds.length} subscription${g.webhookIds.length === 1 ? '' : 's'}) were not captured.`)),
+    h('button', { type: 'button', onclick: acknowledge }, 'Acknowledge'),
   );
 }
 
@@ -412,6 +430,7 @@ async function detailView(id) {
         h('dt', {}, 'Breaker'),
         h('dd', {}, b.state === 'open' ? ['open until ', time(b.openUntil)] : b.state, b.consecutiveFailures ? ` (${b.consecutiveFailures} consecutive failures)` : ''),
         health.disabledReason ? [h('dt', {}, 'Disabled'), h('dd', {}, health.disabledReason, ' — ', time(health.disabledAt))] : null,
+        webhook.problems.length ? [h('dt', {}, 'Problems'), h('dd', { id: 'problems' }, webhook.problems.map((p) => h('p', {}, badge(['problem', p.code]), ' ', p.message, ' — since ', time(p.since))))] : null,
         h('dt', {}, 'Last success'),
         h('dd', {}, time(health.lastSuccessAt)),
         h('dt', {}, 'Failures, last hour'),

@@ -5,7 +5,7 @@ import { h, time } from './dom.js';
 // events, disable or enable them, log them out everywhere, delete them (after a confirmation).
 // Views by the URL's fragment: #/users, #/users/<id>. `ui` is the console's shell (app.js).
 
-const users = (method, path, body) => callApi('/api/rest/_users', method, path, body);
+const users = (method, path, body) => callApi(method, `/api/rest/_users${path}`, body);
 
 const STATUSES = ['', 'unverified', 'active', 'locked', 'disabled'];
 

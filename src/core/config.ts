@@ -68,6 +68,11 @@ const schema = z.object({
     .int()
     .min(1)
     .default(1024 ** 3),
+  TAILER_MAX_HELD_BYTES: z.coerce
+    .number()
+    .int()
+    .min(1024 * 1024)
+    .default(8 * 1024 ** 2),
   LOG_LEVEL: z.enum(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent']).default('info'),
   GRAPHQL_INTROSPECTION: bool.optional(),
   GRAPHQL_MAX_DEPTH: z.coerce.number().int().min(1).default(8),
@@ -143,6 +148,8 @@ const configSchema = schema.superRefine(checkTogether).transform((e) => ({
   tailerPort: e.TAILER_PORT,
   /** Retained WAL that makes the slot watchdog warn when max_slot_wal_keep_size is unlimited. */
   slotWalWarnBytes: e.SLOT_WAL_WARN_BYTES,
+  /** Payload bytes the tailer holds in memory (waiting or in flight) before it stops reading the WAL. */
+  tailerMaxHeldBytes: e.TAILER_MAX_HELD_BYTES,
   logLevel: e.LOG_LEVEL,
   /** Seconds by which another instance's clock may differ when token times (exp, nbf, iat) are checked. */
   tokenClockSkewSeconds: e.TOKEN_CLOCK_SKEW_SECONDS,

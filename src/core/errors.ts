@@ -15,6 +15,7 @@ export const ERRORS = {
   AUTH_NOT_CONFIGURED: [404, 'Authentication is not enabled for this project and environment.'],
   WEBHOOK_NOT_FOUND: [404, 'No webhook with this id in this project and environment.'],
   DELIVERY_NOT_FOUND: [404, 'No delivery with this id for this webhook.'],
+  GAP_NOT_FOUND: [404, 'No capture gap with this id touches this project and environment.'],
   REPLAY_NOT_FOUND: [404, 'No replay with this id for this webhook.'],
   NOT_FOUND: [404, 'No such route.'],
   SESSION_NOT_FOUND: [404, 'No live session with this id among yours.'],

@@ -71,6 +71,12 @@ export class Metrics {
     registers: [this.registry],
   });
 
+  readonly truncates = new Counter({
+    name: 'walgate_truncates_total',
+    help: 'TRUNCATEs of watched tables read from the WAL (delivered to the subscriptions whose events include TRUNCATE)',
+    registers: [this.registry],
+  });
+
   constructor(options: { defaultMetrics?: boolean } = {}) {
     // Process metrics, including event-loop delay (nodejs_eventloop_lag_p99_seconds and friends),
     // sampled every millisecond: a sample counts the whole interval, so a coarser one hides short stalls.

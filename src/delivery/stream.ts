@@ -7,6 +7,7 @@ import { move, type Job, type Lane, type StreamLimits } from './job.js';
 import { Journal, type ParkedEntry } from './journal.js';
 import { buildPayload } from './payload.js';
 import { spillThreshold } from './spill.js';
+import { HeldDeliveries } from './payload-bytes.js';
 import { RowOrder } from './row-order.js';
 import { recordAttempts } from './sql/queue.js';
 import type { Target, Targets } from './targets.js';
@@ -24,7 +25,7 @@ import type { Target, Targets } from './targets.js';
  * fails, when the breaker says wait, when the subscription is paused now, when the delivery is
  * still not delivered parkAfterMs after it was read (a hanging receiver cannot hold the slot
  * longer), and when its subscription's lane is full (spill: the retry queue, which every tailer
- * process drains, takes the excess). Reading waits only when maxHeld deliveries are in memory.
+ * process drains, takes the excess). Reading waits when memory is full (HeldDeliveries).
  *
  * A row-ordered delivery (one with order keys) first waits in memory for its turn — the previous
  * change of its row answered 2xx, or parked before it (row-order.ts, where the argument for the
@@ -47,7 +48,7 @@ export class StreamDelivery implements DeliveryStream {
   #active = 0;
   /** Requests in flight per project (Lane.tenant): each may hold a fair share of the budget. */
   readonly #tenantActive = new Map<string, number>();
-  #held = 0;
+  readonly #held: HeldDeliveries;
   #roomWaiters: Array<() => void> = [];
   #closed = false;
   readonly #sweeper: NodeJS.Timeout;
@@ -59,6 +60,7 @@ export class StreamDelivery implements DeliveryStream {
     this.#deps = deps;
     this.#targets = targets;
     this.#limits = limits;
+    this.#held = new HeldDeliveries(limits.maxHeld, ctx.config.tailerMaxHeldBytes);
     this.#journal = new Journal(fenced, onError);
     this.#order = new RowOrder<Job>(
       ctx.pool,
@@ -97,7 +99,7 @@ export class StreamDelivery implements DeliveryStream {
     };
     const now = this.#ctx.clock();
     for (const delivery of deliveries) {
-      this.#held++;
+      this.#held.add(event);
       const job: Job = {
         event,
         delivery,
@@ -121,7 +123,7 @@ export class StreamDelivery implements DeliveryStream {
       this.#ready.add(delivery.webhookId);
     }
     this.#pump();
-    if (this.#held >= this.#limits.maxHeld) return new Promise((resolve) => this.#roomWaiters.push(resolve));
+    if (!this.#held.room) return new Promise((resolve) => this.#roomWaiters.push(resolve));
   }
 
   /** The stream's requests in flight for a subscription. */
@@ -174,7 +176,7 @@ export class StreamDelivery implements DeliveryStream {
     const head = lane.waiting[0];
     return spillThreshold({
       sharing: this.#limits.sharing(),
-      held: this.#held,
+      held: this.#held.pressure,
       maxHeld: this.#limits.maxHeld,
       perWebhook: this.#limits.perWebhook,
       parkAfterMs: this.#limits.parkAfterMs,
@@ -370,8 +372,8 @@ export class StreamDelivery implements DeliveryStream {
     if (this.#closed || job.state === 'finished') return;
     move(job, 'finished');
     job.settled();
-    this.#held--;
-    if (this.#held < this.#limits.maxHeld && this.#roomWaiters.length > 0) for (const wake of this.#roomWaiters.splice(0)) wake();
+    this.#held.remove(job.event);
+    if (this.#held.room && this.#roomWaiters.length > 0) for (const wake of this.#roomWaiters.splice(0)) wake();
   }
 
   /** Parks what is past its bound: waiting deliveries due now, those in flight leased to their attempt. */

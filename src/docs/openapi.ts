@@ -8,12 +8,13 @@ import { webhooksApi } from '../http/webhooks/operations.js';
 import { deliveryWebhooks } from '../http/webhooks/delivery-request.js';
 import { environmentApi } from '../http/environment/operations.js';
 import { authEventsApi, usersApi } from '../http/users/operations.js';
+import { gapsApi } from '../http/gaps/operations.js';
 
 // The OpenAPI 3.1 document of the api, generated from the operation declarations that the routers
 // register and parse with (src/http/operation.ts). Nothing here restates a schema, a path or a code.
 
 /** The groups the api serves, in the order of the reference. */
-export const API_GROUPS: readonly OperationGroup[] = [authApi, webhooksApi, environmentApi, usersApi, authEventsApi];
+export const API_GROUPS: readonly OperationGroup[] = [authApi, webhooksApi, gapsApi, environmentApi, usersApi, authEventsApi];
 
 type JsonSchema = Record<string, unknown>;
 

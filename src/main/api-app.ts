@@ -14,6 +14,9 @@ import { webhooksRouter } from '../http/webhooks/routes.js';
 import { environmentRouter } from '../http/environment/routes.js';
 import { authEventsRouter, usersRouter } from '../http/users/routes.js';
 import { UserAdminService } from '../auth/users/service.js';
+import { gapsRouter } from '../http/gaps/routes.js';
+import { GapService } from '../webhooks/gaps.js';
+import { registerProblemGauge } from '../webhooks/problems-metric.js';
 import { WebhookService } from '../webhooks/service.js';
 import { createApp } from '../http/app.js';
 import { closeServer, listen } from '../http/server.js';
@@ -26,6 +29,7 @@ export function createApiApp(ctx: Context, events = new CacheEvents(ctx.log), se
   const auth = new AuthService(ctx, keys);
   const webhooks = webhooksRouter(ctx, service, environments);
   const users = new UserAdminService(ctx);
+  registerProblemGauge(ctx);
   return createApp(ctx, {
     routes: [
       ['/', apiOpsRouter(ctx)],
@@ -37,6 +41,7 @@ export function createApiApp(ctx: Context, events = new CacheEvents(ctx.log), se
       [['/api/rest/_environment', '/gw/api/rest/_environment'], environmentRouter(ctx, environments)],
       [['/api/rest/_users', '/gw/api/rest/_users'], usersRouter(ctx, users, environments)],
       [['/api/rest/_auth-events', '/gw/api/rest/_auth-events'], authEventsRouter(ctx, users, environments)],
+      [['/api/rest/_gaps', '/gw/api/rest/_gaps'], gapsRouter(ctx, new GapService(ctx), environments)],
     ],
   });
 }

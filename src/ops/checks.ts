@@ -10,7 +10,8 @@ import type { Logger } from '../core/log.js';
  */
 export interface Check {
   name: string;
-  state: 'ok' | 'failed';
+  /** `degraded`: working, but something needs an operator (a capture gap); readiness stays 200. */
+  state: 'ok' | 'failed' | 'degraded';
   ok: boolean;
   detail?: unknown;
 }
@@ -58,5 +59,6 @@ export async function redisCheck(redis: Redis | undefined, log: Logger): Promise
 export function readiness(checks: Array<Check | undefined>): { status: number; body: { status: string; checks: Check[] } } {
   const list = checks.filter((c): c is Check => c !== undefined);
   const ok = list.every((c) => c.ok);
-  return { status: ok ? 200 : 503, body: { status: ok ? 'ready' : 'not ready', checks: list } };
+  const degraded = list.some((c) => c.state === 'degraded');
+  return { status: ok ? 200 : 503, body: { status: ok ? (degraded ? 'degraded' : 'ready') : 'not ready', checks: list } };
 }

@@ -7,6 +7,7 @@ import { backlogBySubscription, queueDepth } from '../delivery/sql/queue.js';
 import { slotHealth, type SlotHealth } from '../tailer/slot-health.js';
 import type { WalTailer } from '../tailer/tailer.js';
 import { checkOf, databaseCheck, readiness, redisCheck } from './checks.js';
+import { gapCheck, registerGapGauge } from './gaps.js';
 
 /**
  * The slot's health for one scrape: the gauges below all read it, and a scrape collects them
@@ -26,6 +27,7 @@ function slotHealthPerScrape(ctx: Context, slotName: string): () => Promise<Slot
 import type { DeliveryEngine } from '../delivery/engine.js';
 export function registerTailerGauges(ctx: Context, tailer: WalTailer, worker: DeliveryEngine | undefined): void {
   const { registry } = ctx.metrics;
+  registerGapGauge(ctx);
   new Gauge({
     name: 'walgate_deliveries_queued',
     help: 'Deliveries waiting, by status: pending, retrying, dead (dead letters)',
@@ -148,7 +150,12 @@ export async function startTailerOps(
           durableLsn: status.durableLsn,
           ...slot,
         });
-        const { status: code, body } = readiness([await databaseCheck(ctx.pool, ctx.log), await redisCheck(ctx.redis, ctx.log), role]);
+        const { status: code, body } = readiness([
+          await databaseCheck(ctx.pool, ctx.log),
+          await redisCheck(ctx.redis, ctx.log),
+          role,
+          await gapCheck(ctx),
+        ]);
         return send(code, body);
       }
       return send(404, { error: 'NOT_FOUND', message: 'No such route.' });

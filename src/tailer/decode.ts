@@ -12,6 +12,10 @@ export interface Relation {
   indexOf: Map<string, number>;
   renders: Render[];
   replicaIdentity: RelationMessage['replicaIdentity'];
+  /** Some column has a type that ALTER TYPE may change (composite, or built from one): checked per transaction. */
+  userTypes: boolean;
+  /** The message it was described from, to describe it again when a type changed. */
+  message: RelationMessage;
 }
 
 export async function describeRelation(msg: RelationMessage, types: TypeRegistry): Promise<Relation> {
@@ -24,6 +28,8 @@ export async function describeRelation(msg: RelationMessage, types: TypeRegistry
     indexOf: new Map(names.map((n, i) => [n, i])),
     renders: msg.columns.map((c) => types.renderFor(c.typeOid)),
     replicaIdentity: msg.replicaIdentity,
+    userTypes: msg.columns.some((c) => !types.isBuiltin(c.typeOid)),
+    message: msg,
   };
 }
 

@@ -43,6 +43,8 @@ export function deliveryId(webhookId: string, eventId: string): string {
 /** Whether a subscription takes this change: active, the event kind chosen, the filter met. */
 export function wants(sub: SubscriptionSpec, change: Change): boolean {
   if (!sub.active || !sub.events.includes(change.operation)) return false;
+  // A truncate empties the whole table, whatever rows the filter selects: every taker must know.
+  if (change.operation === 'TRUNCATE') return true;
   // The filter looks at the new row, or at the deleted row for DELETE (record holds it then).
   return matchesFilter(sub.filter, change.record);
 }
@@ -62,6 +64,12 @@ export function matchDeliveries(subs: readonly SubscriptionSpec[], change: Chang
     });
   }
   return out;
+}
+
+/** A TRUNCATE of a watched table: an event without rows (`record` empty, no old image). */
+export function truncateChange(eventId: string, committedAt: Date, schema: string, table: string): Change {
+  const empty: Row = { names: [], fragments: [], indexOf: new Map() };
+  return { eventId, operation: 'TRUNCATE', schema, table, committedAt, record: empty, old: null, changedFields: [] };
 }
 
 export function toEventRecord(change: Change): EventRecord {

@@ -10,7 +10,7 @@ export class WatchError extends Error {
   override name = 'WatchError';
   constructor(
     message: string,
-    readonly reason: 'not_a_table' | 'forbidden' | 'busy',
+    readonly reason: 'not_a_table' | 'unsafe' | 'forbidden' | 'busy',
   ) {
     super(message);
   }
@@ -30,10 +30,20 @@ export async function ensurePublication(db: Queryable): Promise<void> {
   const { rowCount } = await db.query('SELECT 1 FROM pg_publication WHERE pubname = $1', [PUBLICATION]);
   if (!rowCount) {
     // The audit trail is always published (subscriptions on `_auth_events`, tailer/auth-events.ts).
-    await db.query(`CREATE PUBLICATION ${PUBLICATION} FOR TABLE walgate.webhooks, walgate.auth_events`).catch((err: unknown) => {
-      if (pgCode(err) !== PgCode.duplicateObject) throw err;
-    });
+    await db
+      .query(`CREATE PUBLICATION ${PUBLICATION} FOR TABLE walgate.webhooks, walgate.auth_events WITH (${await publicationOptions(db)})`)
+      .catch((err: unknown) => {
+        if (pgCode(err) !== PgCode.duplicateObject) throw err;
+      });
   }
+}
+
+/** The options migration 011 sets: partitions published through their root; stored generated columns on 18+. */
+async function publicationOptions(db: Queryable): Promise<string> {
+  const { rows } = await db.query<{ v: number }>(`SELECT current_setting('server_version_num')::int AS v`);
+  return rows[0]!.v >= 180000
+    ? 'publish_via_partition_root = true, publish_generated_columns = stored'
+    : 'publish_via_partition_root = true';
 }
 
 /**
@@ -43,24 +53,34 @@ export async function ensurePublication(db: Queryable): Promise<void> {
  */
 export async function watchTable(db: Queryable, schema: string, table: string): Promise<void> {
   await lockPublication(db);
-  const { rows } = await db.query<{ relkind: string; relreplident: string; published: boolean }>(
-    `SELECT c.relkind, c.relreplident,
-            EXISTS (SELECT 1 FROM pg_publication_tables p WHERE p.pubname = $3 AND p.schemaname = n.nspname AND p.tablename = c.relname) AS published
+  const { rows } = await db.query<{ relkind: string; oid: number; virtual: string[] }>(
+    `SELECT c.relkind, c.oid::int,
+            ARRAY(SELECT a.attname::text FROM pg_attribute a
+                   WHERE a.attrelid IN (SELECT c.oid UNION SELECT relid FROM pg_partition_tree(c.oid)) AND a.attgenerated = 'v' AND NOT a.attisdropped) AS virtual
        FROM pg_class c JOIN pg_namespace n ON n.oid = c.relnamespace
       WHERE n.nspname = $1 AND c.relname = $2`,
-    [schema, table, PUBLICATION],
+    [schema, table],
   );
   const rel = rows[0];
-  // Partitioned tables ('p') publish through their partitions; plain tables ('r') directly.
   if (!rel || (rel.relkind !== 'r' && rel.relkind !== 'p')) {
     throw new WatchError(`${schema}.${table} is not a table`, 'not_a_table');
+  }
+  if (rel.virtual.length > 0) {
+    // Postgres cannot publish virtual generated columns, and with them in REPLICA IDENTITY FULL it
+    // refuses the application's UPDATE and DELETE: watching would break the application's writes.
+    throw new WatchError(
+      `${schema}.${table} has virtual generated columns (${[...new Set(rel.virtual)].join(', ')}), which Postgres cannot publish; ` +
+        'with them, capturing old rows would make its UPDATE and DELETE fail — make them STORED to watch this table',
+      'unsafe',
+    );
   }
   try {
     // Altering a table waits for every transaction using it; a long one must not hold the
     // request (and the subscription lock) hostage: give up, and let the client retry.
     await db.query(`SET LOCAL lock_timeout = '${WATCH_LOCK_TIMEOUT}'`);
-    if (rel.relreplident !== 'f') await db.query(`ALTER TABLE ${qualified(schema, table)} REPLICA IDENTITY FULL`);
-    if (!rel.published) await db.query(`ALTER PUBLICATION ${PUBLICATION} ADD TABLE ${qualified(schema, table)}`);
+    // Every partition (present ones here; future ones through the event trigger) at REPLICA
+    // IDENTITY FULL, the root in the publication (sql/011). The subscription row is already written.
+    await db.query('SELECT walgate.prepare_watched_table($1::oid::regclass)', [rel.oid]);
   } catch (err) {
     if (pgCode(err) === PgCode.insufficientPrivilege) {
       throw new WatchError(`walgate's database role may not alter ${schema}.${table} (it must own the table)`, 'forbidden');

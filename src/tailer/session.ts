@@ -3,7 +3,7 @@ import type { Queryable } from '../core/db/pool.js';
 import type { Logger } from '../core/log.js';
 import type { DeliveryStream } from './sink.js';
 import { decodeChange, decodeRow, describeRelation, type Relation } from './decode.js';
-import { eventId, matchDeliveries, toEventRecord, type Operation } from './events.js';
+import { eventId, matchDeliveries, toEventRecord, truncateChange, type DeliveryRecord, type Operation } from './events.js';
 import { changeRows } from './order-keys.js';
 import { formatLsn, type Lsn } from './lsn.js';
 import type { PgoutputMessage, RawTuple } from './pgoutput.js';
@@ -18,6 +18,7 @@ import {
 import type { TypeRegistry } from './types.js';
 import { advancePosition } from './position.js';
 import { asAuthEvent, authEventSubscriptions, isAuthEventsRelation } from './auth-events.js';
+import type { RecordedDeliveries } from './resume.js';
 
 export interface SessionOptions {
   /** The connection that holds the leadership: the session's own writes go through it (fencing). */
@@ -33,8 +34,12 @@ export interface SessionOptions {
   subscriptions: SubscriptionSpec[];
   /** A relation's primary-key columns (order-keys.ts primaryKeyOf), for row-ordered subscriptions. */
   primaryKey: (relationOid: number) => Promise<string[]>;
+  /** Skips deliveries already recorded by an earlier session (resume.ts). */
+  recorded?: RecordedDeliveries;
   /** Counts events as they are produced (by operation). */
   onEvent?: (operation: Operation) => void;
+  /** Counts truncates of watched tables (whether or not a subscription opted into them). */
+  onTruncate?: (schema: string, table: string) => void;
   /** Reports a position that may be acknowledged to Postgres. */
   onDurable: (lsn: Lsn) => void;
   /** Called once when processing failed and the stream must restart from the durable position. */
@@ -53,6 +58,8 @@ interface OpenTransaction {
   viewChanges: ViewChange[];
   /** Changes handed to the delivery stream and not settled yet, plus its view save while it runs. */
   unsettled: number;
+  /** Whether the composite types were checked for changes in this transaction (relations.ts). */
+  typesChecked: boolean;
 }
 
 const WEBHOOKS_SCHEMA = 'walgate';
@@ -88,7 +95,6 @@ export class ReplicationSession {
   #failed = false;
   #received = 0;
   #handled = 0;
-  #warnedTruncate = new Set<string>();
   stats = { transactions: 0, changes: 0, deliveries: 0, batches: 0 };
 
   constructor(options: SessionOptions) {
@@ -158,6 +164,7 @@ export class ReplicationSession {
           index: 0,
           viewChanges: [],
           unsettled: 0,
+          typesChecked: false,
         };
         if (!this.#tx.skip) this.#unsettled.push(this.#tx);
         return;
@@ -168,14 +175,7 @@ export class ReplicationSession {
       case 'delete':
         return this.#change('DELETE', msg.relationOid, null, msg.old, msg.oldIsKeyOnly);
       case 'truncate':
-        for (const oid of msg.relationOids) {
-          const rel = this.#relations.get(oid);
-          const name = rel ? `${rel.schema}.${rel.name}` : String(oid);
-          if (!this.#warnedTruncate.has(name)) {
-            this.#warnedTruncate.add(name);
-            this.#o.log.warn({ table: name }, 'TRUNCATE is not a row change: no events are sent for it');
-          }
-        }
+        for (const oid of msg.relationOids) await this.#truncate(oid);
         return;
       case 'commit': {
         const tx = this.#tx;
@@ -192,13 +192,21 @@ export class ReplicationSession {
     }
   }
 
-  async #change(op: Operation, relationOid: number, newTuple: RawTuple | null, oldTuple: RawTuple | null, keyOnly: boolean) {
+  /** The change's place in its transaction (counted even when skipped: ids are positions), and its table; null when skipped. */
+  #position(relationOid: number): { tx: OpenTransaction; index: number; rel: Relation } | null {
     const tx = this.#tx;
     if (!tx) throw new Error('pgoutput: change outside a transaction');
     const index = tx.index++;
-    if (tx.skip) return;
+    if (tx.skip) return null;
     const rel = this.#relations.get(relationOid);
     if (!rel) throw new Error(`pgoutput: change on unknown relation ${relationOid}`);
+    return { tx, index, rel };
+  }
+
+  async #change(op: Operation, relationOid: number, newTuple: RawTuple | null, oldTuple: RawTuple | null, keyOnly: boolean) {
+    const at = this.#position(relationOid);
+    if (!at) return;
+    const { tx, index, rel } = at;
     if (rel.schema === WEBHOOKS_SCHEMA && rel.name === WEBHOOKS_TABLE) {
       this.#subscriptionChange(tx, rel, op, newTuple ?? oldTuple!);
       return;
@@ -207,6 +215,28 @@ export class ReplicationSession {
     const subs = authEvent ? authEventSubscriptions(this.#view, rel, newTuple ?? oldTuple!) : this.#view.forTable(rel.schema, rel.name);
     if (subs.length === 0) return;
     this.stats.changes++;
+    if (rel.userTypes && !tx.typesChecked) {
+      // Once per transaction, and only for tables with such columns: a composite type altered
+      // since it was resolved would render with its old attributes.
+      tx.typesChecked = true;
+      if (await this.#o.types.changedSinceResolved()) {
+        for (const [oid, known] of this.#relations) this.#relations.set(oid, await describeRelation(known.message, this.#o.types));
+      }
+    }
+    return this.#changeOf(op, relationOid, newTuple, oldTuple, keyOnly, index, tx, subs);
+  }
+
+  async #changeOf(
+    op: Operation,
+    relationOid: number,
+    newTuple: RawTuple | null,
+    oldTuple: RawTuple | null,
+    keyOnly: boolean,
+    index: number,
+    tx: OpenTransaction,
+    subs: readonly SubscriptionSpec[],
+  ): Promise<void> {
+    const rel = this.#relations.get(relationOid)!;
     const { change, missing } = decodeChange({
       operation: op,
       eventId: eventId(tx.commitLsn, index),
@@ -216,7 +246,7 @@ export class ReplicationSession {
       oldTuple,
       oldIsKeyOnly: keyOnly,
     });
-    if (authEvent) asAuthEvent(change, subs);
+    if (isAuthEventsRelation(rel)) asAuthEvent(change, subs);
     if (missing.length > 0) {
       this.#o.log.warn(
         { table: `${rel.schema}.${rel.name}`, columns: missing, event: change.eventId },
@@ -224,9 +254,36 @@ export class ReplicationSession {
       );
     }
     const orderedRows = subs.some((s) => s.ordering === 'row') ? changeRows(change, await this.#keyColumnsOf(relationOid, rel)) : null;
-    const rows = matchDeliveries(subs, change, orderedRows);
+    await this.#hand(tx, change, await this.#unrecorded(tx, index, relationOid, subs, matchDeliveries(subs, change, orderedRows)));
+  }
+
+  /** One event per truncated table, for the subscriptions that opted into TRUNCATE. */
+  async #truncate(relationOid: number): Promise<void> {
+    const at = this.#position(relationOid);
+    if (!at) return;
+    const { tx, index, rel } = at;
+    const subs = this.#view.forTable(rel.schema, rel.name);
+    if (subs.length === 0) return;
+    this.#o.onTruncate?.(rel.schema, rel.name);
+    const change = truncateChange(eventId(tx.commitLsn, index), tx.committedAt, rel.schema, rel.name);
+    await this.#hand(tx, change, await this.#unrecorded(tx, index, relationOid, subs, matchDeliveries(subs, change)));
+  }
+
+  #unrecorded(tx: OpenTransaction, index: number, relationOid: number, subs: readonly SubscriptionSpec[], rows: DeliveryRecord[]) {
+    if (!this.#o.recorded) return rows;
+    return this.#o.recorded.unrecorded(
+      tx.commitLsn,
+      index,
+      relationOid,
+      subs.map((s) => s.id),
+      rows,
+    );
+  }
+
+  /** Hands a change's deliveries to the stream; the transaction waits for them to settle. */
+  async #hand(tx: OpenTransaction, change: Parameters<typeof toEventRecord>[0], rows: ReturnType<typeof matchDeliveries>): Promise<void> {
     if (rows.length === 0) return;
-    this.#o.onEvent?.(op);
+    this.#o.onEvent?.(change.operation);
     this.stats.deliveries += rows.length;
     tx.unsettled++;
     // A returned promise is backpressure: the library pauses the socket while we await it.

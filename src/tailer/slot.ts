@@ -3,6 +3,7 @@ import { PgCode, pgCode, withTransaction, type Pool, type Queryable } from '../c
 import type { Logger } from '../core/log.js';
 import { formatLsn, parseLsn, type Lsn } from './lsn.js';
 import { readPosition, resetPosition } from './position.js';
+import { recordGap, type GapReason } from './gaps.js';
 import { currentSubscriptions, loadSavedView, replaceSavedView, type SubscriptionSpec } from './subscriptions.js';
 
 /** The slot of this database: slot names are cluster-wide, so the database name is part of it. */
@@ -79,21 +80,17 @@ async function waitUntilUnread(pool: Pool, slotName: string, timeoutMs = 60_000)
 export async function prepareSlot(pool: Pool, replicationUrl: string, slotName: string, log: Logger): Promise<SlotStart> {
   let slot = await waitUntilUnread(pool, slotName);
   const saved = await readPosition(pool, slotName);
+  let lost: GapReason | undefined;
   if (slot?.wal_status === 'lost') {
-    log.error(
-      { slot: slotName },
-      'the replication slot lost WAL it needed (max_slot_wal_keep_size?): recreating it; changes in the gap were not captured',
-    );
     await pool.query('SELECT pg_drop_replication_slot($1)', [slotName]);
     slot = undefined;
-  }
+    lost = 'slot_lost';
+  } else if (!slot && saved) lost = 'slot_missing';
   if (!slot) {
-    if (saved)
-      log.error(
-        { slot: slotName, processedLsn: saved },
-        'the replication slot was missing: creating it; changes since the saved position were not captured',
-      );
-    return createSlot(pool, replicationUrl, slotName);
+    const before = lost && saved ? await gapStart(pool, slotName, saved) : undefined;
+    const start = await createSlot(pool, replicationUrl, slotName);
+    if (lost && before) await recordSlotGap(pool, slotName, lost, before, formatLsn(start.processedLsn), log);
+    return start;
   }
   if (!saved) {
     // A slot without our state (state wiped): start from the slot with today's subscriptions.
@@ -112,6 +109,48 @@ export async function prepareSlot(pool: Pool, replicationUrl: string, slotName: 
   let processedLsn = parseLsn(slot.confirmed_flush_lsn ?? saved);
   if (parseLsn(saved) > processedLsn) processedLsn = parseLsn(saved);
   return { processedLsn, subscriptions: await loadSavedView(pool, formatLsn(processedLsn)) };
+}
+
+interface GapStart {
+  lsn: string;
+  time: Date | null;
+  /** The subscriptions active when capture stopped: those that missed changes. */
+  affected: SubscriptionSpec[];
+}
+
+/** Where capture stopped, read before a new slot replaces the saved view. */
+async function gapStart(pool: Pool, slotName: string, saved: string): Promise<GapStart> {
+  const { rows } = await pool.query<{ updated_at: Date }>('SELECT updated_at FROM walgate.tailer_state WHERE slot_name = $1', [slotName]);
+  const view = await loadSavedView(pool, saved);
+  return { lsn: saved, time: rows[0]?.updated_at ?? null, affected: view.filter((s) => s.active) };
+}
+
+/**
+ * A slot created anew after one was lost or dropped: the changes between the last processed
+ * position and the new slot's first were never captured. Recorded (with the subscriptions active
+ * then) for operators to see and acknowledge, not only logged.
+ */
+async function recordSlotGap(pool: Pool, slotName: string, reason: GapReason, from: GapStart, to: string, log: Logger): Promise<void> {
+  const { rows } = await pool.query<{ now: Date }>('SELECT now() AS now');
+  const gap = { slotName, reason, fromLsn: from.lsn, toLsn: to, fromTime: from.time, toTime: rows[0]!.now };
+  // One record per project environment, each naming its own subscriptions. A gap no
+  // subscription was active in lost nothing anyone asked for: the log line is enough.
+  const byTenant = new Map<string, SubscriptionSpec[]>();
+  for (const s of from.affected) {
+    const key = JSON.stringify([s.projectId, s.environment]);
+    byTenant.set(key, [...(byTenant.get(key) ?? []), s]);
+  }
+  const ids: string[] = [];
+  for (const specs of byTenant.values()) {
+    const { projectId, environment } = specs[0]!;
+    ids.push(await recordGap(pool, { ...gap, projectId, environment, webhookIds: specs.map((s) => s.id) }));
+  }
+  log.error(
+    { ...gap, gaps: ids, subscriptions: from.affected.length },
+    reason === 'slot_lost'
+      ? 'the replication slot lost WAL it needed (max_slot_wal_keep_size?): recreated it; changes in the gap were not captured'
+      : 'the replication slot was missing: created it; changes in the gap were not captured',
+  );
 }
 
 async function createSlot(pool: Pool, replicationUrl: string, slotName: string): Promise<SlotStart> {

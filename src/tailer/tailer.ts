@@ -13,6 +13,7 @@ import { slotHealth } from './slot-health.js';
 import { defaultSlotName, prepareSlot } from './slot.js';
 import { TypeRegistry } from './types.js';
 import { primaryKeyOf } from './order-keys.js';
+import { RecordedDeliveries } from './resume.js';
 
 export interface WalTailerOptions {
   /** The database to tail (the replication connection is opened from it). */
@@ -177,6 +178,12 @@ export class WalTailer {
     const reportDurable = () => {
       if (this.#durable !== null && this.#durable > 0n) void service.acknowledge(formatLsn(this.#durable - 1n)).catch(() => undefined);
     };
+    // Commits before this position may have been partly delivered by an earlier session (resume.ts).
+    const startedAt = parseLsn((await pool.query<{ lsn: string }>('SELECT pg_current_wal_insert_lsn()::text AS lsn')).rows[0]!.lsn);
+    const recorded = new RecordedDeliveries(startedAt, async (ids) => {
+      const { rows } = await pool.query<{ id: string }>('SELECT id FROM walgate.deliveries WHERE id = ANY($1::text[])', [ids]);
+      return rows.map((r) => r.id);
+    });
     const fenced = oneAtATime(lock);
     const stream = this.#o.sink.open(fenced, (err) => fail(err));
     const session = new ReplicationSession({
@@ -189,7 +196,9 @@ export class WalTailer {
       primaryKey: (oid) => primaryKeyOf(pool, oid),
       processedLsn: start.processedLsn,
       subscriptions: start.subscriptions,
+      recorded,
       onEvent: (operation) => this.#ctx.metrics.eventsProduced.inc({ operation }),
+      onTruncate: () => this.#ctx.metrics.truncates.inc(),
       onDurable: (lsn) => {
         if (this.#durable === null || lsn > this.#durable) this.#durable = lsn;
         reportDurable();

@@ -46,8 +46,38 @@ export interface PgType {
 
 export class TypeRegistry {
   readonly #renders = new Map<number, Render>(BY_OID);
+  /** Composite types resolved, with their attributes (name:type, in order) as they were then. */
+  readonly #composites = new Map<number, string>();
 
   constructor(private readonly db: Queryable) {}
+
+  /** Built-in types render the same forever; others may change (ALTER TYPE) and are checked. */
+  isBuiltin(oid: number): boolean {
+    return BY_OID.has(oid);
+  }
+
+  /**
+   * Whether a composite type resolved earlier has changed since (ALTER TYPE … ADD, DROP or RENAME
+   * ATTRIBUTE, or the type dropped): then everything but the built-in types is forgotten, to be
+   * resolved again. Postgres sends no message for such a change, so the catalog is asked.
+   */
+  async changedSinceResolved(): Promise<boolean> {
+    if (this.#composites.size === 0) return false;
+    const { rows } = await this.db.query<{ oid: number; signature: string }>(
+      `SELECT t.oid::int, string_agg(a.attname || ':' || a.atttypid, ',' ORDER BY a.attnum) AS signature
+         FROM pg_catalog.pg_type t JOIN pg_catalog.pg_attribute a ON a.attrelid = t.typrelid AND a.attnum > 0 AND NOT a.attisdropped
+        WHERE t.oid = ANY($1::oid[]) GROUP BY t.oid`,
+      [[...this.#composites.keys()]],
+    );
+    const now = new Map(rows.map((r) => [r.oid, r.signature]));
+    const changed = [...this.#composites].some(([oid, signature]) => now.get(oid) !== signature);
+    if (changed) {
+      this.#composites.clear();
+      this.#renders.clear();
+      for (const [oid, render] of BY_OID) this.#renders.set(oid, render);
+    }
+    return changed;
+  }
 
   /** The renderer of a type already resolved (see `resolve`); strings for anything unknown. */
   renderFor(oid: number): Render {
@@ -78,6 +108,7 @@ export class TypeRegistry {
             [t.typrelid],
           );
           attributes.set(t.oid, attrs.rows);
+          this.#composites.set(t.oid, attrs.rows.map((a) => `${a.name}:${a.typeOid}`).join(','));
           next.push(...attrs.rows.map((a) => a.typeOid));
         }
       }

@@ -3,13 +3,13 @@ import { z } from 'zod';
 // Bodies of the management API. Unknown fields are refused: a typo (`filters`, `actve`) must not
 // silently create a subscription that does something else.
 
-export const EVENTS = ['INSERT', 'UPDATE', 'DELETE'] as const;
+export const EVENTS = ['INSERT', 'UPDATE', 'DELETE', 'TRUNCATE'] as const;
 
 const name = z.string().min(1, 'is required').max(63, 'must be at most 63 characters');
 const columnName = z.string().min(1, 'must not be empty').max(63, 'must be at most 63 characters');
 
 const events = z
-  .array(z.enum(EVENTS, { message: 'must be INSERT, UPDATE or DELETE' }))
+  .array(z.enum(EVENTS, { message: 'must be INSERT, UPDATE, DELETE or TRUNCATE' }))
   .min(1, 'must name at least one of INSERT, UPDATE, DELETE')
   .refine((e) => new Set(e).size === e.length, 'must not repeat an event')
   .meta({ description: 'The kinds of change to deliver, without repeats.' });

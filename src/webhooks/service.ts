@@ -25,6 +25,7 @@ import { sealWebhookSecret } from '../delivery/secret.js';
 import * as store from './store.js';
 import { columnViolations, primaryKeyColumns, schemaTables, tableColumns, urlViolations, type TableInfo } from './validation.js';
 import { webhookView, type WebhookHealth, type WebhookView } from './view.js';
+import { webhookProblems } from './problems.js';
 
 // The rules of webhook subscriptions. Writes go through one transaction with the publication
 // change, so a subscription exists exactly when the tailer can see its table.
@@ -108,19 +109,24 @@ export class WebhookService {
     const rows = await store.listWebhooks(this.ctx.pool, env.projectId, env.name, limit + 1, after);
     const page = rows.slice(0, limit);
     const last = page[page.length - 1];
-    return { webhooks: page.map(webhookView), nextCursor: rows.length > limit && last ? encodeCursor(last) : null };
+    const problems = await webhookProblems(this.ctx.pool, page, this.ctx.clock());
+    return {
+      webhooks: page.map((w) => webhookView(w, problems.get(w.id))),
+      nextCursor: rows.length > limit && last ? encodeCursor(last) : null,
+    };
   }
 
   async get(env: Environment, id: string): Promise<{ webhook: WebhookView; health: WebhookHealth; deliveries: DeliveryView[] }> {
     const row = await this.#find(env, id);
     const now = this.ctx.clock();
-    const [breaker, history, deliveries] = await Promise.all([
+    const [problems, breaker, history, deliveries] = await Promise.all([
+      webhookProblems(this.ctx.pool, [row], now),
       breakerState(this.ctx.pool, { projectId: row.projectId, environment: row.environment, url: row.url }, now),
       deliveryHealth(this.ctx.pool, row.id, now),
       recentDeliveries(this.ctx.pool, row.id, 50),
     ]);
     return {
-      webhook: webhookView(row),
+      webhook: webhookView(row, problems.get(row.id)),
       health: { breaker, disabledReason: row.disabledReason, disabledAt: row.disabledAt?.toISOString() ?? null, ...history },
       deliveries,
     };
@@ -214,6 +220,12 @@ export class WebhookService {
       if (table !== locked.table) {
         await captureTable(c, env.schemaName, table);
         if (!(await store.tableIsWatched(c, locked.schemaName, locked.table))) await releaseTable(c, locked.schemaName, locked.table);
+      } else {
+        // Any update repairs what DDL undid (publication, replica identity) where walgate could not
+        // follow it live; a table gone or unwatchable stays a reported problem, never blocks the update.
+        await captureTable(c, env.schemaName, table).catch((err: unknown) => {
+          if (!(err instanceof CaptureError && (err.reason === 'not_a_table' || err.reason === 'unsafe'))) throw err;
+        });
       }
       return updated;
     });
@@ -323,7 +335,7 @@ export class WebhookService {
         }
       }
     } catch (err) {
-      if (err instanceof CaptureError && err.reason === 'not_a_table') {
+      if (err instanceof CaptureError && (err.reason === 'not_a_table' || err.reason === 'unsafe')) {
         throw validationError([{ path: 'table', message: err.message }]);
       }
       if (err instanceof CaptureError && err.reason === 'busy') {

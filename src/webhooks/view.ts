@@ -1,5 +1,6 @@
 import type { BreakerView } from '../delivery/breaker.js';
 import type { DeliveryHealth } from '../delivery/sql/history.js';
+import type { Problem } from './problems.js';
 import type { WebhookRow } from './store.js';
 
 /** How a subscription's deliveries go (GET /api/rest/_webhooks/{id}). */
@@ -25,9 +26,11 @@ export interface WebhookView {
   /** Set when delivery disabled it (its receiver answered 410 Gone); cleared when re-activated. */
   disabledReason: string | null;
   disabledAt: string | null;
+  /** What it cannot follow any more (problems.ts); empty when healthy. */
+  problems: Problem[];
 }
 
-export function webhookView(w: WebhookRow): WebhookView {
+export function webhookView(w: WebhookRow, problems: Problem[] = []): WebhookView {
   return {
     id: w.id,
     table: w.table,
@@ -41,5 +44,6 @@ export function webhookView(w: WebhookRow): WebhookView {
     updatedAt: w.updatedAt.toISOString(),
     disabledReason: w.disabledReason ?? null,
     disabledAt: w.disabledAt?.toISOString() ?? null,
+    problems,
   };
 }

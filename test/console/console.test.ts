@@ -8,6 +8,7 @@ import type { Browser, Page } from 'playwright-core';
 import { eventually, startPipeline, type Pipeline } from '../delivery/support.js';
 import { launchChromium } from '../support/chromium.js';
 import { verifies } from '../support/receiver.js';
+import { insertSubscription } from '../support/subscriptions.js';
 
 // The delivery console in a real browser (Debian's Chromium through playwright-core), on the whole
 // path: a plain pg client writes, the tailer and the worker deliver over HTTPS to a receiver, and
@@ -255,6 +256,44 @@ describe('delivery console: /console in Chromium', function () {
     await page.getByRole('heading', { name: 'Subscriptions' }).waitFor();
     await page.getByText('No subscription in this environment yet.').waitFor();
     expect((await p.t.ctx.pool.query('SELECT 1 FROM walgate.webhooks WHERE id = $1', [webhookId])).rowCount).to.equal(0);
+  });
+
+  it('a subscription that cannot follow its table shows a problem badge; an open capture gap a banner until acknowledged', async () => {
+    await p.writer.query('CREATE TABLE shop_master.drifting (id int PRIMARY KEY, region text)');
+    const drifting = await insertSubscription(p.t.ctx, {
+      projectId: 'shop',
+      environment: 'master',
+      schema: 'shop_master',
+      table: 'drifting',
+      filter: { region: 'eu' },
+    });
+    await p.writer.query('ALTER TABLE shop_master.drifting DROP COLUMN region');
+    await p.t.ctx.pool.query(
+      `INSERT INTO walgate.capture_gaps (id, project_id, environment, slot_name, reason, from_lsn, to_lsn, from_time, to_time, webhook_ids)
+       VALUES ('gap_console', 'shop', 'master', 'walgate_x', 'slot_lost', '0/10', '0/20', now() - interval '1 hour', now(), $1)`,
+      [[drifting]],
+    );
+    await page.reload(); // the list, read again
+    await page.getByRole('heading', { name: 'Subscriptions' }).waitFor();
+    await page.locator('#gap-banner').getByText('Changes were lost: 1 capture gap.').waitFor();
+    await page.getByText('Problem: FILTER_COLUMN_MISSING').waitFor();
+    await checkAccessibility('problems and gaps');
+    await page.locator('#gap-banner').getByRole('button', { name: 'Acknowledge' }).click();
+    await page.getByText('Gaps acknowledged.').waitFor();
+    await eventually(
+      () => page.locator('#gap-banner').count(),
+      (n) => n === 0,
+    );
+    const { rows } = await p.t.ctx.pool.query(`SELECT acknowledged_at FROM walgate.capture_gaps WHERE id = 'gap_console'`);
+    expect(rows[0].acknowledged_at).to.be.an.instanceOf(Date);
+    await page.getByRole('link', { name: 'drifting' }).click();
+    await page
+      .locator('#problems')
+      .getByText(/filter names columns the table no longer has \(region\)/)
+      .waitFor();
+    await page.goto(`${p.t.url}/console#/`);
+    await page.getByRole('heading', { name: 'Subscriptions' }).waitFor();
+    await p.t.ctx.pool.query('DELETE FROM walgate.webhooks WHERE id = $1', [drifting]);
   });
 
   it('the token was in no URL requested, no log line and no page markup; nothing came from elsewhere, no CSP complaint', async () => {

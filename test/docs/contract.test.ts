@@ -185,6 +185,18 @@ describe('OpenAPI document: the api answers as documented', function () {
     }
   });
 
+  it('capture gaps: list, acknowledge', async () => {
+    await t.ctx.pool.query(
+      `INSERT INTO walgate.capture_gaps (id, project_id, environment, slot_name, reason, from_lsn, to_lsn, from_time, to_time, webhook_ids)
+       VALUES ('gap_contract', 'shop', 'master', 'walgate_x', 'slot_lost', '0/10', '0/20', now(), now(), '{wh_x}')`,
+    );
+    expect((await manager.call('listGaps', { query: { open: 'true' } })).body.gaps).to.have.length(1);
+    expect((await manager.call('listGaps', { query: { open: 'maybe' } })).body.error).to.equal('VALIDATION_ERROR');
+    expect((await manager.call('acknowledgeGap', { params: { id: 'gap_contract' } })).body.gap.acknowledgedAt).to.be.a('string');
+    expect((await manager.call('acknowledgeGap', { params: { id: 'gap_nope' } })).body.error).to.equal('GAP_NOT_FOUND');
+    expect((await manager.call('listGaps')).body.gaps).to.have.length(1);
+  });
+
   describe('the failures every operation of a kind shares', () => {
     const params = { id: 'wh_nonexistent', deliveryId: 'del_nonexistent', replayId: 'rpl_nonexistent' };
     const bodyless = (id: string) => !documentedOperations(doc).find((o) => o.id === id)!.operation.requestBody;

@@ -99,6 +99,8 @@ describe('OpenAPI document: /openapi.json', function () {
       'POST /api/rest/_users/{id}/logout',
       'GET /api/rest/_users/{id}/events',
       'GET /api/rest/_auth-events',
+      'GET /api/rest/_gaps',
+      'POST /api/rest/_gaps/{id}/acknowledge',
     ]);
   });
 
@@ -230,8 +232,9 @@ describe('OpenAPI document: /openapi.json', function () {
         expect(o.operation.security, o.id).to.deep.equal([{ managementToken: [] }]);
         expect(has, `${o.id}: the management scope`).to.include.members(['AUTH_TOKEN_INVALID', 'VALIDATION_ERROR', 'FORBIDDEN', 'RATE_LIMIT_EXCEEDED']);
       }
-      if (o.path.includes('{id}')) expect(has, o.id).to.include(o.path.startsWith('/api/rest/_users') ? 'USER_NOT_FOUND' : 'WEBHOOK_NOT_FOUND');
+      if (o.path.includes('{id}') && !o.path.startsWith('/api/rest/_gaps')) expect(has, o.id).to.include(o.path.startsWith('/api/rest/_users') ? 'USER_NOT_FOUND' : 'WEBHOOK_NOT_FOUND');
       if (o.path.startsWith('/api/rest/_environment')) expect(has, `${o.id}: the management scope`).to.include.members(['AUTH_TOKEN_INVALID', 'FORBIDDEN']);
+      if (o.path.startsWith('/api/rest/_gaps/{id}')) expect(has, o.id).to.include('GAP_NOT_FOUND');
     }
   });
 });

@@ -106,3 +106,8 @@ export async function startTestApi(options: TestApiOptions = {}): Promise<TestAp
     },
   };
 }
+
+/** An HTTP client of the management API for a project environment, with a fresh management token. */
+export async function managementClient(t: TestApi, projectId: string, environment = 'master'): Promise<HttpClient> {
+  return new HttpClient(t.url, { authorization: `Bearer ${await t.managementToken(projectId)}`, 'x-project-id': projectId, environment });
+}

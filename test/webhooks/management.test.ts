@@ -67,6 +67,7 @@ describe('webhook management API', function () {
       'updatedAt',
       'disabledReason',
       'disabledAt',
+      'problems',
     );
     expect(w).to.include({ disabledReason: null, disabledAt: null, ordering: 'none' });
     expect(w.id).to.match(/^wh_[0-9a-f]{32}$/);
@@ -323,7 +324,7 @@ describe('webhook management API', function () {
       ['select with a dotted name', { select: ['orders.id'] }, 'select.0'],
       ['a unicode table that does not exist', { table: 'ördérs' }, 'table'],
       ['empty events', { events: [] }, 'events'],
-      ['unknown event', { events: ['INSERT', 'TRUNCATE'] }, 'events.1'],
+      ['unknown event', { events: ['INSERT', 'UPSERT'] }, 'events.1'],
       ['repeated event', { events: ['INSERT', 'INSERT'] }, 'events'],
       ['unknown table', { table: 'nope' }, 'table'],
       ['a view is not a table', { table: 'order_view' }, 'table'],

@@ -26,6 +26,15 @@ const webhook = z
       .nullable()
       .meta({ description: 'Why delivery disabled it (its receiver answered 410 Gone); null otherwise.' }),
     disabledAt: timestamp.nullable().meta({ description: 'When delivery disabled it; null otherwise.' }),
+    problems: z
+      .array(
+        z.object({
+          code: z.enum(['TABLE_MISSING', 'FILTER_COLUMN_MISSING', 'SELECT_COLUMN_MISSING', 'REPLICA_IDENTITY_CHANGED']),
+          message: z.string(),
+          since: timestamp.meta({ description: 'When walgate first saw it.' }),
+        }),
+      )
+      .meta({ description: 'What walgate cannot follow any more (docs: Schema changes); `[]` when healthy.' }),
   })
   .meta({ description: 'A subscription. The secret is never returned.' });
 

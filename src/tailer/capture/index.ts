@@ -37,3 +37,5 @@ export async function retainChanges(db: Queryable): Promise<void> {
 }
 
 export type { CapturedDelivery, CapturedEvent, DeliverySink, DeliveryStream, Operation } from '../sink.js';
+
+export { acknowledgeGap, listGaps, openGapCount, type CaptureGap } from '../gaps.js';

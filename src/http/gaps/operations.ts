@@ -1,0 +1,70 @@
+import { z } from 'zod';
+import type { ErrorCode } from '../../core/errors.js';
+import { ANY_REQUEST_ERRORS, type Operation, type OperationGroup } from '../operation.js';
+import { managementHeaders } from '../webhooks/access.js';
+
+// Capture gaps (docs/schema-changes.md): stretches of WAL walgate could not capture, kept until
+// acknowledged. Same token and headers as the webhook API.
+
+const common = [
+  'AUTH_TOKEN_INVALID',
+  'VALIDATION_ERROR',
+  'FORBIDDEN',
+  'RATE_LIMIT_EXCEEDED',
+  ...ANY_REQUEST_ERRORS,
+] as const satisfies readonly ErrorCode[];
+const shared = { security: 'managementToken', headers: managementHeaders } as const;
+
+const lsn = z
+  .string()
+  .nullable()
+  .meta({ examples: ['0/40EB7498'] });
+const timestamp = z.iso.datetime();
+
+const gap = z
+  .object({
+    id: z.string().meta({ examples: ['gap_3f6c2a1e9b8d4c7e0a5b1d2c3e4f5a6b'] }),
+    slotName: z.string(),
+    reason: z.enum(['slot_lost', 'slot_missing']).meta({
+      description: '`slot_lost`: Postgres removed WAL the slot needed (max_slot_wal_keep_size); `slot_missing`: the slot was dropped.',
+    }),
+    fromLsn: lsn.meta({ description: 'The last position processed before the gap.' }),
+    toLsn: lsn.meta({ description: 'Where capture resumed.' }),
+    fromTime: timestamp.nullable(),
+    toTime: timestamp,
+    webhookIds: z.array(z.string()).meta({ description: "This environment's subscriptions that were active, and missed changes." }),
+    acknowledgedAt: timestamp.nullable(),
+    acknowledgedBy: z.string().nullable().meta({ description: 'The management token id that acknowledged it.' }),
+  })
+  .meta({ description: 'Changes between fromLsn and toLsn were not captured.' });
+
+const operations = {
+  listGaps: {
+    ...shared,
+    method: 'get',
+    path: '/',
+    summary: 'Capture gaps',
+    description: 'Newest first. `?open=true`: only those not acknowledged yet (while one exists, `/readyz` says `degraded`).',
+    query: z.strictObject({ open: z.enum(['true', 'false']).default('false') }),
+    success: { status: 200, description: 'The gaps.', schema: z.object({ gaps: z.array(gap) }) },
+    errors: common,
+  },
+  acknowledgeGap: {
+    ...shared,
+    method: 'post',
+    path: '/:id/acknowledge',
+    summary: 'Acknowledge a capture gap',
+    description: 'It stays listed, acknowledged; it no longer makes `/readyz` degraded.',
+    params: z.object({ id: z.string().max(200) }),
+    success: { status: 200, description: 'Acknowledged.', schema: z.object({ gap }) },
+    errors: [...common, 'GAP_NOT_FOUND'],
+  },
+} satisfies Record<string, Operation>;
+
+export const gapsApi = {
+  tag: 'Capture gaps',
+  description: 'Stretches of WAL whose changes walgate could not capture (a lost or dropped replication slot), visible until acknowledged.',
+  mount: '/api/rest/_gaps',
+  aliases: ['/gw/api/rest/_gaps'],
+  operations,
+} satisfies OperationGroup;

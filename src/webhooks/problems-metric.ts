@@ -1,0 +1,42 @@
+import { Gauge } from 'prom-client';
+import type { Context } from '../core/context.js';
+
+// walgate_webhook_problems{code}: subscriptions that cannot follow their table, counted at scrape
+// time from the catalog (the same rules as problems.ts, for every tenant at once).
+
+const COUNTS = `
+WITH w AS (
+  SELECT w.filter, w.select_fields, c.oid AS relid
+    FROM walgate.webhooks w
+    LEFT JOIN pg_catalog.pg_namespace n ON n.nspname = w.schema_name
+    LEFT JOIN pg_catalog.pg_class c ON c.relnamespace = n.oid AND c.relname = w.table_name AND c.relkind IN ('r', 'p')
+)
+SELECT count(*) FILTER (WHERE relid IS NULL OR NOT EXISTS (
+         SELECT 1 FROM pg_catalog.pg_publication_rel r JOIN pg_catalog.pg_publication p ON p.oid = r.prpubid
+          WHERE p.pubname = 'walgate' AND r.prrelid = relid))::int AS "TABLE_MISSING",
+       count(*) FILTER (WHERE relid IS NOT NULL AND EXISTS (
+         SELECT 1 FROM jsonb_object_keys(coalesce(filter, '{}')) k
+          WHERE NOT EXISTS (SELECT 1 FROM pg_catalog.pg_attribute a WHERE a.attrelid = relid AND a.attname = k AND a.attnum > 0 AND NOT a.attisdropped)))::int AS "FILTER_COLUMN_MISSING",
+       count(*) FILTER (WHERE relid IS NOT NULL AND EXISTS (
+         SELECT 1 FROM unnest(coalesce(select_fields, '{}')) k
+          WHERE NOT EXISTS (SELECT 1 FROM pg_catalog.pg_attribute a WHERE a.attrelid = relid AND a.attname = k AND a.attnum > 0 AND NOT a.attisdropped)))::int AS "SELECT_COLUMN_MISSING",
+       count(*) FILTER (WHERE relid IS NOT NULL AND EXISTS (
+         SELECT 1 FROM (SELECT relid AS r UNION SELECT p.relid FROM pg_partition_tree(relid) p) t
+           JOIN pg_catalog.pg_class pc ON pc.oid = t.r WHERE pc.relreplident <> 'f'))::int AS "REPLICA_IDENTITY_CHANGED"
+  FROM w`;
+
+/** Registered once per process registry, by the api (it answers `problems` too). */
+export function registerProblemGauge(ctx: Context): void {
+  const name = 'walgate_webhook_problems';
+  if (ctx.metrics.registry.getSingleMetric(name)) return;
+  new Gauge({
+    name,
+    help: 'Subscriptions that cannot follow their table, by problem code (TABLE_MISSING, FILTER_COLUMN_MISSING, SELECT_COLUMN_MISSING, REPLICA_IDENTITY_CHANGED)',
+    labelNames: ['code'] as const,
+    registers: [ctx.metrics.registry],
+    async collect() {
+      const { rows } = await ctx.pool.query<Record<string, number>>(COUNTS).catch(() => ({ rows: [] as Array<Record<string, number>> }));
+      for (const [code, n] of Object.entries(rows[0] ?? {})) this.set({ code }, n);
+    },
+  });
+}
