@@ -33,10 +33,11 @@ const layers = {
   projects: ['core'],
   'auth-events': ['core', 'projects'],
   // The root of src/auth holds what capabilities share and the flows (service.ts) that use them;
-  // a capability folder may use the root and the audit trail, never another capability.
+  // a capability folder may use the root and the audit trail; the admin operations (users) may
+  // also end sessions. Nothing points back, so a cycle between capabilities stays an error.
   auth: ['core', 'projects', 'auth-sessions', 'auth-events'],
   'auth-sessions': ['core', 'projects', 'auth', 'auth-events'],
-  'auth-users': ['core', 'projects', 'auth', 'auth-events'],
+  'auth-users': ['core', 'projects', 'auth', 'auth-events', 'auth-sessions'],
   tailer: ['core'],
   capture: ['core', 'tailer'],
   delivery: ['core', 'tailer'],

@@ -142,7 +142,8 @@ export class SessionService {
     const ended = await withTransaction(this.ctx.pool, async (c) => {
       const event = { type: AUTH_EVENT.loggedOut, userId: claims.sub, sessionId: claims.sid, ...origin(client), details: { scope } };
       await append(c, env, event, now);
-      if (scope !== 'local') return revokeUserSessions(c, claims.sub, `logout (${scope})`, now, scope === 'others' ? claims.sid : undefined);
+      if (scope !== 'local')
+        return revokeUserSessions(c, claims.sub, `logout (${scope})`, now, scope === 'others' ? claims.sid : undefined);
       await revokeSessionRow(c, claims.sid, 'logout', now);
       return [claims.sid];
     });
