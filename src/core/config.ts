@@ -74,6 +74,7 @@ const schema = z.object({
   GRAPHQL_MAX_COST: z.coerce.number().int().min(1).default(100),
   GRAPHQL_MAX_DOCUMENT_BYTES: z.coerce.number().int().min(64).default(8192),
   TOKEN_CLOCK_SKEW_SECONDS: z.coerce.number().int().min(0).max(300).default(30),
+  METRICS_PORT: port.optional(),
 });
 
 export type Env = z.infer<typeof schema>;
@@ -146,6 +147,8 @@ const configSchema = schema.superRefine(checkTogether).transform((e) => ({
     maxCost: e.GRAPHQL_MAX_COST,
     maxDocumentBytes: e.GRAPHQL_MAX_DOCUMENT_BYTES,
   },
+  /** When set, the api serves /metrics on this port only, not on its public one. */
+  metricsPort: e.METRICS_PORT,
 }));
 
 export type Config = z.output<typeof configSchema>;

@@ -7,7 +7,7 @@ import { CacheEvents, CacheListener, type CacheEventHandler } from '../core/cach
 import { consoleRouter } from '../http/console/router.js';
 import type { Context } from '../core/context.js';
 import { docsRouter } from '../docs/router.js';
-import { apiOpsRouter } from '../ops/api-ops.js';
+import { apiOpsRouter, metricsRouter } from '../ops/api-ops.js';
 import { graphqlRouter } from '../graphql/router.js';
 import { EnvironmentCache } from '../projects/environments.js';
 import { webhooksRouter } from '../http/webhooks/routes.js';
@@ -74,11 +74,16 @@ export async function startApi(ctx: Context, port = ctx.config.port, host = ctx.
   // Replays whose process stopped before finishing them are taken up here.
   service.replays.start();
   const { server, url } = await listen(app, port, host);
+  // METRICS_PORT: the scrape target lives on a port of its own, which a deployment does not publish.
+  const metricsPort = ctx.config.metricsPort;
+  const metrics =
+    metricsPort === undefined ? undefined : await listen(createApp(ctx, { routes: [['/', metricsRouter(ctx)]] }), metricsPort, host);
   return {
     url,
     server,
     async stop() {
       await listener.close();
+      if (metrics) await closeServer(metrics.server);
       await closeServer(server);
       await service.replays.stop();
     },

@@ -96,7 +96,8 @@ const LATEST = Date.parse('9999-12-31T23:59:59.999Z');
 
 const isoTime = z.iso
   .datetime({ offset: true, message: 'must be an ISO 8601 timestamp' })
-  .refine((s) => Number.isNaN(Date.parse(s)) || representable(new Date(s)), 'must be between the years 1 and 9999');
+  .refine((s) => Number.isNaN(Date.parse(s)) || representable(new Date(s)), 'must be between the years 1 and 9999')
+  .meta({ examples: ['2026-11-25T10:00:00Z'] });
 
 export const replayBody = z.strictObject({
   since: isoTime.optional(),

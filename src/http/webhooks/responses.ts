@@ -5,7 +5,7 @@ import { EVENTS, ORDERINGS } from '../../webhooks/schemas.js';
 // checks real answers against the generated document, so a field added or renamed in view.ts or
 // delivery/history.ts without its schema here fails the tests.
 
-const timestamp = z.iso.datetime();
+const timestamp = z.iso.datetime().meta({ examples: ['2026-11-25T10:00:00.000Z'] });
 
 const webhook = z
   .object({
@@ -17,7 +17,7 @@ const webhook = z
     filter: z.record(z.string(), z.union([z.string(), z.number(), z.boolean(), z.null()])).nullable(),
     select: z.array(z.string()).nullable(),
     ordering: z.enum(ORDERINGS).meta({
-      description: "`row`: a row's changes are delivered one at a time, in commit order (README: Ordering); `none`: no order.",
+      description: "`row`: a row's changes are delivered one at a time, in commit order (docs/webhooks.md: Ordering); `none`: no order.",
     }),
     createdAt: timestamp,
     updatedAt: timestamp,
