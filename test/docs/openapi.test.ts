@@ -232,7 +232,7 @@ describe('OpenAPI document: /openapi.json', function () {
         expect(o.operation.security, o.id).to.deep.equal([{ managementToken: [] }]);
         expect(has, `${o.id}: the management scope`).to.include.members(['AUTH_TOKEN_INVALID', 'VALIDATION_ERROR', 'FORBIDDEN', 'RATE_LIMIT_EXCEEDED']);
       }
-      if (o.path.includes('{id}') && !o.path.startsWith('/api/rest/_gaps')) expect(has, o.id).to.include(o.path.startsWith('/api/rest/_users') ? 'USER_NOT_FOUND' : 'WEBHOOK_NOT_FOUND');
+      if (/^\/api\/rest\/_(webhooks|users)\/\{id\}/.test(o.path)) expect(has, o.id).to.include(o.path.startsWith('/api/rest/_users') ? 'USER_NOT_FOUND' : 'WEBHOOK_NOT_FOUND');
       if (o.path.startsWith('/api/rest/_environment')) expect(has, `${o.id}: the management scope`).to.include.members(['AUTH_TOKEN_INVALID', 'FORBIDDEN']);
       if (o.path.startsWith('/api/rest/_gaps/{id}')) expect(has, o.id).to.include('GAP_NOT_FOUND');
     }
