@@ -72,6 +72,7 @@ const schema = z.object({
   GRAPHQL_MAX_COST: z.coerce.number().int().min(1).default(100),
   GRAPHQL_MAX_DOCUMENT_BYTES: z.coerce.number().int().min(64).default(8192),
   TOKEN_CLOCK_SKEW_SECONDS: z.coerce.number().int().min(0).max(300).default(30),
+  WEBHOOK_KEEP_PAYLOADS: bool.default(true),
 });
 
 export type Env = z.infer<typeof schema>;
@@ -123,6 +124,8 @@ const configSchema = schema.superRefine(checkTogether).transform((e) => ({
     secretGraceMs: e.WEBHOOK_SECRET_GRACE_MS,
     /** A delivery not delivered this long after the tailer read it is parked in the retry queue. */
     parkAfterMs: e.WEBHOOK_PARK_AFTER_MS,
+    /** Every delivery keeps the body and request headers it sent, on its own row, for the retention window. */
+    keepPayloads: e.WEBHOOK_KEEP_PAYLOADS,
   },
   /** Delivered history is removed this long after delivery, dead letters this long after their capture. */
   retention: { deliveredMs: e.WEBHOOK_RETENTION_MS, deadMs: e.WEBHOOK_DEAD_RETENTION_MS },

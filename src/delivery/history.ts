@@ -38,7 +38,7 @@ export type DeliveryDetail = DeliveryView & {
   payload: object | null;
 };
 
-const DELIVERY_COLUMNS =
+export const DELIVERY_COLUMNS =
   'd.id, d.event_id, d.event_type, d.status, d.http_status, d.attempts, d.last_error, d.next_attempt_at, d.delivered_at, d.created_at';
 
 /** The first attempt, when the stream folded it into the delivery's row. */
@@ -48,7 +48,7 @@ interface FoldedAttempt {
   first_attempt_response_body: string | null;
 }
 
-interface DeliveryRow {
+export interface DeliveryRow {
   id: string;
   event_id: string;
   event_type: string;
@@ -61,7 +61,7 @@ interface DeliveryRow {
   created_at: Date;
 }
 
-function deliveryView(r: DeliveryRow): DeliveryView {
+export function deliveryView(r: DeliveryRow): DeliveryView {
   return {
     id: r.id,
     eventId: r.event_id,

@@ -25,6 +25,8 @@ export interface WebhookView {
   /** Set when delivery disabled it (its receiver answered 410 Gone); cleared when re-activated. */
   disabledReason: string | null;
   disabledAt: string | null;
+  /** The names of its custom request headers; their values are never returned. */
+  headers: string[];
 }
 
 export function webhookView(w: WebhookRow): WebhookView {
@@ -41,5 +43,6 @@ export function webhookView(w: WebhookRow): WebhookView {
     updatedAt: w.updatedAt.toISOString(),
     disabledReason: w.disabledReason ?? null,
     disabledAt: w.disabledAt?.toISOString() ?? null,
+    headers: w.headerNames,
   };
 }

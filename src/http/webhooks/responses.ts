@@ -26,8 +26,11 @@ const webhook = z
       .nullable()
       .meta({ description: 'Why delivery disabled it (its receiver answered 410 Gone); null otherwise.' }),
     disabledAt: timestamp.nullable().meta({ description: 'When delivery disabled it; null otherwise.' }),
+    headers: z
+      .array(z.string())
+      .meta({ description: 'The names of its custom request headers (lower case); their values are never returned.' }),
   })
-  .meta({ description: 'A subscription. The secret is never returned.' });
+  .meta({ description: 'A subscription. The secret and the custom header values are never returned.' });
 
 const delivery = z.object({
   id: z.string().meta({ examples: ['del_…'] }),
@@ -59,15 +62,17 @@ const deliveryDetail = delivery.extend({
   payload: z.record(z.string(), z.unknown()).nullable().meta({ description: 'The body as sent; null once its event is no longer kept.' }),
 });
 
+const breaker = z.object({
+  state: z
+    .enum(['closed', 'open', 'half-open'])
+    .meta({ description: '`open`: deliveries to this endpoint wait; `half-open`: one probe is due.' }),
+  openUntil: timestamp.nullable(),
+  consecutiveFailures: z.int().nonnegative(),
+});
+
 const health = z
   .object({
-    breaker: z.object({
-      state: z
-        .enum(['closed', 'open', 'half-open'])
-        .meta({ description: '`open`: deliveries to this endpoint wait; `half-open`: one probe is due.' }),
-      openUntil: timestamp.nullable(),
-      consecutiveFailures: z.int().nonnegative(),
-    }),
+    breaker,
     disabledReason: z
       .string()
       .nullable()
@@ -81,7 +86,7 @@ const health = z
 export const webhookResponse = z.object({ webhook });
 
 export const webhookListResponse = z.object({
-  webhooks: z.array(webhook).meta({ description: 'Newest first.' }),
+  webhooks: z.array(webhook.extend({ breaker })).meta({ description: "Newest first, each with its endpoint's breaker." }),
   nextCursor: z.string().nullable().meta({ description: 'Pass as `cursor` for the next page; `null` on the last.' }),
 });
 
@@ -125,4 +130,35 @@ export const tablesResponse = z.object({
       }),
     )
     .meta({ description: "The environment's tables (not views), by name; columns in their order." }),
+});
+
+export const environmentsResponse = z.object({
+  environments: z.array(z.object({ name: z.string() })).meta({ description: "The project's environments, by name." }),
+});
+
+export const eventDeliveriesResponse = z.object({
+  deliveries: z
+    .array(delivery.extend({ webhookId: z.string(), table: z.string(), url: z.string() }))
+    .meta({ description: 'One per subscription that took the event; empty when none did.' }),
+});
+
+const rate = z.number().min(0).max(1).nullable();
+const ms = z.int().nonnegative().nullable();
+
+export const webhookHealthResponse = z.object({
+  windows: z
+    .array(
+      z.object({
+        window: z.enum(['24h', '7d']),
+        delivered: z.int().nonnegative(),
+        dead: z.int().nonnegative(),
+        unfinished: z.int().nonnegative(),
+        attemptsSucceeded: z.int().nonnegative(),
+        attemptsFailed: z.int().nonnegative(),
+        successRate: rate.meta({ description: 'Attempts answered 2xx over all attempts; null without an attempt.' }),
+        latencyP50Ms: ms,
+        latencyP95Ms: ms,
+      }),
+    )
+    .meta({ description: 'The last 24 hours, then the last 7 days.' }),
 });
