@@ -27,6 +27,7 @@ const NOT_DOCUMENTED = new Set([
   'get /docs/assets/:file',
   'get /console', // the delivery console's page and modules (README, Console)
   'get /console/assets/:file',
+  'get /console/assets/views/:file',
   'post /graphql', // GraphQL (DESIGN.md) is described by its own schema, not by OpenAPI
   'get /graphql',
 ]);
