@@ -18,6 +18,7 @@ const elements = [
   { type: 'graphql', pattern: 'src/graphql/**', partialMatch: false },
   { type: 'docs', pattern: 'src/docs/**', partialMatch: false },
   { type: 'ops', pattern: 'src/ops/**', partialMatch: false },
+  { type: 'retention', pattern: 'src/retention/**', partialMatch: false },
   { type: 'cli', pattern: 'src/cli/**', partialMatch: false },
   { type: 'main', pattern: 'src/main/**', partialMatch: false },
 ];
@@ -35,7 +36,8 @@ const layers = {
   graphql: ['core', 'projects', 'auth', 'http'],
   docs: ['core', 'http'],
   ops: ['core', 'tailer', 'delivery'],
-  main: ['core', 'projects', 'auth', 'tailer', 'capture', 'delivery', 'webhooks', 'http', 'graphql', 'docs', 'ops'],
+  retention: ['core'],
+  main: ['core', 'projects', 'auth', 'tailer', 'capture', 'delivery', 'webhooks', 'http', 'graphql', 'docs', 'ops', 'retention'],
   cli: ['core', 'projects', 'auth', 'tailer', 'capture', 'delivery', 'webhooks', 'main'],
 };
 

@@ -1,5 +1,5 @@
 import type { Command } from 'commander';
-import { countDeadDeliveries, replayDeadDeliveries } from '../delivery/history.js';
+import { countDeadDeliveries, replayDeadDeliveries } from '../delivery/sql/history.js';
 import { isoDate } from './options.js';
 import { progress, withCliContext } from './runtime.js';
 

@@ -5,7 +5,7 @@ import type { BreakerKey, EndpointBreakers } from './breaker.js';
 import { classifyAnswer } from './outcome.js';
 import type { SendResult, Sender } from './sender.js';
 import { signatureHeaders } from './signing.js';
-import type { AttemptResult } from './store.js';
+import type { AttemptResult } from './sql/queue.js';
 
 // One attempt of one delivery, the same from the stream and from the retry queue: through the
 // endpoint's breaker, signed over the exact bytes, POSTed; and what follows from the answer.

@@ -1,6 +1,7 @@
 import type { Clock } from '../core/clock.js';
 import type { Pool } from '../core/db/pool.js';
 import type { Logger } from '../core/log.js';
+import { claimProbe, countFailure, readBreaker, readBreakers, resetBreaker, type SharedBreakerRow } from './sql/breakers.js';
 
 // Circuit breakers per subscription endpoint: (project, environment, exact URL). Never per origin:
 // a failing path must not pause another path on the same host, and one tenant's failing endpoint
@@ -59,15 +60,6 @@ interface Known {
 // NUL joins the parts: it cannot occur in a URL, nor in project and environment names.
 const keyOf = (k: BreakerKey) => `${k.projectId}\u0000${k.environment}\u0000${k.url}`;
 
-/** An endpoint's row in walgate.endpoint_breakers, as refresh reads it. */
-interface SharedBreakerRow {
-  project_id: string;
-  environment: string;
-  url: string;
-  consecutive_failures: number;
-  opened_until: Date | null;
-}
-
 export class EndpointBreakers {
   readonly #known = new Map<string, Known>();
   #version = 0;
@@ -85,12 +77,7 @@ export class EndpointBreakers {
     if (unique.size === 0) return;
     const began = this.#version;
     const list = [...unique.values()];
-    const { rows } = await this.pool.query<SharedBreakerRow>(
-      `SELECT b.project_id, b.environment, b.url, b.consecutive_failures, b.opened_until
-         FROM walgate.endpoint_breakers b
-         JOIN unnest($1::text[], $2::text[], $3::text[]) AS k(project_id, environment, url) USING (project_id, environment, url)`,
-      [list.map((k) => k.projectId), list.map((k) => k.environment), list.map((k) => k.url)],
-    );
+    const rows = await readBreakers(this.pool, list);
     const found = new Map<string, SharedBreakerRow>();
     for (const r of rows) found.set(keyOf({ projectId: r.project_id, environment: r.environment, url: r.url }), r);
     for (const [id] of unique) {
@@ -123,13 +110,8 @@ export class EndpointBreakers {
     // Taken here before the round trip, so no other request of this process can take it meanwhile.
     k.probingUntil = now + this.settings.probeLeaseMs;
     const at = new Date(now);
-    const { rowCount } = await this.pool.query(
-      `UPDATE walgate.endpoint_breakers SET probe_until = $4, updated_at = $5
-        WHERE project_id = $1 AND environment = $2 AND url = $3
-          AND (opened_until IS NULL OR opened_until <= $5) AND (probe_until IS NULL OR probe_until <= $5)`,
-      [key.projectId, key.environment, key.url, new Date(k.probingUntil), at],
-    );
-    if (rowCount) return { kind: 'send', probe: true };
+    const claimed = await claimProbe(this.pool, key, new Date(k.probingUntil), at);
+    if (claimed) return { kind: 'send', probe: true };
     k.probingUntil = null;
     return this.#retryShortly(now);
   }
@@ -159,11 +141,7 @@ export class EndpointBreakers {
     k.probingUntil = null;
     k.version = ++this.#version;
     const now = this.clock();
-    await this.pool.query(
-      `UPDATE walgate.endpoint_breakers SET consecutive_failures = 0, opened_until = NULL, probe_until = NULL, updated_at = $4
-        WHERE project_id = $1 AND environment = $2 AND url = $3`,
-      [key.projectId, key.environment, key.url, now],
-    );
+    await resetBreaker(this.pool, key, now);
     if (wasOpen) this.log.info({ ...key }, 'circuit breaker closed: the endpoint answers again');
   }
 
@@ -182,19 +160,12 @@ export class EndpointBreakers {
     const opensNow = probe || (k.openedUntil === null && k.consecutiveFailures >= this.settings.failures);
     if (opensNow) k.openedUntil = nowMs + this.settings.cooldownMs;
     if (probe) k.probingUntil = null;
-    const { rows } = await this.pool.query(
-      `INSERT INTO walgate.endpoint_breakers AS b (project_id, environment, url, consecutive_failures, opened_until, updated_at)
-       VALUES ($1, $2, $3, 1, CASE WHEN $7 OR 1 >= $4 THEN $5::timestamptz END, $6)
-       ON CONFLICT (project_id, environment, url) DO UPDATE SET
-         consecutive_failures = b.consecutive_failures + 1,
-         opened_until = CASE WHEN $7 OR (b.opened_until IS NULL AND b.consecutive_failures + 1 >= $4) THEN $5::timestamptz
-                             ELSE b.opened_until END,
-         probe_until = CASE WHEN $7 THEN NULL ELSE b.probe_until END,
-         updated_at = $6
-       RETURNING consecutive_failures, opened_until`,
-      [key.projectId, key.environment, key.url, this.settings.failures, new Date(nowMs + this.settings.cooldownMs), new Date(nowMs), probe],
-    );
-    const r = rows[0];
+    const r = await countFailure(this.pool, key, {
+      threshold: this.settings.failures,
+      openUntil: new Date(nowMs + this.settings.cooldownMs),
+      now: new Date(nowMs),
+      probe,
+    });
     // Merged monotonically: more failures and a later opening win (another process may have
     // counted some); nothing here closes the gate.
     k.consecutiveFailures = Math.max(k.consecutiveFailures, r.consecutive_failures);
@@ -253,11 +224,7 @@ export interface BreakerKey {
  * delivery worker alone changes it). Half-open: the cool-down is over, a probe is due or running.
  */
 export async function breakerState(db: Pick<Pool, 'query'>, key: BreakerKey, now: Date): Promise<BreakerView> {
-  const { rows } = await db.query<Pick<SharedBreakerRow, 'consecutive_failures' | 'opened_until'>>(
-    'SELECT consecutive_failures, opened_until FROM walgate.endpoint_breakers WHERE project_id = $1 AND environment = $2 AND url = $3',
-    [key.projectId, key.environment, key.url],
-  );
-  const r = rows[0];
+  const r = await readBreaker(db, key);
   if (!r?.opened_until) return { state: 'closed', openUntil: null, consecutiveFailures: r?.consecutive_failures ?? 0 };
   const until = r.opened_until;
   return {

@@ -6,6 +6,7 @@ import type { AttemptDeps } from './attempt.js';
 import { EndpointBreakers } from './breaker.js';
 import { openWebhookSecret } from './secret.js';
 import { Sender } from './sender.js';
+import { countTailers } from './sql/peers.js';
 import { StreamDelivery } from './stream.js';
 import { Targets } from './targets.js';
 import { QueueWorker } from './worker.js';
@@ -111,11 +112,8 @@ export class DeliveryEngine implements DeliverySink {
   start(): void {
     this.#worker.start();
     const count = () =>
-      this.#ctx.pool
-        .query<{ n: number }>(
-          `SELECT count(*)::int AS n FROM pg_stat_activity WHERE datname = current_database() AND application_name = 'walgate-tailer-lock'`,
-        )
-        .then(({ rows }) => (this.#peers = Math.max(0, rows[0]!.n - 1)))
+      countTailers(this.#ctx.pool)
+        .then((n) => (this.#peers = Math.max(0, n - 1)))
         .catch(() => undefined);
     void count();
     this.#peerTimer = setInterval(count, 5000);

@@ -2,11 +2,12 @@ import type { Context } from '../core/context.js';
 import type { Queryable } from '../core/db/pool.js';
 import type { CapturedDelivery, CapturedEvent, DeliveryStream } from '../tailer/sink.js';
 import { attempt, attemptRecord, conclude, type AttemptDeps } from './attempt.js';
+import { move, type Job, type Lane } from './job.js';
 import { Journal, type ParkedEntry } from './journal.js';
 import { buildPayload } from './payload.js';
 import { spillThreshold } from './spill.js';
 import { RowOrder } from './row-order.js';
-import { recordAttempts } from './store.js';
+import { recordAttempts } from './sql/queue.js';
 import type { Target, Targets } from './targets.js';
 
 export interface StreamLimits {
@@ -27,29 +28,6 @@ export interface StreamLimits {
   maxOrderKeys?: number;
   /** Row ordering: how often blocked keys are checked against the retry queue. */
   orderRefreshMs?: number;
-}
-
-interface Job {
-  event: CapturedEvent;
-  delivery: CapturedDelivery;
-  createdAt: Date;
-  /** When it is parked if not delivered by then (ms since the epoch). */
-  deadline: number;
-  state: 'waiting' | 'sending' | 'settling';
-  /** Parked while its request was in flight: the parked row's due time, its lease. */
-  lease: Date | null;
-  finished: boolean;
-  /** Row-ordered: done with its chains (row-order.ts), so the next change of its row may act. */
-  released: boolean;
-  settled: () => void;
-}
-
-/** Per subscription: queued deliveries, requests in flight, deliveries finished this second and the last. */
-interface Lane {
-  waiting: Job[];
-  active: number;
-  finished: number;
-  finishedBefore: number;
 }
 
 /**
@@ -83,6 +61,8 @@ export class StreamDelivery implements DeliveryStream {
   /** Lanes with waiting deliveries, for the fair pump. */
   readonly #ready = new Set<string>();
   readonly #sending = new Set<Job>();
+  /** Row-ordered jobs done with their turn (row-order.ts is told once). */
+  readonly #releasedJobs = new WeakSet<Job>();
   #active = 0;
   #held = 0;
   #roomWaiters: Array<() => void> = [];
@@ -140,10 +120,8 @@ export class StreamDelivery implements DeliveryStream {
         delivery,
         createdAt: now,
         deadline: now.getTime() + this.#limits.parkAfterMs,
-        state: 'waiting',
+        state: delivery.orderKeys ? 'ordering' : 'waiting',
         lease: null,
-        finished: false,
-        released: false,
         settled: one,
       };
       if (delivery.orderKeys) {
@@ -228,6 +206,7 @@ export class StreamDelivery implements DeliveryStream {
       this.stats.spilled++;
       return this.#park(job, { status: 'pending', attempts: 0, nextAttemptAt: now });
     }
+    move(job, 'waiting');
     lane.waiting.push(job);
     this.#ready.add(job.delivery.webhookId);
     this.#pump();
@@ -235,8 +214,8 @@ export class StreamDelivery implements DeliveryStream {
 
   /** A row-ordered job is done with its turn: answered 2xx or dropped (`parked` false), or handed to the journal to be parked. */
   #released(job: Job, parked: boolean): void {
-    if (!job.delivery.orderKeys || job.released) return;
-    job.released = true;
+    if (!job.delivery.orderKeys || this.#releasedJobs.has(job)) return;
+    this.#releasedJobs.add(job);
     this.#order.released(job, parked);
   }
 
@@ -270,7 +249,7 @@ export class StreamDelivery implements DeliveryStream {
   }
 
   #send(job: Job, lane: Lane): void {
-    job.state = 'sending';
+    move(job, 'sending');
     lane.active++;
     this.#active++;
     this.#sending.add(job);
@@ -278,8 +257,7 @@ export class StreamDelivery implements DeliveryStream {
       .catch((err: unknown) => {
         // Not an answer from the receiver but a fault here: park it, so it is not lost.
         this.#ctx.log.error({ err, delivery: job.delivery.id }, 'delivery attempt failed unexpectedly; parked');
-        if (job.state === 'sending' && job.lease === null)
-          this.#park(job, { status: 'pending', attempts: 0, nextAttemptAt: this.#ctx.clock() });
+        if (job.state === 'sending') this.#park(job, { status: 'pending', attempts: 0, nextAttemptAt: this.#ctx.clock() });
       })
       .finally(() => {
         this.#sending.delete(job);
@@ -293,8 +271,7 @@ export class StreamDelivery implements DeliveryStream {
   async #attempt(job: Job): Promise<void> {
     const { delivery, event } = job;
     const target: Target | null = this.#targets.peek(delivery.webhookId) ?? (await this.#targets.load(delivery.webhookId));
-    if (this.#closed || job.state !== 'sending') return;
-    if (job.lease !== null && !target?.active) return; // parked meanwhile: the retry queue has it
+    if (this.#closed || job.state !== 'sending') return; // parked meanwhile: the retry queue has it
     if (!target) {
       this.#released(job, false);
       return this.#finish(job); // deleted since: it gets nothing
@@ -313,7 +290,7 @@ export class StreamDelivery implements DeliveryStream {
     });
     if (this.#closed) return;
     if (outcome.kind === 'wait') {
-      if (job.lease === null) this.#park(job, { status: 'pending', attempts: 0, nextAttemptAt: outcome.until });
+      if (job.state === 'sending') this.#park(job, { status: 'pending', attempts: 0, nextAttemptAt: outcome.until });
       return;
     }
     const { result, startedAt } = outcome;
@@ -336,7 +313,7 @@ export class StreamDelivery implements DeliveryStream {
       // The receiver has it: the next change of its row may go now (before the history row commits).
       this.#released(job, false);
       this.stats.delivered++;
-      job.state = 'settling';
+      move(job, 'settling');
       this.#journal.delivered({
         delivery,
         createdAt: job.createdAt,
@@ -368,8 +345,10 @@ export class StreamDelivery implements DeliveryStream {
     attemptMade: ParkedEntry['attempt'] = null,
   ): void {
     this.stats.parked++;
-    if (job.state === 'sending' && !attemptMade) job.lease = state.nextAttemptAt;
-    else job.state = 'settling';
+    if (job.state === 'sending' && !attemptMade) {
+      move(job, 'parked-sending');
+      job.lease = state.nextAttemptAt;
+    } else move(job, 'settling');
     this.#journal.parked({
       event: job.event,
       delivery: job.delivery,
@@ -391,8 +370,8 @@ export class StreamDelivery implements DeliveryStream {
   }
 
   #finish(job: Job): void {
-    if (this.#closed || job.finished) return;
-    job.finished = true;
+    if (this.#closed || job.state === 'finished') return;
+    move(job, 'finished');
     job.settled();
     this.#held--;
     if (this.#held < this.#limits.maxHeld && this.#roomWaiters.length > 0) for (const wake of this.#roomWaiters.splice(0)) wake();
@@ -411,7 +390,7 @@ export class StreamDelivery implements DeliveryStream {
       for (const job of late) this.#park(job, { status: 'pending', attempts: 0, nextAttemptAt: now });
     }
     for (const job of this.#sending) {
-      if (job.deadline > t || job.lease !== null || job.state !== 'sending') continue;
+      if (job.deadline > t || job.state !== 'sending') continue;
       // Its answer comes within the sender's time-out: the retry queue leaves it alone until then.
       this.#park(job, { status: 'pending', attempts: 0, nextAttemptAt: new Date(t + this.#limits.timeoutMs + 5000) });
     }

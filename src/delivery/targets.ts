@@ -1,5 +1,6 @@
 import type { Pool } from '../core/db/pool.js';
 import type { BreakerKey } from './breaker.js';
+import { readTarget } from './sql/targets.js';
 
 // Where a subscription's deliveries go and how they are signed, as walgate.webhooks says now
 // (the retry queue joins the same row when it claims). The stream asks per delivery, so this is a
@@ -18,16 +19,6 @@ export interface Target {
   secrets: string[];
   /** When the previous secret stops signing (the cached target is read again then); null without one. */
   secretsChangeAt: Date | null;
-}
-
-interface TargetRow {
-  project_id: string;
-  environment: string;
-  url: string;
-  active: boolean;
-  secret: Buffer;
-  previous_secret: Buffer | null;
-  previous_secret_until: Date | null;
 }
 
 export class Targets {
@@ -54,16 +45,8 @@ export class Targets {
     let p = this.#loading.get(webhookId);
     if (!p) {
       const generation = this.#generation;
-      p = this.pool
-        .query<TargetRow>(
-          `SELECT project_id, environment, url, active, secret,
-                  CASE WHEN previous_secret_until > now() THEN previous_secret END AS previous_secret,
-                  CASE WHEN previous_secret_until > now() THEN previous_secret_until END AS previous_secret_until
-             FROM walgate.webhooks WHERE id = $1`,
-          [webhookId],
-        )
-        .then(({ rows }) => {
-          const r = rows[0];
+      p = readTarget(this.pool, webhookId)
+        .then((r) => {
           const target: Target | null = r
             ? {
                 webhookId,

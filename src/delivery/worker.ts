@@ -7,14 +7,14 @@ import { keepReconnecting } from '../core/db/reconnect.js';
 import { renderPayload } from './payload.js';
 import {
   claimDue,
-  DELIVERIES_CHANNEL,
+  listenForDue,
   postpone,
   queueDepth,
   recordAttempts,
   renewLease,
   type AttemptResult,
   type ClaimedDelivery,
-} from './store.js';
+} from './sql/queue.js';
 
 export interface QueueWorkerOptions {
   /** Attempts in flight at once, over all endpoints. */
@@ -330,7 +330,7 @@ export class QueueWorker {
           await client.connect();
           // The payload, when there is one, is when the first of what was parked is due (journal.ts).
           client.on('notification', (n) => this.#nudgeAt(Number(n.payload) || 0));
-          await client.query(`LISTEN ${DELIVERIES_CHANNEL}`);
+          await listenForDue(client);
           this.#listener = client;
           if (this.#stopping) return;
           await ended;

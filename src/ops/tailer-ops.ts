@@ -2,7 +2,7 @@ import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { Gauge } from 'prom-client';
 import type { Context } from '../core/context.js';
-import { queueDepth } from '../delivery/store.js';
+import { queueDepth } from '../delivery/sql/queue.js';
 
 import { slotHealth, type SlotHealth } from '../tailer/slot-health.js';
 import type { WalTailer } from '../tailer/tailer.js';

@@ -15,7 +15,7 @@ import {
   type DeliveryQuery,
   type DeliveryView,
   type MinuteBucket,
-} from '../delivery/history.js';
+} from '../delivery/sql/history.js';
 import { AppError, validationError, type Violation } from '../core/errors.js';
 import type { Environment } from '../projects/environments.js';
 import { CaptureError, captureTable, lockCapturedTables, releaseTable, retainChanges } from '../tailer/capture/index.js';

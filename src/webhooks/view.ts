@@ -1,5 +1,5 @@
 import type { BreakerView } from '../delivery/breaker.js';
-import type { DeliveryHealth } from '../delivery/history.js';
+import type { DeliveryHealth } from '../delivery/sql/history.js';
 import type { WebhookRow } from './store.js';
 
 /** How a subscription's deliveries go (GET /api/rest/_webhooks/{id}). */

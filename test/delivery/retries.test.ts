@@ -1,6 +1,6 @@
 import { expect } from 'chai';
-import { claimDue } from '../../src/delivery/store.js';
-import { replayDeadDeliveries } from '../../src/delivery/history.js';
+import { claimDue } from '../../src/delivery/sql/queue.js';
+import { replayDeadDeliveries } from '../../src/delivery/sql/history.js';
 import { freePort } from '../../src/core/db/embedded.js';
 import { eventually, startPipeline, testWorker, type Pipeline } from './support.js';
 
@@ -129,7 +129,7 @@ describe('delivery: retries, dead letters and failures of every kind', function 
       );
       expect(d!.attempts).to.equal(2);
       // The first worker comes back late with a failure: its claim is gone, nothing changes.
-      const { recordAttempts } = await import('../../src/delivery/store.js');
+      const { recordAttempts } = await import('../../src/delivery/sql/queue.js');
       await recordAttempts(p.t.ctx.pool, [
         {
           deliveryId: d!.id,

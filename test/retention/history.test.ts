@@ -1,6 +1,6 @@
 import { expect } from 'chai';
 import type { DeliveryEngine } from '../../src/delivery/engine.js';
-import { replayDeadDeliveries } from '../../src/delivery/history.js';
+import { replayDeadDeliveries } from '../../src/delivery/sql/history.js';
 import { Pruner } from '../../src/retention/pruner.js';
 import { HttpClient } from '../support/http.js';
 import { eventually, startPipeline, testWorker, type Pipeline } from '../delivery/support.js';

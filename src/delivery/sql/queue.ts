@@ -1,11 +1,16 @@
-import type { Pool, Queryable } from '../core/db/pool.js';
-import { PAYLOAD_COLUMNS, type PayloadRow } from './payload.js';
+import type { Pool, Queryable } from '../../core/db/pool.js';
+import { PAYLOAD_COLUMNS, type PayloadRow } from '../payload.js';
 
 // The retry queue's statements on walgate.deliveries and walgate.delivery_attempts (the stream
 // parks into it through journal.ts).
 
 /** NOTIFY channel: something is due in the retry queue (a hint; workers poll as well). */
 export const DELIVERIES_CHANNEL = 'walgate_deliveries';
+
+/** Subscribes a dedicated connection to due-delivery hints. */
+export async function listenForDue(client: { query(text: string): Promise<unknown> }): Promise<void> {
+  await client.query(`LISTEN ${DELIVERIES_CHANNEL}`);
+}
 
 export interface ClaimedDelivery extends PayloadRow {
   id: string;

@@ -1,6 +1,6 @@
-import type { Queryable } from '../core/db/pool.js';
-import { PAYLOAD_COLUMNS, renderPayload, type PayloadRow } from './payload.js';
-import { DELIVERIES_CHANNEL } from './store.js';
+import type { Queryable } from '../../core/db/pool.js';
+import { PAYLOAD_COLUMNS, renderPayload, type PayloadRow } from '../payload.js';
+import { DELIVERIES_CHANNEL } from './queue.js';
 
 // What the management API, the console and the CLI show of deliveries, and what an operator may do
 // with them (replay dead letters, retry one). Every reader goes through here and gets camelCase

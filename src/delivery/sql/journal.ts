@@ -1,0 +1,111 @@
+import type { Queryable } from '../../core/db/pool.js';
+import type { DeliveredEntry, ParkedEntry } from '../journal.js';
+import { DELIVERIES_CHANNEL } from './queue.js';
+
+// The stream's writes (journal.ts batches them): delivered history rows and parked deliveries.
+
+/** Tells the retry queue's workers to look now, or when `due` (ms since the epoch) comes. */
+export async function notifyDue(db: Queryable, due: number): Promise<void> {
+  await db.query(`SELECT pg_notify($1, $2)`, [DELIVERIES_CHANNEL, String(due)]);
+}
+
+// The batch travels as one JSON document: JSON.stringify is native and Postgres reads it in one
+// pass, where eleven parallel arrays cost the client a per-element escape and date formatting.
+export async function writeDelivered(db: Queryable, rows: DeliveredEntry[]): Promise<void> {
+  const batch = rows.map((r) => ({
+    id: r.delivery.id,
+    webhook_id: r.delivery.webhookId,
+    event_id: r.delivery.eventId,
+    event_type: r.delivery.eventType,
+    select_fields: r.delivery.select,
+    http_status: r.httpStatus,
+    created_at: r.createdAt,
+    delivered_at: r.deliveredAt,
+    started_at: r.startedAt,
+    duration_ms: r.durationMs,
+    response_body: r.responseBody,
+  }));
+  await db.query(
+    `INSERT INTO walgate.deliveries (id, webhook_id, event_id, event_type, select_fields, status, attempts, http_status,
+                                     next_attempt_at, created_at, delivered_at, first_attempt_started_at, first_attempt_duration_ms,
+                                     first_attempt_response_body)
+     SELECT d.id, d.webhook_id, d.event_id, d.event_type, d.select_fields, 'delivered', 1, d.http_status,
+            d.created_at, d.created_at, d.delivered_at, d.started_at, d.duration_ms, d.response_body
+       FROM json_to_recordset($1::json)
+            AS d(id text, webhook_id text, event_id text, event_type text, select_fields text[], http_status int, created_at timestamptz,
+                 delivered_at timestamptz, started_at timestamptz, duration_ms int, response_body text)
+       JOIN walgate.webhooks w ON w.id = d.webhook_id
+     ON CONFLICT (id) DO NOTHING`,
+    [JSON.stringify(batch)],
+  );
+}
+
+/**
+ * One statement, so all or nothing: the events (once each), the deliveries, and the attempts of
+ * the deliveries this statement inserted. A change read again after a crash finds its rows there
+ * already and changes nothing (ids come from the WAL position).
+ */
+export async function writeParked(db: Queryable, rows: ParkedEntry[]): Promise<void> {
+  const events = [...new Map(rows.map((r) => [r.event.id, r.event])).values()];
+  await db.query(
+    `WITH ev AS (
+       INSERT INTO walgate.events (id, schema_name, table_name, operation, committed_at, columns, record, old_record, changed_fields)
+       SELECT e.id, e.schema_name, e.table_name, e.operation, e.committed_at,
+              e.columns::text[], e.record::text[], e.old_record::text[], e.changed_fields::text[]
+         FROM unnest($1::text[], $2::text[], $3::text[], $4::text[], $5::timestamptz[], $6::text[], $7::text[], $8::text[], $9::text[])
+              AS e(id, schema_name, table_name, operation, committed_at, columns, record, old_record, changed_fields)
+       ON CONFLICT (id) DO NOTHING
+     ), d AS (
+       SELECT * FROM unnest($10::text[], $11::text[], $12::text[], $13::text[], $14::text[], $15::text[], $16::int[], $17::int[], $18::text[],
+                            $19::timestamptz[], $20::timestamptz[], $21::timestamptz[], $22::int[], $23::text[], $24::text[], $25::text[])
+              AS d(id, webhook_id, event_id, event_type, select_fields, status, attempts, http_status, last_error,
+                   next_attempt_at, created_at, started_at, duration_ms, response_body, order_key, order_key_old)
+     ), inserted AS (
+       INSERT INTO walgate.deliveries (id, webhook_id, event_id, event_type, select_fields, status, attempts, http_status, last_error, next_attempt_at, created_at,
+                                       order_key, order_key_old)
+       SELECT d.id, d.webhook_id, d.event_id, d.event_type, d.select_fields::text[], d.status, d.attempts, d.http_status, d.last_error, d.next_attempt_at, d.created_at,
+              d.order_key, d.order_key_old
+         FROM d JOIN walgate.webhooks w ON w.id = d.webhook_id
+       ON CONFLICT (id) DO NOTHING
+       RETURNING id
+     )
+     INSERT INTO walgate.delivery_attempts (delivery_id, attempt, started_at, duration_ms, http_status, error, response_body)
+     SELECT d.id, d.attempts, d.started_at, d.duration_ms, d.http_status, d.last_error, d.response_body
+       FROM d JOIN inserted USING (id) WHERE d.started_at IS NOT NULL`,
+    [
+      events.map((e) => e.id),
+      events.map((e) => e.schema),
+      events.map((e) => e.table),
+      events.map((e) => e.operation),
+      events.map((e) => e.committedAt),
+      // Arrays of arrays of varying length: each travels as its text[] literal.
+      events.map((e) => textArray(e.columns)),
+      events.map((e) => textArray(e.record)),
+      events.map((e) => (e.old ? textArray(e.old) : null)),
+      events.map((e) => textArray(e.changedFields)),
+      rows.map((r) => r.delivery.id),
+      rows.map((r) => r.delivery.webhookId),
+      rows.map((r) => r.delivery.eventId),
+      rows.map((r) => r.delivery.eventType),
+      rows.map((r) => (r.delivery.select ? textArray(r.delivery.select) : null)),
+      rows.map((r) => r.status),
+      rows.map((r) => r.attempts),
+      rows.map((r) => r.httpStatus),
+      rows.map((r) => r.lastError),
+      rows.map((r) => r.nextAttemptAt),
+      rows.map((r) => r.createdAt),
+      rows.map((r) => r.attempt?.startedAt ?? null),
+      rows.map((r) => r.attempt?.durationMs ?? null),
+      rows.map((r) => r.attempt?.responseBody ?? null),
+      // A row-ordered delivery's keys (tailer/order-keys.ts): the retry queue claims it only
+      // after every earlier unfinished delivery of its subscription sharing one (store.ts).
+      rows.map((r) => r.delivery.orderKeys?.[0] ?? null),
+      rows.map((r) => r.delivery.orderKeys?.[1] ?? null),
+    ],
+  );
+}
+
+/** A Postgres text[] literal: every element quoted, so any text (fragments, odd names) is safe. */
+export function textArray(values: readonly string[]): string {
+  return `{${values.map((v) => `"${v.replaceAll('\\', '\\\\').replaceAll('"', '\\"')}"`).join(',')}}`;
+}

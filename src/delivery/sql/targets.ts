@@ -1,0 +1,24 @@
+import type { Pool } from '../../core/db/pool.js';
+
+// A subscription as delivery needs it (targets.ts caches it).
+
+export interface TargetRow {
+  project_id: string;
+  environment: string;
+  url: string;
+  active: boolean;
+  secret: Buffer;
+  previous_secret: Buffer | null;
+  previous_secret_until: Date | null;
+}
+
+export async function readTarget(pool: Pool, webhookId: string): Promise<TargetRow | undefined> {
+  const { rows } = await pool.query<TargetRow>(
+    `SELECT project_id, environment, url, active, secret,
+            CASE WHEN previous_secret_until > now() THEN previous_secret END AS previous_secret,
+            CASE WHEN previous_secret_until > now() THEN previous_secret_until END AS previous_secret_until
+       FROM walgate.webhooks WHERE id = $1`,
+    [webhookId],
+  );
+  return rows[0];
+}
