@@ -22,8 +22,8 @@ import { CaptureError, captureTable, lockCapturedTables, releaseTable, retainCha
 import type { CreateBody, UpdateBody } from './schemas.js';
 import { sealWebhookSecret } from '../delivery/secret.js';
 import { sealHeaders } from '../delivery/custom-headers.js';
-import { breakerStates, endpointHealth, eventDeliveries, type EventDelivery, type HealthWindow } from '../delivery/health.js';
-import { queueTestEvent } from '../delivery/test-event.js';
+import { breakerStates, endpointHealth, eventDeliveries, type EventDelivery, type HealthWindow } from '../delivery/sql/health.js';
+import { queueTestEvent } from '../delivery/sql/test-events.js';
 import { listEnvironments } from '../projects/environments.js';
 import type { BreakerView } from '../delivery/breaker.js';
 import * as store from './store.js';

@@ -1,9 +1,9 @@
 import { randomBytes } from 'node:crypto';
-import type { Queryable } from '../core/db/pool.js';
-import { deliveryId } from '../tailer/events.js';
-import { TEST_EVENT_PREFIX } from './custom-headers.js';
+import type { Queryable } from '../../core/db/pool.js';
+import { deliveryId } from '../../tailer/events.js';
+import { TEST_EVENT_PREFIX } from '../custom-headers.js';
 import { DELIVERY_COLUMNS, deliveryView, type DeliveryRow, type DeliveryView } from './history.js';
-import { DELIVERIES_CHANNEL } from './store.js';
+import { DELIVERIES_CHANNEL } from './queue.js';
 
 // A test event: a sample INSERT of the subscription's table, a row shaped by its columns, that
 // goes through the retry queue like any parked delivery — signed, retried, in the delivery log —

@@ -1,6 +1,6 @@
-import type { Queryable } from '../core/db/pool.js';
-import { deliveryId } from '../tailer/events.js';
-import type { BreakerKey, BreakerView } from './breaker.js';
+import type { Queryable } from '../../core/db/pool.js';
+import { deliveryId } from '../../tailer/events.js';
+import type { BreakerKey, BreakerView } from '../breaker.js';
 import { DELIVERY_COLUMNS, deliveryView, type DeliveryRow, type DeliveryView } from './history.js';
 
 // Read-only views for the console beyond one subscription's log: an endpoint's health over a day
