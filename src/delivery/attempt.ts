@@ -5,6 +5,8 @@ import type { BreakerKey, EndpointBreakers } from './breaker.js';
 import { classifyAnswer } from './outcome.js';
 import type { SendResult, Sender } from './sender.js';
 import { signatureHeaders } from './signing.js';
+import { isTestEvent, TEST_EVENT_HEADER } from './custom-headers.js';
+import { USER_AGENT } from './sender.js';
 import type { AttemptResult } from './sql/queue.js';
 
 // One attempt of one delivery, the same from the stream and from the retry queue: through the
@@ -19,9 +21,21 @@ export interface AttemptRequest {
   eventId: string;
   operation: Operation;
   body: string;
+  /** The subscription's custom request headers (names lower case). */
+  headers?: Readonly<Record<string, string>>;
 }
 
-export type SentAttempt = { kind: 'sent'; result: SendResult; startedAt: Date; openedUntil: Date | null };
+export type SentAttempt = {
+  kind: 'sent';
+  result: SendResult;
+  startedAt: Date;
+  openedUntil: Date | null;
+  /** The request's headers as the delivery log keeps them: no signature, custom values masked. */
+  requestHeaders: Record<string, string>;
+};
+
+/** What the delivery log shows instead of a custom header's value. */
+export const HIDDEN = '[hidden]';
 
 export type AttemptOutcome = { kind: 'wait'; until: Date } | SentAttempt;
 
@@ -36,11 +50,11 @@ export interface AttemptDeps {
 export async function attempt(deps: AttemptDeps, r: AttemptRequest): Promise<AttemptOutcome> {
   let admission = await deps.breakers.admit(r.endpoint);
   const startedAt = deps.clock();
-  const headers = {
-    'x-service-event': r.operation,
-    'x-service-delivery': r.eventId,
-    ...signatureHeaders(r.secrets, r.eventId, r.body, Math.floor(startedAt.getTime() / 1000)),
-  };
+  // Custom headers first: walgate's own come after and win (reserved names are refused anyway).
+  const own: Record<string, string> = { 'x-service-event': r.operation, 'x-service-delivery': r.eventId };
+  if (isTestEvent(r.eventId)) own[TEST_EVENT_HEADER] = 'true';
+  const signed = signatureHeaders(r.secrets, r.eventId, r.body, Math.floor(startedAt.getTime() / 1000));
+  const headers = { ...r.headers, ...own, ...signed };
   // Checked again with nothing awaited before the request starts: a failure that opened the
   // breaker while this one was being admitted stops it here.
   admission = deps.breakers.confirm(r.endpoint, admission);
@@ -49,7 +63,10 @@ export async function attempt(deps: AttemptDeps, r: AttemptRequest): Promise<Att
   const openedUntil = result.ok
     ? (await deps.breakers.recordSuccess(r.endpoint, admission.probe), null)
     : await deps.breakers.recordFailure(r.endpoint, admission.probe);
-  return { kind: 'sent', result, startedAt, openedUntil };
+  const requestHeaders: Record<string, string> = { 'content-type': 'application/json', 'user-agent': USER_AGENT };
+  for (const name of Object.keys(r.headers ?? {})) requestHeaders[name] = HIDDEN;
+  Object.assign(requestHeaders, own, { 'webhook-id': signed['webhook-id']!, 'webhook-timestamp': signed['webhook-timestamp']! });
+  return { kind: 'sent', result, startedAt, openedUntil, requestHeaders };
 }
 
 export interface NextStep {
@@ -113,6 +130,16 @@ export async function conclude(
   return { step, at };
 }
 
+/** What a delivery keeps of its request (WEBHOOK_KEEP_PAYLOADS): the body as sent and the headers. */
+export interface KeptRequest {
+  payload: string;
+  requestHeaders: Record<string, string>;
+}
+
+export function keptRequest(keep: boolean, body: string, sent: SentAttempt): KeptRequest | null {
+  return keep ? { payload: body, requestHeaders: sent.requestHeaders } : null;
+}
+
 /** The attempt as the retry queue records it on its leased row (store.ts recordAttempts). */
 export function attemptRecord(
   deliveryId: string,
@@ -120,6 +147,7 @@ export function attemptRecord(
   attemptNo: number,
   sent: SentAttempt,
   { step, at }: Concluded,
+  kept: KeptRequest | null = null,
 ): AttemptResult {
   const { result } = sent;
   return {
@@ -134,5 +162,6 @@ export function attemptRecord(
     status: step.status,
     nextAttemptAt: step.nextAttemptAt,
     deliveredAt: result.ok ? at : null,
+    kept,
   };
 }

@@ -29,6 +29,8 @@ export interface SenderOptions {
 }
 
 const MAX_ERROR = 200;
+/** Every request's User-Agent. */
+export const USER_AGENT = `walgate/${VERSION}`;
 const RESPONSE_BODY_LIMIT = 64 * 1024;
 /** What the delivery log keeps of an answer. */
 export const RESPONSE_BODY_KEPT = 1024;
@@ -41,7 +43,7 @@ export const RESPONSE_BODY_KEPT = 1024;
 export class Sender {
   readonly #agent: Agent;
   readonly #timeoutMs: number;
-  readonly #userAgent = `walgate/${VERSION}`;
+  readonly #userAgent = USER_AGENT;
 
   constructor(options: SenderOptions) {
     this.#timeoutMs = options.timeoutMs;

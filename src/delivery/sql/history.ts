@@ -34,8 +34,10 @@ export interface AttemptView {
 
 export type DeliveryDetail = DeliveryView & {
   attemptLog: AttemptView[];
-  /** The body as sent; null once its event is no longer kept. */
+  /** The body as sent: kept on the delivery's row (WEBHOOK_KEEP_PAYLOADS), or rendered from its event while that is stored; else null. */
   payload: object | null;
+  /** The request headers of its latest attempt, signatures left out and custom values masked; null when not kept. */
+  requestHeaders: Record<string, string> | null;
 };
 
 export const DELIVERY_COLUMNS =
@@ -46,6 +48,12 @@ interface FoldedAttempt {
   first_attempt_started_at: Date | null;
   first_attempt_duration_ms: number | null;
   first_attempt_response_body: string | null;
+}
+
+/** What the delivery's row kept of its request. */
+interface KeptColumns {
+  kept_payload: string | null;
+  request_headers: Record<string, string> | null;
 }
 
 export interface DeliveryRow {
@@ -108,10 +116,10 @@ export async function listDeliveries(db: Queryable, webhookId: string, q: Delive
 
 /** One delivery with every attempt (oldest first, replays included) and its payload while kept. */
 export async function getDelivery(db: Queryable, webhookId: string, deliveryId: string): Promise<DeliveryDetail | undefined> {
-  const { rows } = await db.query<DeliveryRow & PayloadRow & FoldedAttempt & { kept: boolean }>(
+  const { rows } = await db.query<DeliveryRow & PayloadRow & FoldedAttempt & KeptColumns & { kept: boolean }>(
     // PAYLOAD_COLUMNS first: its e.id AS event_id is null once the event is gone, d.event_id is not.
     `SELECT ${PAYLOAD_COLUMNS}, e.id IS NOT NULL AS kept, ${DELIVERY_COLUMNS}, d.first_attempt_started_at, d.first_attempt_duration_ms,
-            d.first_attempt_response_body
+            d.first_attempt_response_body, d.payload AS kept_payload, d.request_headers
        FROM walgate.deliveries d JOIN walgate.webhooks w ON w.id = d.webhook_id LEFT JOIN walgate.events e ON e.id = d.event_id
       WHERE d.id = $1 AND d.webhook_id = $2`,
     [deliveryId, webhookId],
@@ -158,7 +166,8 @@ export async function getDelivery(db: Queryable, webhookId: string, deliveryId: 
         responseBody: a.response_body,
       })),
     ],
-    payload: r.kept ? (JSON.parse(renderPayload(r)) as object) : null,
+    payload: r.kept_payload !== null ? (JSON.parse(r.kept_payload) as object) : r.kept ? (JSON.parse(renderPayload(r)) as object) : null,
+    requestHeaders: r.request_headers,
   };
 }
 
@@ -174,14 +183,14 @@ export async function retryDelivery(
   deliveryId: string,
   now: Date,
 ): Promise<DeliveryView | 'unfinished' | 'payload-gone' | undefined> {
-  // Only a delivery whose change is still stored can be sent again: one delivered at its first
-  // attempt never stored it (its one write is its history row), and retention removes old ones.
+  // Only a delivery whose body is at hand can be sent again: kept on its row (WEBHOOK_KEEP_PAYLOADS),
+  // or its event still stored. With keeping off, one delivered at its first attempt has neither.
   const { rows } = await db.query<DeliveryRow>(
     // Its row keys go (row ordering): sent again now, it neither waits for the row's later
     // changes nor holds them back (README: Ordering).
     `UPDATE walgate.deliveries d SET status = 'pending', next_attempt_at = $3, order_key = NULL, order_key_old = NULL
       WHERE d.id = $1 AND d.webhook_id = $2 AND d.status IN ('delivered', 'dead')
-        AND EXISTS (SELECT 1 FROM walgate.events e WHERE e.id = d.event_id)
+        AND (d.payload IS NOT NULL OR EXISTS (SELECT 1 FROM walgate.events e WHERE e.id = d.event_id))
       RETURNING ${DELIVERY_COLUMNS}`,
     [deliveryId, webhookId, now],
   );

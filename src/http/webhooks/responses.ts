@@ -59,7 +59,17 @@ const attempt = z.object({
 
 const deliveryDetail = delivery.extend({
   attemptLog: z.array(attempt).meta({ description: 'Every attempt, oldest first.' }),
-  payload: z.record(z.string(), z.unknown()).nullable().meta({ description: 'The body as sent; null once its event is no longer kept.' }),
+  payload: z
+    .record(z.string(), z.unknown())
+    .nullable()
+    .meta({ description: 'The body as sent, kept for the retention window (WEBHOOK_KEEP_PAYLOADS); null when not kept.' }),
+  requestHeaders: z
+    .record(z.string(), z.string())
+    .nullable()
+    .meta({
+      description:
+        'The request headers of the latest attempt, without the signatures; custom header values show as `[hidden]`. Null when not kept.',
+    }),
 });
 
 const breaker = z.object({
