@@ -242,7 +242,9 @@ export class QueueWorker {
     if (d.ordered && step.status !== 'retrying') this.#releasing.add(d.id);
     // A retry due before the next poll: look for it then (a row-ordered row waits on it).
     if (step.status === 'retrying' && step.nextAttemptAt) this.#nudgeAt(step.nextAttemptAt.getTime());
-    this.#results.push(attemptRecord(d.id, lease, attempt, outcome, concluded, keptRequest(this.#ctx.config.webhooks.keepPayloads, body, outcome)));
+    this.#results.push(
+      attemptRecord(d.id, lease, attempt, outcome, concluded, keptRequest(this.#ctx.config.webhooks.keepPayloads, body, outcome)),
+    );
     // The slot frees as soon as the receiver has answered; results are written behind, many per
     // statement. Until its result is written a delivery stays leased, so a crash means another
     // attempt (at least once), never a lost one. A database slower than the receivers makes

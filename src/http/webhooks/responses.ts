@@ -63,13 +63,10 @@ const deliveryDetail = delivery.extend({
     .record(z.string(), z.unknown())
     .nullable()
     .meta({ description: 'The body as sent, kept for the retention window (WEBHOOK_KEEP_PAYLOADS); null when not kept.' }),
-  requestHeaders: z
-    .record(z.string(), z.string())
-    .nullable()
-    .meta({
-      description:
-        'The request headers of the latest attempt, without the signatures; custom header values show as `[hidden]`. Null when not kept.',
-    }),
+  requestHeaders: z.record(z.string(), z.string()).nullable().meta({
+    description:
+      'The request headers of the latest attempt, without the signatures; custom header values show as `[hidden]`. Null when not kept.',
+  }),
 });
 
 const breaker = z.object({
