@@ -82,6 +82,10 @@ describe('OpenAPI document: /openapi.json', function () {
       'GET /api/rest/_webhooks/{id}/deliveries/{deliveryId}',
       'POST /api/rest/_webhooks/{id}/deliveries/{deliveryId}/retry',
       'GET /api/rest/_webhooks/{id}/minutes',
+      'GET /api/rest/_webhooks/_environments',
+      'GET /api/rest/_webhooks/_deliveries',
+      'GET /api/rest/_webhooks/{id}/health',
+      'POST /api/rest/_webhooks/{id}/test',
     ]);
   });
 

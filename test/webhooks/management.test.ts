@@ -67,6 +67,7 @@ describe('webhook management API', function () {
       'updatedAt',
       'disabledReason',
       'disabledAt',
+      'headers',
     );
     expect(w).to.include({ disabledReason: null, disabledAt: null, ordering: 'none' });
     expect(w.id).to.match(/^wh_[0-9a-f]{32}$/);

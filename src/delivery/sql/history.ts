@@ -138,10 +138,10 @@ export async function getDelivery(db: Queryable, webhookId: string, deliveryId: 
       WHERE delivery_id = $1 ORDER BY id`,
     [deliveryId],
   );
-  // Delivered at its first attempt, the delivery has no attempt row: the stream folds that attempt
-  // into the delivery's own row (one write per delivered change).
+  // Delivered at its first attempt, the delivery has no row for that attempt: the stream folds it
+  // into the delivery's own row (one write per delivered change). A retry's attempts follow it.
   const folded: AttemptView[] =
-    attempts.rows.length === 0 && r.first_attempt_started_at
+    r.first_attempt_started_at
       ? [
           {
             attempt: 1,
