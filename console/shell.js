@@ -66,18 +66,18 @@ export function poll(live, fn, ms = 2000) {
     } catch (err) {
       problem(err);
     }
-    if (live() && timer === null) timer = setTimeout(tick, ms);
+    if (live() && timer === null) timer = window.setTimeout(tick, ms);
   };
   const onVisible = () => {
     if (!live()) return stop();
     if (!document.hidden && timer === null) tick();
   };
   function stop() {
-    clearTimeout(timer);
+    window.clearTimeout(timer);
     document.removeEventListener('visibilitychange', onVisible);
   }
   document.addEventListener('visibilitychange', onVisible);
-  timer = setTimeout(tick, ms);
+  timer = window.setTimeout(tick, ms);
 }
 
 /** A modal question; resolves true when confirmed. Esc or Cancel answers no. */

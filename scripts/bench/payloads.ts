@@ -12,7 +12,6 @@ import { waitForAll, writer } from './wal-paths.js';
 
 const SECONDS = Number(process.env.BENCH_PAYLOAD_SECONDS ?? 15);
 const ROUNDS = Number(process.env.BENCH_PAYLOAD_ROUNDS ?? 2);
-const PAYLOAD = 'x'.repeat(1000);
 const TABLE = 'bench_master.kept';
 
 interface Round {
