@@ -21,6 +21,21 @@ function filterValue(text) {
 
 let n = 0;
 
+/** A removable row of two labelled fields (a filter condition, a custom header), appended to `box`. */
+function pairRow(box, [firstLabel, first], [secondLabel, second]) {
+  const row = h(
+    'div',
+    { class: 'filter-row' },
+    h('label', { for: first.id }, firstLabel),
+    first,
+    h('label', { for: second.id }, secondLabel),
+    second,
+    h('button', { type: 'button', class: 'secondary', onclick: () => row.remove() }, 'Remove'),
+  );
+  box.append(row);
+  first.focus();
+}
+
 /** Name/value rows; `collect()` gives the object to send. */
 function headerEditor() {
   const rows = h('div', { id: 'header-rows' });
@@ -28,17 +43,7 @@ function headerEditor() {
     const i = n++;
     const name = h('input', { id: `header-name-${i}`, class: 'header-name', autocomplete: 'off', placeholder: 'X-Api-Key' });
     const value = h('input', { id: `header-value-${i}`, class: 'header-value', type: 'password', autocomplete: 'new-password' });
-    const row = h(
-      'div',
-      { class: 'filter-row' },
-      h('label', { for: `header-name-${i}` }, 'Name'),
-      name,
-      h('label', { for: `header-value-${i}` }, 'Value'),
-      value,
-      h('button', { type: 'button', class: 'secondary', onclick: () => row.remove() }, 'Remove'),
-    );
-    rows.append(row);
-    name.focus();
+    pairRow(rows, ['Name', name], ['Value', value]);
   }
   const collect = () => {
     const out = {};
@@ -82,17 +87,7 @@ async function formView(id) {
     const i = n++;
     const col = h('select', { id: `filter-col-${i}`, class: 'filter-col' }, columns().map((c) => h('option', { value: c.name, selected: c.name === column }, c.name)));
     const val = h('input', { id: `filter-val-${i}`, class: 'filter-val', value: value === undefined ? '' : typeof value === 'string' ? value : JSON.stringify(value) });
-    const row = h(
-      'div',
-      { class: 'filter-row' },
-      h('label', { for: `filter-col-${i}` }, 'Column'),
-      col,
-      h('label', { for: `filter-val-${i}` }, 'equals'),
-      val,
-      h('button', { type: 'button', class: 'secondary', onclick: () => row.remove() }, 'Remove'),
-    );
-    filterRows.append(row);
-    col.focus();
+    pairRow(filterRows, ['Column', col], ['equals', val]);
   }
   function renderColumns(selected) {
     filterRows.replaceChildren();

@@ -1,6 +1,6 @@
 import type { Queryable } from '../../core/db/pool.js';
 import { deliveryId } from '../../tailer/events.js';
-import type { BreakerKey, BreakerView } from '../breaker.js';
+import { breakerView, type BreakerKey, type BreakerView } from '../breaker.js';
 import { DELIVERY_COLUMNS, deliveryView, type DeliveryRow, type DeliveryView } from './history.js';
 
 // Read-only views for the console beyond one subscription's log: an endpoint's health over a day
@@ -92,13 +92,5 @@ export async function breakerStates(db: Queryable, keys: readonly BreakerKey[], 
       ORDER BY k.i`,
     [keys.map((k) => k.projectId), keys.map((k) => k.environment), keys.map((k) => k.url)],
   );
-  return rows.map((r) => {
-    const until = r.opened_until;
-    if (!until) return { state: 'closed', openUntil: null, consecutiveFailures: r.consecutive_failures ?? 0 };
-    return {
-      state: until > now ? 'open' : 'half-open',
-      openUntil: until > now ? until.toISOString() : null,
-      consecutiveFailures: r.consecutive_failures ?? 0,
-    };
-  });
+  return rows.map((r) => breakerView(r, now));
 }
