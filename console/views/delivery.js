@@ -40,7 +40,8 @@ function requestPanel(d) {
   );
 }
 
-function responsePanel(last) {
+function responsePanel(last, responseHeaders) {
+  const headers = responseHeaders ? headerText(responseHeaders) : null;
   return h(
     'section',
     { class: 'panel', 'aria-labelledby': 'response-title' },
@@ -49,6 +50,7 @@ function responsePanel(last) {
       ? h('p', {}, 'No attempt yet.')
       : [
           h('p', {}, 'Status ', h('strong', { id: 'response-status' }, last.httpStatus ?? 'no answer'), last.error ? ` — ${last.error}` : ''),
+          headers ? [h('pre', { class: 'payload', id: 'response-headers', tabindex: '0', 'aria-label': 'Response headers' }, headers), copyButton('Response headers', () => headers, say)] : null,
           last.responseBody === null
             ? h('p', {}, 'No answer body.')
             : [h('pre', { class: 'payload', id: 'response-body', tabindex: '0', 'aria-label': 'Answer, first KiB' }, last.responseBody), copyButton('Answer', () => last.responseBody, say)],
@@ -105,7 +107,7 @@ export async function openDelivery(slot, path, deliveryId, breaker) {
         h('dd', {}, time(d.deliveredAt)),
       ),
       h('div', { class: 'actions' }, canRetry ? h('button', { type: 'button', id: 'retry', onclick: retry }, 'Retry now') : null, h('button', { type: 'button', class: 'secondary', onclick: reopen }, 'Reload')),
-      h('div', { class: 'side-by-side' }, requestPanel(d), responsePanel(d.attemptLog[d.attemptLog.length - 1])),
+      h('div', { class: 'side-by-side' }, requestPanel(d), responsePanel(d.attemptLog[d.attemptLog.length - 1], d.responseHeaders)),
       d.event === 'UPDATE' && d.payload?.old_record ? beforeAfter(d.payload) : null,
       h('h4', {}, 'Attempts'),
       attempts.length ? scrollTable('Attempts', ['#', 'Started', 'Took', 'HTTP', 'Error', 'Answer (first KiB)'], attempts) : h('p', {}, 'No attempt yet.'),

@@ -134,10 +134,12 @@ export async function conclude(
 export interface KeptRequest {
   payload: string;
   requestHeaders: Record<string, string>;
+  /** The answer's headers; null without an answer. */
+  responseHeaders: Record<string, string> | null;
 }
 
 export function keptRequest(keep: boolean, body: string, sent: SentAttempt): KeptRequest | null {
-  return keep ? { payload: body, requestHeaders: sent.requestHeaders } : null;
+  return keep ? { payload: body, requestHeaders: sent.requestHeaders, responseHeaders: sent.result.responseHeaders ?? null } : null;
 }
 
 /** The attempt as the retry queue records it on its leased row (store.ts recordAttempts). */

@@ -229,6 +229,7 @@ describe('delivery console: /console in Chromium', function () {
     expect(headers).to.contain(`webhook-id: ${firstEventId}`).and.contain('x-api-key: [hidden]').and.not.contain('webhook-signature');
     expect(JSON.parse(await page.locator('#request-body').innerText())).to.deep.equal(JSON.parse(received!.body));
     expect(await page.locator('#response-status').innerText()).to.equal('200');
+    expect(await page.locator('#response-headers').innerText()).to.contain('content-type: text/plain');
     await page.locator('.chart rect.ok').first().waitFor();
     await page.getByRole('button', { name: 'Copy body' }).waitFor();
     await checkAccessibility('delivery with request and response');

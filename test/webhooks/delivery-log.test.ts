@@ -88,6 +88,7 @@ describe('delivery log API and secret rotation', function () {
       'webhook-id': got.eventId,
       'webhook-timestamp': sent.headers['webhook-timestamp'],
     });
+    expect(got.responseHeaders).to.include({ 'content-type': 'text/plain', 'content-length': '2007' });
     const { rows } = await p.t.ctx.pool.query('SELECT count(*)::int AS n FROM walgate.events WHERE id = $1', [got.eventId]);
     expect(rows[0].n, 'no events row for a first-try delivery').to.equal(0);
     // …so it can be sent again: the same event id and body.
@@ -302,9 +303,11 @@ describe('delivery log with WEBHOOK_KEEP_PAYLOADS=false', function () {
     );
     const id = list.body.deliveries[0].id;
     const got = (await api.get(`/api/rest/_webhooks/${webhookId}/deliveries/${id}`)).body.delivery;
-    expect(got).to.include({ payload: null, requestHeaders: null });
-    const { rows } = await p.t.ctx.pool.query('SELECT payload, request_headers FROM walgate.deliveries WHERE id = $1', [id]);
-    expect(rows[0]).to.deep.equal({ payload: null, request_headers: null });
+    expect(got).to.include({ payload: null, requestHeaders: null, responseHeaders: null });
+    const { rows } = await p.t.ctx.pool.query('SELECT payload, request_headers, response_headers FROM walgate.deliveries WHERE id = $1', [
+      id,
+    ]);
+    expect(rows[0]).to.deep.equal({ payload: null, request_headers: null, response_headers: null });
     const retry = await api.post(`/api/rest/_webhooks/${webhookId}/deliveries/${id}/retry`);
     expect(retry.status).to.equal(409);
     expect(retry.body.error).to.equal('DELIVERY_PAYLOAD_GONE');

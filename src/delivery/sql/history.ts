@@ -38,6 +38,8 @@ export type DeliveryDetail = DeliveryView & {
   payload: object | null;
   /** The request headers of its latest attempt, signatures left out and custom values masked; null when not kept. */
   requestHeaders: Record<string, string> | null;
+  /** The headers of the latest answer, kept with the request; null when not kept or never answered. */
+  responseHeaders: Record<string, string> | null;
 };
 
 export const DELIVERY_COLUMNS =
@@ -54,6 +56,7 @@ interface FoldedAttempt {
 interface KeptColumns {
   kept_payload: string | null;
   request_headers: Record<string, string> | null;
+  response_headers: Record<string, string> | null;
 }
 
 export interface DeliveryRow {
@@ -119,7 +122,7 @@ export async function getDelivery(db: Queryable, webhookId: string, deliveryId: 
   const { rows } = await db.query<DeliveryRow & PayloadRow & FoldedAttempt & KeptColumns & { kept: boolean }>(
     // PAYLOAD_COLUMNS first: its e.id AS event_id is null once the event is gone, d.event_id is not.
     `SELECT ${PAYLOAD_COLUMNS}, e.id IS NOT NULL AS kept, ${DELIVERY_COLUMNS}, d.first_attempt_started_at, d.first_attempt_duration_ms,
-            d.first_attempt_response_body, d.payload AS kept_payload, d.request_headers
+            d.first_attempt_response_body, d.payload AS kept_payload, d.request_headers, d.response_headers
        FROM walgate.deliveries d JOIN walgate.webhooks w ON w.id = d.webhook_id LEFT JOIN walgate.events e ON e.id = d.event_id
       WHERE d.id = $1 AND d.webhook_id = $2`,
     [deliveryId, webhookId],
@@ -168,6 +171,7 @@ export async function getDelivery(db: Queryable, webhookId: string, deliveryId: 
     ],
     payload: r.kept_payload !== null ? (JSON.parse(r.kept_payload) as object) : r.kept ? (JSON.parse(renderPayload(r)) as object) : null,
     requestHeaders: r.request_headers,
+    responseHeaders: r.response_headers,
   };
 }
 

@@ -26,16 +26,19 @@ export async function writeDelivered(db: Queryable, rows: DeliveredEntry[]): Pro
     response_body: r.responseBody,
     payload: r.kept?.payload,
     request_headers: r.kept?.requestHeaders,
+    response_headers: r.kept?.responseHeaders,
   }));
   await db.query(
     `INSERT INTO walgate.deliveries (id, webhook_id, event_id, event_type, select_fields, status, attempts, http_status,
                                      next_attempt_at, created_at, delivered_at, first_attempt_started_at, first_attempt_duration_ms,
-                                     first_attempt_response_body, payload, request_headers)
+                                     first_attempt_response_body, payload, request_headers, response_headers)
      SELECT d.id, d.webhook_id, d.event_id, d.event_type, d.select_fields, 'delivered', 1, d.http_status,
-            d.created_at, d.created_at, d.delivered_at, d.started_at, d.duration_ms, d.response_body, d.payload, d.request_headers
+            d.created_at, d.created_at, d.delivered_at, d.started_at, d.duration_ms, d.response_body, d.payload, d.request_headers,
+            d.response_headers
        FROM json_to_recordset($1::json)
             AS d(id text, webhook_id text, event_id text, event_type text, select_fields text[], http_status int, created_at timestamptz,
-                 delivered_at timestamptz, started_at timestamptz, duration_ms int, response_body text, payload text, request_headers json)
+                 delivered_at timestamptz, started_at timestamptz, duration_ms int, response_body text, payload text, request_headers json,
+                 response_headers json)
        JOIN walgate.webhooks w ON w.id = d.webhook_id
      ON CONFLICT (id) DO NOTHING`,
     [JSON.stringify(batch)],
@@ -60,14 +63,15 @@ export async function writeParked(db: Queryable, rows: ParkedEntry[]): Promise<v
      ), d AS (
        SELECT * FROM unnest($10::text[], $11::text[], $12::text[], $13::text[], $14::text[], $15::text[], $16::int[], $17::int[], $18::text[],
                             $19::timestamptz[], $20::timestamptz[], $21::timestamptz[], $22::int[], $23::text[], $24::text[], $25::text[],
-                            $26::text[], $27::text[])
+                            $26::text[], $27::text[], $28::text[])
               AS d(id, webhook_id, event_id, event_type, select_fields, status, attempts, http_status, last_error,
-                   next_attempt_at, created_at, started_at, duration_ms, response_body, order_key, order_key_old, payload, request_headers)
+                   next_attempt_at, created_at, started_at, duration_ms, response_body, order_key, order_key_old, payload, request_headers,
+                   response_headers)
      ), inserted AS (
        INSERT INTO walgate.deliveries (id, webhook_id, event_id, event_type, select_fields, status, attempts, http_status, last_error, next_attempt_at, created_at,
-                                       order_key, order_key_old, payload, request_headers)
+                                       order_key, order_key_old, payload, request_headers, response_headers)
        SELECT d.id, d.webhook_id, d.event_id, d.event_type, d.select_fields::text[], d.status, d.attempts, d.http_status, d.last_error, d.next_attempt_at, d.created_at,
-              d.order_key, d.order_key_old, d.payload, d.request_headers::json
+              d.order_key, d.order_key_old, d.payload, d.request_headers::json, d.response_headers::json
          FROM d JOIN walgate.webhooks w ON w.id = d.webhook_id
        ON CONFLICT (id) DO NOTHING
        RETURNING id
@@ -107,6 +111,7 @@ export async function writeParked(db: Queryable, rows: ParkedEntry[]): Promise<v
       // What its first attempt sent (WEBHOOK_KEEP_PAYLOADS), on the row it writes anyway.
       rows.map((r) => r.attempt?.kept?.payload ?? null),
       rows.map((r) => (r.attempt?.kept ? JSON.stringify(r.attempt.kept.requestHeaders) : null)),
+      rows.map((r) => (r.attempt?.kept?.responseHeaders ? JSON.stringify(r.attempt.kept.responseHeaders) : null)),
     ],
   );
 }

@@ -1,5 +1,6 @@
 import type { Pool, Queryable } from '../../core/db/pool.js';
 import { PAYLOAD_COLUMNS, type PayloadRow } from '../payload.js';
+import type { KeptRequest } from '../attempt.js';
 
 // The retry queue's statements on walgate.deliveries and walgate.delivery_attempts (the stream
 // parks into it through journal.ts).
@@ -126,7 +127,7 @@ export interface AttemptResult {
   nextAttemptAt: Date | null;
   deliveredAt: Date | null;
   /** The request as sent, kept on the delivery's row (WEBHOOK_KEEP_PAYLOADS); null keeps what is there. */
-  kept?: { payload: string; requestHeaders: Record<string, string> } | null;
+  kept?: KeptRequest | null;
 }
 
 /**
@@ -139,13 +140,15 @@ export async function recordAttempts(pool: Pool, results: AttemptResult[]): Prom
   await pool.query(
     `WITH r AS (
        SELECT * FROM unnest($1::text[], $2::timestamptz[], $3::int[], $4::text[], $5::int[], $6::text[], $7::timestamptz[],
-                            $8::timestamptz[], $9::timestamptz[], $10::int[], $11::text[], $12::text[], $13::text[])
+                            $8::timestamptz[], $9::timestamptz[], $10::int[], $11::text[], $12::text[], $13::text[], $14::text[])
               AS r(id, lease, attempt, status, http_status, error, next_attempt_at, delivered_at, started_at, duration_ms, response_body,
-                   payload, request_headers)
+                   payload, request_headers, response_headers)
      ), updated AS (
        UPDATE walgate.deliveries d SET status = r.status, attempts = r.attempt, http_status = r.http_status,
               last_error = r.error, next_attempt_at = coalesce(r.next_attempt_at, d.next_attempt_at), delivered_at = r.delivered_at,
-              payload = coalesce(r.payload, d.payload), request_headers = coalesce(r.request_headers::json, d.request_headers)
+              payload = coalesce(r.payload, d.payload), request_headers = coalesce(r.request_headers::json, d.request_headers),
+              -- The latest answer's headers go with the latest request's (none without an answer).
+              response_headers = CASE WHEN r.request_headers IS NULL THEN d.response_headers ELSE r.response_headers::json END
          FROM r WHERE d.id = r.id AND d.next_attempt_at = r.lease
        RETURNING d.id
      )
@@ -165,6 +168,7 @@ export async function recordAttempts(pool: Pool, results: AttemptResult[]): Prom
       results.map((r) => r.responseBody),
       results.map((r) => r.kept?.payload ?? null),
       results.map((r) => (r.kept ? JSON.stringify(r.kept.requestHeaders) : null)),
+      results.map((r) => (r.kept?.responseHeaders ? JSON.stringify(r.kept.responseHeaders) : null)),
     ],
   );
 }

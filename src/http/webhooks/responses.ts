@@ -67,6 +67,9 @@ const deliveryDetail = delivery.extend({
     description:
       'The request headers of the latest attempt, without the signatures; custom header values show as `[hidden]`. Null when not kept.',
   }),
+  responseHeaders: z.record(z.string(), z.string()).nullable().meta({
+    description: 'The headers of the latest answer (up to 50, values cut at 256 characters); null when not kept or not answered.',
+  }),
 });
 
 const breaker = z.object({
