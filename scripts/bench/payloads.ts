@@ -4,6 +4,7 @@ import { insertSubscription } from '../../test/support/subscriptions.js';
 import type { Bench } from './run.js';
 import { round, summarize } from './stats.js';
 import { waitForAll, writer } from './wal-paths.js';
+import { cpuWindow, processCpuUs } from './cpu.js';
 
 // What keeping every delivery's body and request headers costs (WEBHOOK_KEEP_PAYLOADS): WAL →
 // delivered with it off and on, in alternating rounds against the same receiver and 1 KB rows,
@@ -16,6 +17,9 @@ const TABLE = 'bench_master.kept';
 
 interface Round {
   rate: number;
+  /** CPU per delivery over the window, µs: the tailer and the Postgres cluster (what keeping can cost). */
+  tailerCpuUs: number;
+  postgresCpuUs: number;
   /** Average bytes of a delivery's row (pg_column_size of the row), and of what keeping adds to it. */
   rowBytes: number;
   keptBytes: number;
@@ -42,8 +46,11 @@ async function measure(b: Bench, keep: boolean, n: number): Promise<Round> {
     const w = writer(client, TABLE, 1, async () => (await b.receiver.stats()).received);
     await sleep(2000); // warm-up
     const start = (await b.receiver.stats()).received;
+    const cpu = await cpuWindow({ tailer: () => processCpuUs(tailer.daemon.child.pid!), postgres: b.postgresCpuUs });
     await sleep(SECONDS * 1000);
-    const rate = ((await b.receiver.stats()).received - start) / SECONDS;
+    const delivered = (await b.receiver.stats()).received - start;
+    const perDelivery = await cpu.end(delivered);
+    const rate = delivered / SECONDS;
     const inserted = await w.stop();
     await waitForAll(b, inserted);
     await tailer.stop();
@@ -54,7 +61,14 @@ async function measure(b: Bench, keep: boolean, n: number): Promise<Round> {
          FROM walgate.deliveries d WHERE d.webhook_id = $1`,
       [webhookId],
     );
-    return { rate, rowBytes: rows[0]!.row, keptBytes: rows[0]!.kept, bodyBytes: rows[0]!.body };
+    return {
+      rate,
+      tailerCpuUs: perDelivery.tailer!,
+      postgresCpuUs: perDelivery.postgres!,
+      rowBytes: rows[0]!.row,
+      keptBytes: rows[0]!.kept,
+      bodyBytes: rows[0]!.body,
+    };
   } finally {
     await client.end();
     // The next round's tailer must not deliver this subscription's rows too.
@@ -89,6 +103,11 @@ async function payloadCost(b: Bench): Promise<void> {
       rowBytesNotKept: avg(off, 'rowBytes'),
       keptBytesPerDelivery: avg(on, 'keptBytes'),
       bodyBytesPerDelivery: avg(on, 'bodyBytes'),
+      // CPU per delivery is steadier than deliveries/s on a shared machine: the cost itself.
+      tailerCpuUsKept: avg(on, 'tailerCpuUs'),
+      tailerCpuUsNotKept: avg(off, 'tailerCpuUs'),
+      postgresCpuUsKept: avg(on, 'postgresCpuUs'),
+      postgresCpuUsNotKept: avg(off, 'postgresCpuUs'),
     },
   });
 }
