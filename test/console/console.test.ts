@@ -125,7 +125,7 @@ describe('delivery console: /console in Chromium', function () {
     const overflow = await page.evaluate('document.documentElement.scrollWidth - document.documentElement.clientWidth');
     expect(overflow, `no sideways scrolling of ${view} on a phone`).to.be.at.most(0);
     await checkAccessibility(`${view} on a phone`);
-    await page.screenshot({ path: path.join(shots, `console-phone-${view.replace(/\W+/g, '-')}.png`), fullPage: true });
+    if (view === 'subscription') await page.screenshot({ path: path.join(shots, 'console-phone.png') });
     await page.setViewportSize({ width: 1280, height: 900 });
   }
 
