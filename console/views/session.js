@@ -48,7 +48,7 @@ export function renderFrame() {
     h('span', {}, 'Project ', h('strong', { id: 'project' }, s.projectId)),
     h('label', { for: 'env-switch' }, 'Environment'),
     picker,
-    nav().map((l) => h('a', { href: l.href, class: 'nav' }, l.label)),
+    ...nav().map((l) => h('a', { href: l.href, class: 'nav' }, l.label)),
     h(
       'button',
       {

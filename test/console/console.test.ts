@@ -230,6 +230,9 @@ describe('delivery console: /console in Chromium', function () {
     expect(JSON.parse(await page.locator('#request-body').innerText())).to.deep.equal(JSON.parse(received!.body));
     expect(await page.locator('#response-status').innerText()).to.equal('200');
     expect(await page.locator('#response-headers').innerText()).to.contain('content-type: text/plain');
+    expect(await page.locator('#delivery').innerText(), 'no stray text').not.to.match(/^(null|undefined)$/m);
+    expect(await page.locator('#session').innerText()).not.to.contain('http');
+    expect(await page.locator('#session a').allInnerTexts()).to.deep.equal(['Subscriptions']);
     await page.locator('.chart rect.ok').first().waitFor();
     await page.getByRole('button', { name: 'Copy body' }).waitFor();
     await checkAccessibility('delivery with request and response');
