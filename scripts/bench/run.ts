@@ -22,6 +22,8 @@ import { walPaths } from './wal-paths.js';
 import { postgresCpuUs } from './cpu.js';
 import { orderingPaths } from './ordering.js';
 import { payloadPaths } from './payloads.js';
+import { healthCall } from './health.js';
+import { noisyNeighbour } from './noisy-neighbour.js';
 
 export interface DaemonFigures {
   cpuPercent: number;
@@ -143,6 +145,8 @@ try {
     ...walPaths(bench),
     ...orderingPaths(bench),
     ...payloadPaths(bench),
+    ['health', () => healthCall(bench)],
+    ['noisy-neighbour', () => noisyNeighbour(bench)],
   ];
   for (const [name, run] of paths) {
     if (only && !only.includes(name)) continue;

@@ -5,14 +5,18 @@ import { ConfigError } from '../core/config.js';
 import { registerDeliveryCommands } from './deliveries.js';
 import { registerKeyCommands } from './keys.js';
 import { registerProjectCommands } from './project.js';
-import { CliError } from './runtime.js';
+import { CliError, cliSettings } from './runtime.js';
 import { registerTokenCommands } from './token.js';
 import { registerUserCommands } from './users.js';
 
 const program = new Command('walgate')
   .description('operate walgate: migrations, projects, tokens, keys, users and deliveries')
   .showHelpAfterError()
-  .exitOverride();
+  .exitOverride()
+  .option('--create-database', 'without DATABASE_URL: create a new, empty embedded database under DATA_DIR if there is none')
+  .hook('preAction', () => {
+    cliSettings.createDatabase = program.opts<{ createDatabase?: boolean }>().createDatabase === true;
+  });
 
 program
   .command('migrate')

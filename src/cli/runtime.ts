@@ -2,22 +2,29 @@ import { loadConfig } from '../core/config.js';
 import { createContext, type Context } from '../core/context.js';
 import { migrate } from '../core/db/migrate.js';
 import { createLogger } from '../core/log.js';
-import { openDatabase } from '../main/database.js';
+import { NoDatabaseError, openDatabase } from '../main/database.js';
 
 /** A user-facing failure: printed without a stack trace, exit code 1. */
 export class CliError extends Error {
   override name = 'CliError';
 }
 
+/** Global options: `--create-database` lets a command start a new embedded cluster. */
+export const cliSettings = { createDatabase: false };
+
 /**
  * Runs a command against the same database as the daemons: DATABASE_URL, or the embedded cluster
- * under DATA_DIR (joined when `npm start` runs it, started for the command otherwise).
+ * under DATA_DIR (joined when `npm start` runs it, started for the command otherwise). Where there
+ * is neither, it stops and says where it looked: a new empty cluster would list no projects and
+ * take commands meant for the real one (unless `--create-database` asks for exactly that).
  */
 export async function withCliContext<T>(fn: (ctx: Context) => Promise<T>): Promise<T> {
   const config = loadConfig();
   // Logs go to stderr so that standard output carries only the command's answer.
   const log = createLogger(process.env.LOG_LEVEL ?? 'warn', process.stderr as never);
-  const database = await openDatabase(config, log);
+  const database = await openDatabase(config, log, { create: cliSettings.createDatabase }).catch((err: unknown) => {
+    throw err instanceof NoDatabaseError ? new CliError(err.message) : err;
+  });
   try {
     const ctx = await createContext(config, database.url, { log, poolMax: 4, applicationName: 'walgate-cli' });
     try {

@@ -60,6 +60,8 @@ const schema = z.object({
   WEBHOOK_RETENTION_MS: retentionMs.default(7 * DAY_MS),
   WEBHOOK_DEAD_RETENTION_MS: retentionMs.default(30 * DAY_MS),
   WEBHOOK_SECRET_GRACE_MS: positiveMs.default(86_400_000),
+  WEBHOOK_ENDPOINT_CONCURRENCY: z.coerce.number().int().min(1).max(1024).default(16),
+  WEBHOOK_PAUSED_BACKLOG_MS: positiveMs.default(3 * DAY_MS),
   TAILER_PORT: port.default(3001),
   SLOT_WAL_WARN_BYTES: z.coerce
     .number()
@@ -73,6 +75,7 @@ const schema = z.object({
   GRAPHQL_MAX_DOCUMENT_BYTES: z.coerce.number().int().min(64).default(8192),
   TOKEN_CLOCK_SKEW_SECONDS: z.coerce.number().int().min(0).max(300).default(30),
   WEBHOOK_KEEP_PAYLOADS: bool.default(true),
+  METRICS_PORT: port.optional(),
 });
 
 export type Env = z.infer<typeof schema>;
@@ -126,6 +129,10 @@ const configSchema = schema.superRefine(checkTogether).transform((e) => ({
     parkAfterMs: e.WEBHOOK_PARK_AFTER_MS,
     /** Every delivery keeps the body and request headers it sent, on its own row, for the retention window. */
     keepPayloads: e.WEBHOOK_KEEP_PAYLOADS,
+    /** Requests in flight at once to one endpoint (subscription), per tailer process; also its pool's sockets. */
+    endpointConcurrency: e.WEBHOOK_ENDPOINT_CONCURRENCY,
+    /** A paused subscription's deliveries older than this are dead (visible, replayable): its backlog is bounded. */
+    pausedBacklogMs: e.WEBHOOK_PAUSED_BACKLOG_MS,
   },
   /** Delivered history is removed this long after delivery, dead letters this long after their capture. */
   retention: { deliveredMs: e.WEBHOOK_RETENTION_MS, deadMs: e.WEBHOOK_DEAD_RETENTION_MS },
@@ -143,6 +150,8 @@ const configSchema = schema.superRefine(checkTogether).transform((e) => ({
     maxCost: e.GRAPHQL_MAX_COST,
     maxDocumentBytes: e.GRAPHQL_MAX_DOCUMENT_BYTES,
   },
+  /** When set, the api serves /metrics on this port only, not on its public one. */
+  metricsPort: e.METRICS_PORT,
 }));
 
 export type Config = z.output<typeof configSchema>;

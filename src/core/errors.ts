@@ -14,6 +14,7 @@ export const ERRORS = {
   AUTH_NOT_CONFIGURED: [404, 'Authentication is not enabled for this project and environment.'],
   WEBHOOK_NOT_FOUND: [404, 'No webhook with this id in this project and environment.'],
   DELIVERY_NOT_FOUND: [404, 'No delivery with this id for this webhook.'],
+  REPLAY_NOT_FOUND: [404, 'No replay with this id for this webhook.'],
   NOT_FOUND: [404, 'No such route.'],
   METHOD_NOT_ALLOWED: [405, 'This method is not allowed on this route.'],
   AUTH_EMAIL_EXISTS: [409, 'This e-mail address is already registered.'],

@@ -34,3 +34,13 @@ export function createLogger(level: string, destination?: DestinationStream, nam
     destination,
   );
 }
+
+/**
+ * Where `npm start` logs: readable lines (pino-pretty, synchronous so nothing is lost at exit) when
+ * stdout is a terminal, JSON lines otherwise — a file, a pipe or a log collector parses those.
+ */
+export async function consoleDestination(): Promise<DestinationStream | undefined> {
+  if (!process.stdout.isTTY) return undefined;
+  const { default: pretty } = await import('pino-pretty');
+  return pretty({ colorize: true, sync: true, translateTime: 'SYS:HH:MM:ss.l', ignore: 'pid,hostname,name' });
+}

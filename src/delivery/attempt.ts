@@ -15,6 +15,8 @@ import type { AttemptResult } from './sql/queue.js';
 export interface AttemptRequest {
   /** The breaker's key: the subscription's project, environment and exact URL. */
   endpoint: BreakerKey;
+  /** The connection pool it goes through: its subscription's own (sender.ts). */
+  pool: string;
   url: URL;
   /** Signing secrets, newest first. */
   secrets: string[];
@@ -25,11 +27,16 @@ export interface AttemptRequest {
   headers?: Readonly<Record<string, string>>;
 }
 
+/**
+ * An attempt that came due: sent (the receiver's answer or its failure), or skipped because the
+ * endpoint's breaker is open (`skipped`: no request, `error: "breaker open"`). Either way it counts
+ * as an attempt of the schedule, so a dead endpoint's deliveries end instead of waiting forever.
+ */
 export type SentAttempt = {
   kind: 'sent';
   result: SendResult;
   startedAt: Date;
-  openedUntil: Date | null;
+  skipped: boolean;
   /** The request's headers as the delivery log keeps them: no signature, custom values masked. */
   requestHeaders: Record<string, string>;
 };
@@ -37,7 +44,10 @@ export type SentAttempt = {
 /** What the delivery log shows instead of a custom header's value. */
 export const HIDDEN = '[hidden]';
 
-export type AttemptOutcome = { kind: 'wait'; until: Date } | SentAttempt;
+export type AttemptOutcome = SentAttempt;
+
+/** The error an attempt skipped by an open breaker records (DESIGN: Webhooks). */
+export const BREAKER_OPEN = 'breaker open';
 
 export interface AttemptDeps {
   sender: Sender;
@@ -58,15 +68,19 @@ export async function attempt(deps: AttemptDeps, r: AttemptRequest): Promise<Att
   // Checked again with nothing awaited before the request starts: a failure that opened the
   // breaker while this one was being admitted stops it here.
   admission = deps.breakers.confirm(r.endpoint, admission);
-  if (admission.kind === 'wait') return { kind: 'wait', until: admission.until };
-  const result = await deps.sender.post(r.url, headers, r.body);
-  const openedUntil = result.ok
-    ? (await deps.breakers.recordSuccess(r.endpoint, admission.probe), null)
-    : await deps.breakers.recordFailure(r.endpoint, admission.probe);
   const requestHeaders: Record<string, string> = { 'content-type': 'application/json', 'user-agent': USER_AGENT };
   for (const name of Object.keys(r.headers ?? {})) requestHeaders[name] = HIDDEN;
   Object.assign(requestHeaders, own, { 'webhook-id': signed['webhook-id']!, 'webhook-timestamp': signed['webhook-timestamp']! });
-  return { kind: 'sent', result, startedAt, openedUntil, requestHeaders };
+  if (admission.kind === 'wait') {
+    const result: SendResult = { status: null, ok: false, error: BREAKER_OPEN, durationMs: 0, responseBody: null };
+    return { kind: 'sent', result, startedAt, skipped: true, requestHeaders };
+  }
+  const result = await deps.sender.post(r.pool, r.url, headers, r.body);
+  // The next attempt follows the schedule even when this failure opened the breaker: if it comes
+  // due while still open it is skipped, so the delivery's life stays bounded by its schedule.
+  if (result.ok) await deps.breakers.recordSuccess(r.endpoint, admission.probe);
+  else await deps.breakers.recordFailure(r.endpoint, admission.probe);
+  return { kind: 'sent', result, startedAt, skipped: false, requestHeaders };
 }
 
 export interface NextStep {
@@ -77,21 +91,11 @@ export interface NextStep {
 }
 
 /** Where a delivery stands after its attempt number `attemptNo` answered `result` (outcome.ts decides). */
-export function nextStep(
-  result: SendResult,
-  attemptNo: number,
-  delaysMs: readonly number[],
-  openedUntil: Date | null,
-  now: Date,
-): NextStep {
+export function nextStep(result: SendResult, attemptNo: number, delaysMs: readonly number[], now: Date): NextStep {
   const outcome = classifyAnswer({ status: result.status, headers: { 'retry-after': result.retryAfter } }, attemptNo, now, delaysMs);
   if (outcome.kind === 'delivered') return { status: 'delivered', nextAttemptAt: null, disable: null };
   if (outcome.kind === 'retry') {
-    return {
-      status: 'retrying',
-      nextAttemptAt: openedUntil && openedUntil > outcome.notBefore ? openedUntil : outcome.notBefore,
-      disable: null,
-    };
+    return { status: 'retrying', nextAttemptAt: outcome.notBefore, disable: null };
   }
   return { status: 'dead', nextAttemptAt: null, disable: outcome.kind === 'disable' ? outcome.reason : null };
 }
@@ -121,11 +125,11 @@ export async function conclude(
 ): Promise<Concluded> {
   const { result } = sent;
   const at = ctx.clock();
-  const step = nextStep(result, a.attemptNo, a.delaysMs, sent.openedUntil, at);
+  const step = nextStep(result, a.attemptNo, a.delaysMs, at);
   if (step.disable) await disable(ctx, deps, a.webhookId, step.disable, at);
   const m = ctx.metrics;
   m.deliveriesFinished.inc({ status: step.status });
-  m.attemptDuration.observe({ outcome: result.ok ? 'success' : 'failure' }, result.durationMs / 1000);
+  if (!sent.skipped) m.attemptDuration.observe({ outcome: result.ok ? 'success' : 'failure' }, result.durationMs / 1000);
   if (result.ok) m.commitToDelivery.observe(Math.max(0, at.getTime() - a.committedAt.getTime()) / 1000);
   return { step, at };
 }
@@ -139,7 +143,10 @@ export interface KeptRequest {
 }
 
 export function keptRequest(keep: boolean, body: string, sent: SentAttempt): KeptRequest | null {
-  return keep ? { payload: body, requestHeaders: sent.requestHeaders, responseHeaders: sent.result.responseHeaders ?? null } : null;
+  // A skipped attempt (breaker open) sent nothing: what the latest real one sent stays.
+  return keep && !sent.skipped
+    ? { payload: body, requestHeaders: sent.requestHeaders, responseHeaders: sent.result.responseHeaders ?? null }
+    : null;
 }
 
 /** The attempt as the retry queue records it on its leased row (store.ts recordAttempts). */

@@ -57,6 +57,14 @@ interface Known {
   version: number;
 }
 
+/**
+ * An endpoint as logs may name it: project, environment and the URL's origin — never its path or
+ * query, where receivers often keep a secret.
+ */
+export function logged(k: BreakerKey): { project: string; environment: string; origin: string } {
+  return { project: k.projectId, environment: k.environment, origin: new URL(k.url).origin };
+}
+
 // NUL joins the parts: it cannot occur in a URL, nor in project and environment names.
 const keyOf = (k: BreakerKey) => `${k.projectId}\u0000${k.environment}\u0000${k.url}`;
 
@@ -84,6 +92,12 @@ export class EndpointBreakers {
       const k = this.#known.get(id);
       if (k && k.version > began) continue; // an outcome seen here since the read began is newer
       const r = found.get(id);
+      // No row (its subscription went, and the breaker with it) or a closed one counting nothing:
+      // the default, not kept — the map holds only endpoints that are failing.
+      if (!r || (r.consecutive_failures === 0 && r.opened_until === null)) {
+        this.#known.delete(id);
+        continue;
+      }
       const failures: number = r?.consecutive_failures ?? 0;
       const opened: number | null = r?.opened_until ? (r.opened_until as Date).getTime() : null;
       if (!k) {
@@ -142,7 +156,7 @@ export class EndpointBreakers {
     k.version = ++this.#version;
     const now = this.clock();
     await resetBreaker(this.pool, key, now);
-    if (wasOpen) this.log.info({ ...key }, 'circuit breaker closed: the endpoint answers again');
+    if (wasOpen) this.log.info(logged(key), 'circuit breaker closed: the endpoint answers again');
   }
 
   /**
@@ -173,7 +187,7 @@ export class EndpointBreakers {
     if (shared !== null && (k.openedUntil === null || shared > k.openedUntil)) k.openedUntil = shared;
     if (opensNow || (probe && shared !== null)) {
       this.log.warn(
-        { ...key, until: new Date(k.openedUntil!).toISOString(), failures: k.consecutiveFailures },
+        { ...logged(key), until: new Date(k.openedUntil!).toISOString(), failures: k.consecutiveFailures },
         'circuit breaker opened: deliveries to this endpoint wait',
       );
     }

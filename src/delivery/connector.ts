@@ -33,7 +33,9 @@ export function guardedConnector(options: {
           for (const { address } of addresses) {
             const reason = forbiddenAddressReason(address);
             if (reason)
-              return callback(new ForbiddenAddressError(`refused to connect: ${host} resolves to ${reason} address ${address}`), null);
+              // Not which address, nor which kind: what the name resolves to inside our network is not
+              // the tenant's to learn.
+              return callback(new ForbiddenAddressError(`refused to connect: ${host} resolves to a private or reserved address`), null);
           }
         }
         const chosen = addresses[0]!.address;

@@ -15,7 +15,7 @@ import { QueueWorker } from './worker.js';
 export interface DeliveryEngineOptions {
   /** Requests in flight at once, over all subscriptions (the stream and the retry queue each). */
   concurrency?: number;
-  /** Requests in flight at once for one subscription. */
+  /** Requests in flight at once for one subscription (default WEBHOOK_ENDPOINT_CONCURRENCY). */
   perWebhook?: number;
   /** Deliveries the stream holds in memory before reading waits. */
   maxHeld?: number;
@@ -54,12 +54,16 @@ export class DeliveryEngine implements DeliverySink {
   constructor(ctx: Context, options: DeliveryEngineOptions) {
     this.#ctx = ctx;
     const { webhooks } = ctx.config;
-    this.#o = { concurrency: options.concurrency ?? 256, perWebhook: options.perWebhook ?? 32, maxHeld: options.maxHeld ?? 10_000 };
+    this.#o = {
+      concurrency: options.concurrency ?? 256,
+      perWebhook: options.perWebhook ?? webhooks.endpointConcurrency,
+      maxHeld: options.maxHeld ?? 10_000,
+    };
     const leaseMs = options.leaseMs ?? webhooks.timeoutMs * 2 + 5000;
     this.#sender = new Sender({
       timeoutMs: webhooks.timeoutMs,
       allowPrivateNetworks: webhooks.allowPrivateNetworks,
-      connectionsPerOrigin: this.#o.perWebhook * 2,
+      connectionsPerEndpoint: this.#o.perWebhook,
       tls: options.tls,
       lookup: ctx.lookup,
     });
@@ -82,6 +86,7 @@ export class DeliveryEngine implements DeliverySink {
       streamActive: (id) => this.#stream?.active(id) ?? 0,
       openSecret,
       onOrderedFinished: () => this.#stream?.orderedFinished(),
+      onSlotFree: (id) => this.#stream?.slotFree(id),
     });
   }
 
@@ -100,6 +105,7 @@ export class DeliveryEngine implements DeliverySink {
         timeoutMs: webhooks.timeoutMs,
         retryDelaysMs: webhooks.retryDelaysMs,
         sharing: () => this.#peers > 0,
+        queueActive: (id) => this.#worker.running(id),
       },
       fenced,
       // A failed write ends the tailer's session: it restarts from the durable position.

@@ -49,8 +49,32 @@ export function move(job: Job, to: JobState): void {
 
 /** Per subscription: queued deliveries, requests in flight, deliveries finished this second and the last. */
 export interface Lane {
+  /** Its project (the schema of its first change until its subscription is loaded): the fair share's unit. */
+  tenant: string;
   waiting: Job[];
   active: number;
   finished: number;
   finishedBefore: number;
+}
+
+export interface StreamLimits {
+  /** Requests in flight at once from the stream, over all subscriptions. */
+  concurrency: number;
+  /** Requests in flight at once for one subscription. */
+  perWebhook: number;
+  /** Deliveries held in memory (waiting, in flight, being recorded) before reading waits. */
+  maxHeld: number;
+  /** A delivery not delivered within this bound of being read is parked (WEBHOOK_PARK_AFTER_MS). */
+  parkAfterMs: number;
+  /** The sender's time-out: a request parked while in flight holds its lease this long. */
+  timeoutMs: number;
+  retryDelaysMs: readonly number[];
+  /** Whether other tailer processes run (they drain the retry queue too). */
+  sharing: () => boolean;
+  /** The retry queue's requests in flight to a subscription in this process: perWebhook counts them too. */
+  queueActive?: (webhookId: string) => number;
+  /** Row ordering: keys of one subscription kept in memory at most (row-order.ts). */
+  maxOrderKeys?: number;
+  /** Row ordering: how often blocked keys are checked against the retry queue. */
+  orderRefreshMs?: number;
 }

@@ -1,5 +1,5 @@
 import type { ConnectionOptions } from 'node:tls';
-import { Agent, type Dispatcher } from 'undici';
+import { Pool, type Dispatcher } from 'undici';
 import { VERSION } from '../core/version.js';
 import type { HostLookup } from '../core/net/address-policy.js';
 import { guardedConnector } from './connector.js';
@@ -35,8 +35,11 @@ function keptHeaders(raw: Record<string, string | string[] | undefined>): Record
 export interface SenderOptions {
   timeoutMs: number;
   allowPrivateNetworks: boolean;
-  /** Sockets per subscriber origin: one slow endpoint cannot take them all. */
-  connectionsPerOrigin?: number;
+  /**
+   * Sockets per endpoint (subscription): its own pool, as large as its in-flight limit, so its
+   * requests never queue behind another endpoint's — not even one on the same origin.
+   */
+  connectionsPerEndpoint?: number;
   /** Extra TLS settings (tests trust their own CA here; production uses NODE_EXTRA_CA_CERTS). */
   tls?: ConnectionOptions;
   /** How subscriber host names are resolved (the SSRF guard judges what this returns). */
@@ -46,44 +49,75 @@ export interface SenderOptions {
 const MAX_ERROR = 200;
 /** Every request's User-Agent. */
 export const USER_AGENT = `walgate/${VERSION}`;
+/** An IPv4 or IPv6 address (with its port) in an error message. */
+const ADDRESS = /\[?(?:\d{1,3}(?:\.\d{1,3}){3}|[0-9a-f]{0,4}(?::[0-9a-f]{0,4}){2,7})\]?(?::\d+)?/gi;
+/** An endpoint's pool closes after this long unused. */
+const POOL_IDLE_MS = 60_000;
 const RESPONSE_BODY_LIMIT = 64 * 1024;
 /** What the delivery log keeps of an answer. */
 export const RESPONSE_BODY_KEPT = 1024;
 
 /**
- * POSTs bodies through keep-alive connection pools (undici, one pool per origin). Redirects are
- * not followed: a 3xx is an answer, and not a 2xx, so the attempt failed. The time-out covers the
- * whole attempt, from connecting to the end of the response.
+ * POSTs bodies through keep-alive connection pools (undici), one per endpoint: a subscription's
+ * stuck requests hold only its own sockets. Redirects are not followed: a 3xx is an answer, and not
+ * a 2xx, so the attempt failed. The time-out counts from the moment the request is written on its
+ * connection (connecting has its own time-out of the same length); a request never waits for a
+ * socket, since an endpoint never has more requests in flight than its pool has sockets.
  */
 export class Sender {
-  readonly #agent: Agent;
+  readonly #pools = new Map<string, { origin: string; pool: Pool; usedAt: number }>();
+  readonly #options: SenderOptions;
   readonly #timeoutMs: number;
   readonly #userAgent = USER_AGENT;
+  readonly #sweeper: NodeJS.Timeout;
 
   constructor(options: SenderOptions) {
+    this.#options = options;
     this.#timeoutMs = options.timeoutMs;
-    this.#agent = new Agent({
-      connect: guardedConnector({
-        allowPrivate: options.allowPrivateNetworks,
-        tls: options.tls,
-        timeoutMs: options.timeoutMs,
-        lookup: options.lookup,
-      }),
-      connections: options.connectionsPerOrigin ?? 8,
+    // An endpoint unused for a while gives its sockets back (and a deleted one its pool).
+    this.#sweeper = setInterval(() => this.#closeIdle(), POOL_IDLE_MS / 2);
+    this.#sweeper.unref();
+  }
+
+  /** The endpoint's pool, new when its origin changed. */
+  #pool(key: string, url: URL): Pool {
+    const found = this.#pools.get(key);
+    if (found && found.origin === url.origin) {
+      found.usedAt = Date.now();
+      return found.pool;
+    }
+    if (found) void found.pool.close().catch(() => undefined);
+    const o = this.#options;
+    const pool = new Pool(url.origin, {
+      connect: guardedConnector({ allowPrivate: o.allowPrivateNetworks, tls: o.tls, timeoutMs: o.timeoutMs, lookup: o.lookup }),
+      connections: o.connectionsPerEndpoint ?? 16,
       keepAliveTimeout: 30_000,
-      headersTimeout: options.timeoutMs,
-      bodyTimeout: options.timeoutMs,
+      headersTimeout: o.timeoutMs,
+      bodyTimeout: o.timeoutMs,
     });
+    this.#pools.set(key, { origin: url.origin, pool, usedAt: Date.now() });
+    return pool;
+  }
+
+  #closeIdle(): void {
+    const before = Date.now() - POOL_IDLE_MS;
+    for (const [key, p] of this.#pools) {
+      if (p.usedAt > before || p.pool.stats.running > 0 || p.pool.stats.pending > 0) continue;
+      this.#pools.delete(key);
+      void p.pool.close().catch(() => undefined);
+    }
   }
 
   /**
    * One POST, straight on undici's dispatcher: no response stream, no AbortSignal, no promise per
-   * chunk (they were a fifth of the tailer's CPU per delivery). One timer bounds the attempt; when
-   * it fires the attempt is over at once, and the request is aborted as soon as it has a socket.
+   * chunk (they were a fifth of the tailer's CPU per delivery). One timer bounds the attempt from
+   * its send (a guard twice as long covers connecting); when it fires the attempt is over at once,
+   * and the request is aborted as soon as it has a socket. `endpoint` names the pool.
    */
-  post(url: URL, headers: Record<string, string>, body: string): Promise<SendResult> {
+  post(endpoint: string, url: URL, headers: Record<string, string>, body: string): Promise<SendResult> {
+    const pool = this.#pool(endpoint, url);
     return new Promise<SendResult>((resolve) => {
-      const started = performance.now();
+      let started = performance.now();
       const elapsed = () => Math.round(performance.now() - started);
       const kept: Buffer[] = [];
       let keptBytes = 0;
@@ -113,14 +147,14 @@ export class Sender {
           ...(retryAfter === undefined ? {} : { retryAfter }),
         });
       };
-      const timer = setTimeout(() => {
+      const expire = () => {
         const err = Object.assign(new Error(`no answer within ${this.#timeoutMs} ms`), { name: 'TimeoutError' });
         controller?.abort(err);
         finish({ status: null, ok: false, error: describe(err, this.#timeoutMs), durationMs: elapsed(), responseBody: null });
-      }, this.#timeoutMs);
-      this.#agent.dispatch(
+      };
+      let timer = setTimeout(expire, this.#timeoutMs * 2 + 1000);
+      pool.dispatch(
         {
-          origin: url.origin,
           path: `${url.pathname}${url.search}`,
           method: 'POST',
           headers: { 'content-type': 'application/json', 'user-agent': this.#userAgent, ...headers },
@@ -129,7 +163,11 @@ export class Sender {
         {
           onRequestStart: (c) => {
             controller = c;
-            if (done) c.abort(new Error('attempt over'));
+            if (done) return c.abort(new Error('attempt over'));
+            // Sent now: the receiver's time starts here, not while connecting or queued.
+            clearTimeout(timer);
+            started = performance.now();
+            timer = setTimeout(expire, this.#timeoutMs);
           },
           onResponseStart: (c, statusCode, resHeaders) => {
             status = statusCode;
@@ -162,7 +200,12 @@ export class Sender {
   }
 
   async close(): Promise<void> {
-    await this.#agent.close();
+    clearInterval(this.#sweeper);
+    const pools = [...this.#pools.values()];
+    this.#pools.clear();
+    // Destroyed, not closed: closing waits for requests still hanging on a receiver (the worker has
+    // already waited for what it holds, within its bound).
+    await Promise.all(pools.map((p) => p.pool.destroy().catch(() => undefined)));
   }
 }
 
@@ -178,7 +221,9 @@ function describe(err: unknown, timeoutMs: number): string {
     text = `no answer within ${timeoutMs} ms`;
   } else {
     const code = e.code ?? e.cause?.code;
-    text = `${code ? `${code}: ` : ''}${e.message ?? String(err)}`;
+    // Node's messages name the address connected to ("connect ECONNREFUSED 10.0.0.7:443"): what a
+    // host name resolves to inside our network is not the tenant's to see.
+    text = `${code ? `${code}: ` : ''}${(e.message ?? String(err)).replace(ADDRESS, '[address]')}`;
   }
   return text.length > MAX_ERROR ? `${text.slice(0, MAX_ERROR - 1)}…` : text;
 }

@@ -2,33 +2,14 @@ import type { Context } from '../core/context.js';
 import type { Queryable } from '../core/db/pool.js';
 import type { CapturedDelivery, CapturedEvent, DeliveryStream } from '../tailer/sink.js';
 import { attempt, attemptRecord, conclude, keptRequest, type AttemptDeps } from './attempt.js';
-import { move, type Job, type Lane } from './job.js';
+import { count, fairShare, tenantsOf } from './fair-share.js';
+import { move, type Job, type Lane, type StreamLimits } from './job.js';
 import { Journal, type ParkedEntry } from './journal.js';
 import { buildPayload } from './payload.js';
 import { spillThreshold } from './spill.js';
 import { RowOrder } from './row-order.js';
 import { recordAttempts } from './sql/queue.js';
 import type { Target, Targets } from './targets.js';
-
-export interface StreamLimits {
-  /** Requests in flight at once from the stream, over all subscriptions. */
-  concurrency: number;
-  /** Requests in flight at once for one subscription. */
-  perWebhook: number;
-  /** Deliveries held in memory (waiting, in flight, being recorded) before reading waits. */
-  maxHeld: number;
-  /** A delivery not delivered within this bound of being read is parked (WEBHOOK_PARK_AFTER_MS). */
-  parkAfterMs: number;
-  /** The sender's time-out: a request parked while in flight holds its lease this long. */
-  timeoutMs: number;
-  retryDelaysMs: readonly number[];
-  /** Whether other tailer processes run (they drain the retry queue too). */
-  sharing: () => boolean;
-  /** Row ordering: keys of one subscription kept in memory at most (row-order.ts). */
-  maxOrderKeys?: number;
-  /** Row ordering: how often blocked keys are checked against the retry queue. */
-  orderRefreshMs?: number;
-}
 
 /**
  * The stream: deliveries straight from the WAL reader to the receivers, with nothing written
@@ -64,6 +45,8 @@ export class StreamDelivery implements DeliveryStream {
   /** Row-ordered jobs done with their turn (row-order.ts is told once). */
   readonly #releasedJobs = new WeakSet<Job>();
   #active = 0;
+  /** Requests in flight per project (Lane.tenant): each may hold a fair share of the budget. */
+  readonly #tenantActive = new Map<string, number>();
   #held = 0;
   #roomWaiters: Array<() => void> = [];
   #closed = false;
@@ -128,7 +111,7 @@ export class StreamDelivery implements DeliveryStream {
         this.#order.add(job); // it joins its lane (or is parked) when its turn comes
         continue;
       }
-      const lane = this.#lane(delivery.webhookId);
+      const lane = this.#lane(delivery.webhookId, event);
       if (lane.waiting.length >= this.#spillAt(lane)) {
         this.stats.spilled++;
         this.#park(job, { status: 'pending', attempts: 0, nextAttemptAt: now });
@@ -155,6 +138,11 @@ export class StreamDelivery implements DeliveryStream {
     this.#targets.changed(webhookId);
   }
 
+  /** A retry-queue request to this subscription ended: its slot may start a waiting delivery. */
+  slotFree(webhookId: string): void {
+    if (this.#ready.has(webhookId)) this.#pump();
+  }
+
   /** A row-ordered delivery finished in the retry queue: its row's next change may be free to go. */
   orderedFinished(): void {
     this.#order.refreshSoon();
@@ -171,10 +159,11 @@ export class StreamDelivery implements DeliveryStream {
     for (const wake of this.#roomWaiters.splice(0)) wake();
   }
 
-  #lane(webhookId: string): Lane {
+  #lane(webhookId: string, event: CapturedEvent): Lane {
     let lane = this.#lanes.get(webhookId);
     if (!lane) {
-      lane = { waiting: [], active: 0, finished: 0, finishedBefore: 0 };
+      const tenant = this.#targets.peek(webhookId)?.projectId ?? `schema:${event.schema}`;
+      lane = { tenant, waiting: [], active: 0, finished: 0, finishedBefore: 0 };
       this.#lanes.set(webhookId, lane);
     }
     return lane;
@@ -201,7 +190,7 @@ export class StreamDelivery implements DeliveryStream {
   #takeTurn(job: Job, park: boolean): void {
     const now = this.#ctx.clock();
     if (park || job.deadline <= now.getTime()) return this.#park(job, { status: 'pending', attempts: 0, nextAttemptAt: now });
-    const lane = this.#lane(job.delivery.webhookId);
+    const lane = this.#lane(job.delivery.webhookId, job.event);
     if (lane.waiting.length >= this.#spillAt(lane)) {
       this.stats.spilled++;
       return this.#park(job, { status: 'pending', attempts: 0, nextAttemptAt: now });
@@ -227,8 +216,13 @@ export class StreamDelivery implements DeliveryStream {
     }
   }
 
-  /** Starts waiting deliveries while there is room, a fair turn for each subscription. */
+  /**
+   * Starts waiting deliveries while there is room, a fair turn for each subscription: at most
+   * perWebhook of one subscription, and no project beyond its fair share of the budget while
+   * another has work — so a project whose endpoints hang holds its share, not every slot.
+   */
   #pump(): void {
+    const share = fairShare(this.#limits.concurrency, this.#tenantActive, tenantsOf(this.#ready, this.#lanes));
     while (this.#ready.size > 0 && this.#active < this.#limits.concurrency && !this.#closed) {
       let started = false;
       for (const id of this.#ready) {
@@ -237,7 +231,8 @@ export class StreamDelivery implements DeliveryStream {
           this.#ready.delete(id);
           continue;
         }
-        if (lane.active >= this.#limits.perWebhook) continue;
+        const endpointBusy = lane.active + (this.#limits.queueActive?.(id) ?? 0) >= this.#limits.perWebhook;
+        if (endpointBusy || (this.#tenantActive.get(lane.tenant) ?? 0) >= share) continue;
         const job = lane.waiting.shift()!;
         if (lane.waiting.length === 0) this.#ready.delete(id);
         started = true;
@@ -252,6 +247,8 @@ export class StreamDelivery implements DeliveryStream {
     move(job, 'sending');
     lane.active++;
     this.#active++;
+    const { tenant } = lane;
+    count(this.#tenantActive, tenant, 1);
     this.#sending.add(job);
     void this.#attempt(job)
       .catch((err: unknown) => {
@@ -264,6 +261,7 @@ export class StreamDelivery implements DeliveryStream {
         lane.active--;
         lane.finished++;
         this.#active--;
+        count(this.#tenantActive, tenant, -1);
         this.#pump();
       });
   }
@@ -276,12 +274,15 @@ export class StreamDelivery implements DeliveryStream {
       this.#released(job, false);
       return this.#finish(job); // deleted since: it gets nothing
     }
+    const lane = this.#lanes.get(delivery.webhookId);
+    if (lane) lane.tenant = target.projectId; // counted as such from its next request
     const now = this.#ctx.clock();
     // Paused now: it waits in the retry queue, which takes only active subscriptions.
     if (!target.active) return this.#park(job, { status: 'pending', attempts: 0, nextAttemptAt: now });
     const body = buildPayload({ projectId: target.projectId, environment: target.environment, select: delivery.select }, event);
     const outcome = await attempt(this.#deps, {
       endpoint: target.endpoint,
+      pool: delivery.webhookId,
       url: target.url,
       secrets: target.secrets,
       eventId: event.id,
@@ -290,10 +291,6 @@ export class StreamDelivery implements DeliveryStream {
       headers: target.headers,
     });
     if (this.#closed) return;
-    if (outcome.kind === 'wait') {
-      if (job.state === 'sending') this.#park(job, { status: 'pending', attempts: 0, nextAttemptAt: outcome.until });
-      return;
-    }
     const { result, startedAt } = outcome;
     // Kept in the write this delivery makes anyway (its history row, or its parked row): no extra row.
     const kept = keptRequest(this.#ctx.config.webhooks.keepPayloads, body, outcome);

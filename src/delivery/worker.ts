@@ -4,8 +4,10 @@ import type { Context } from '../core/context.js';
 import { attempt as attemptOnce, attemptRecord, conclude, keptRequest, type AttemptDeps } from './attempt.js';
 import type { BreakerKey } from './breaker.js';
 import { keepReconnecting } from '../core/db/reconnect.js';
+import { count, fairShare } from './fair-share.js';
 import { renderPayload } from './payload.js';
 import { openHeaders } from './custom-headers.js';
+import { OpenedSecrets } from './secret.js';
 import {
   claimDue,
   listenForDue,
@@ -36,6 +38,8 @@ export interface QueueWorkerOptions {
   openSecret: (sealed: Buffer) => string;
   /** A row-ordered delivery's result is written (delivered or dead): its row's next change may go now. */
   onOrderedFinished?: () => void;
+  /** A request of this worker to the subscription ended: the stream may use the slot. */
+  onSlotFree?: (webhookId: string) => void;
 }
 
 export type DisableSubscription = (webhookId: string, reason: string, at: Date) => Promise<boolean>;
@@ -60,12 +64,15 @@ export class QueueWorker {
   /** Claimed deliveries per subscription: in flight, and waiting for a slot (claimed ahead). */
   readonly #held = new Map<string, number>();
   readonly #running = new Map<string, number>();
+  /** Per project: attempts running and deliveries held (fair-share.ts); and each held subscription's project. */
+  readonly #projectRunning = new Map<string, number>();
+  readonly #projectHeld = new Map<string, number>();
+  readonly #projectOf = new Map<string, string>();
   readonly #queue = new Map<string, ClaimedDelivery[]>();
   #heldTotal = 0;
   readonly #results: AttemptResult[] = [];
   /** Row-ordered deliveries finished (delivered or dead) whose results are not written yet. */
   readonly #releasing = new Set<string>();
-  readonly #secrets = new Map<string, string>();
   #writing: Promise<void> | null = null;
   #wake: (() => void) | null = null;
   /** A wake-up that came while the loop was busy: the next idle returns at once. */
@@ -77,18 +84,25 @@ export class QueueWorker {
   /** Aborted by stop(): ends the LISTEN reconnect loop, also mid-backoff. */
   readonly #abort = new AbortController();
   readonly #leaseMs: number;
-  stats = { attempts: 0, delivered: 0, failed: 0, dead: 0, postponed: 0 };
+  readonly #opened: OpenedSecrets;
+  stats = { attempts: 0, delivered: 0, failed: 0, dead: 0, skipped: 0 };
 
   constructor(ctx: Context, deps: AttemptDeps, options: QueueWorkerOptions) {
     this.#ctx = ctx;
     this.#deps = deps;
     this.#o = options;
     this.#leaseMs = options.leaseMs ?? ctx.config.webhooks.timeoutMs * 2 + 5000;
+    this.#opened = new OpenedSecrets(options.openSecret);
   }
 
   /** Held deliveries of one subscription at which it is topped up again. */
   get #refillAt(): number {
     return this.#o.perWebhook * (CLAIM_AHEAD - 1);
+  }
+
+  /** This worker's requests in flight to a subscription (the endpoint's limit counts the stream's and these together). */
+  running(webhookId: string): number {
+    return this.#running.get(webhookId) ?? 0;
   }
 
   start(): void {
@@ -149,6 +163,8 @@ export class QueueWorker {
       }
       for (const d of claimed) {
         this.#held.set(d.webhook_id, (this.#held.get(d.webhook_id) ?? 0) + 1);
+        this.#projectOf.set(d.webhook_id, d.project_id);
+        count(this.#projectHeld, d.project_id, 1);
         this.#heldTotal++;
         const q = this.#queue.get(d.webhook_id);
         if (q) q.push(d);
@@ -166,16 +182,35 @@ export class QueueWorker {
    */
   #busy(): Map<string, number> {
     const full = this.#o.perWebhook * CLAIM_AHEAD;
-    const busy = new Map([...this.#held].map(([id, n]) => [id, n > this.#refillAt ? full : n]));
+    // A project holding its share of what may be held claims no more: the rest stays claimable
+    // for the others (one project's stuck backlog must not fill this worker).
+    const cap = Math.max(full, Math.floor((this.#o.concurrency * CLAIM_AHEAD) / (this.#projectHeld.size + 1)));
+    const busy = new Map(
+      [...this.#held].map(([id, n]) => [
+        id,
+        n > this.#refillAt || (this.#projectHeld.get(this.#projectOf.get(id)!) ?? 0) >= cap ? full : n,
+      ]),
+    );
     for (const [id, n] of this.#o.streamLoad()) busy.set(id, Math.min(full, (busy.get(id) ?? 0) + n));
     return busy;
   }
 
-  /** Starts queued deliveries while there are slots, at most perWebhook per subscription. */
+  /** Starts queued deliveries while there are slots, at most perWebhook per subscription and a fair share per project. */
   #pump(): void {
+    const share = fairShare(
+      this.#o.concurrency,
+      this.#projectRunning,
+      [...this.#queue.keys()].map((id) => this.#projectOf.get(id)!),
+    );
     for (const [webhookId, queue] of this.#queue) {
       const room = this.#o.perWebhook - this.#o.streamActive(webhookId);
-      while (queue.length > 0 && this.#inflight.size < this.#o.concurrency && (this.#running.get(webhookId) ?? 0) < room) {
+      const project = this.#projectOf.get(webhookId)!;
+      while (
+        queue.length > 0 &&
+        this.#inflight.size < this.#o.concurrency &&
+        (this.#running.get(webhookId) ?? 0) < room &&
+        (this.#projectRunning.get(project) ?? 0) < share
+      ) {
         this.#dispatch(queue.shift()!);
       }
       if (queue.length === 0) this.#queue.delete(webhookId);
@@ -185,16 +220,21 @@ export class QueueWorker {
 
   #dispatch(d: ClaimedDelivery): void {
     this.#running.set(d.webhook_id, (this.#running.get(d.webhook_id) ?? 0) + 1);
+    count(this.#projectRunning, d.project_id, 1);
     const task = this.#attempt(d)
       .catch((err: unknown) =>
         this.#ctx.log.error({ err, delivery: d.id }, 'delivery attempt failed unexpectedly; it will be retried after its lease'),
       )
       .finally(() => {
         this.#inflight.delete(d.id);
-        decrement(this.#running, d.webhook_id);
-        decrement(this.#held, d.webhook_id);
+        count(this.#running, d.webhook_id, -1);
+        count(this.#held, d.webhook_id, -1);
+        count(this.#projectRunning, d.project_id, -1);
+        count(this.#projectHeld, d.project_id, -1);
+        if (!this.#held.has(d.webhook_id)) this.#projectOf.delete(d.webhook_id);
         this.#heldTotal--;
         this.#pump();
+        this.#o.onSlotFree?.(d.webhook_id);
         if ((this.#held.get(d.webhook_id) ?? 0) <= this.#refillAt) this.#nudge();
       });
     this.#inflight.set(d.id, task);
@@ -215,18 +255,15 @@ export class QueueWorker {
     const body = d.event_id === null ? d.kept_payload! : renderPayload(d);
     const outcome = await attemptOnce(this.#deps, {
       endpoint: endpointOf(d),
+      pool: d.webhook_id,
       url: new URL(d.url),
-      secrets: d.previous_secret ? [this.#secret(d.secret), this.#secret(d.previous_secret)] : [this.#secret(d.secret)],
+      secrets: d.previous_secret ? [this.#opened.open(d.secret), this.#opened.open(d.previous_secret)] : [this.#opened.open(d.secret)],
       eventId: d.delivery_event_id,
       operation: (d.operation ?? d.event_type) as ClaimedDelivery['operation'],
       body,
       headers: openHeaders(this.#ctx.secrets, d.header_values),
     });
-    if (outcome.kind === 'wait') {
-      this.stats.postponed++;
-      await postpone(this.#ctx.pool, [{ id: d.id, lease }], outcome.until);
-      return;
-    }
+    if (outcome.skipped) this.stats.skipped++;
     const attempt = d.attempts + 1;
     const concluded = await conclude(this.#ctx, this.#deps, outcome, {
       webhookId: d.webhook_id,
@@ -251,18 +288,6 @@ export class QueueWorker {
     // attempts wait for the write once MAX_UNWRITTEN results are pending.
     if (this.#results.length >= MAX_UNWRITTEN) await this.#flush();
     else void this.#flush();
-  }
-
-  /** A subscription's signing secret, decrypted once per sealed value (a rotation seals a new one). */
-  #secret(sealed: Buffer): string {
-    const key = sealed.toString('base64');
-    let secret = this.#secrets.get(key);
-    if (secret === undefined) {
-      if (this.#secrets.size >= 10_000) this.#secrets.clear();
-      secret = this.#o.openSecret(sealed);
-      this.#secrets.set(key, secret);
-    }
-    return secret;
   }
 
   /** Writes the results gathered so far; concurrent callers share one write (group commit). */
@@ -357,12 +382,6 @@ export class QueueWorker {
       this.#ctx.log.warn({ err }, 'could not read the delivery queue depth');
     }
   }
-}
-
-function decrement(counts: Map<string, number>, key: string): void {
-  const n = (counts.get(key) ?? 1) - 1;
-  if (n <= 0) counts.delete(key);
-  else counts.set(key, n);
 }
 
 /** Deliveries claimed in one round trip at most. */

@@ -5,6 +5,7 @@ import { errorBodySchema, errorExample, statusOf } from '../http/error-schema.js
 import type { Operation, OperationGroup } from '../http/operation.js';
 import { VERSION } from '../core/version.js';
 import { webhooksApi } from '../http/webhooks/operations.js';
+import { deliveryWebhooks } from '../http/webhooks/delivery-request.js';
 
 // The OpenAPI 3.1 document of the api, generated from the operation declarations that the routers
 // register and parse with (src/http/operation.ts). Nothing here restates a schema, a path or a code.
@@ -113,7 +114,10 @@ header with \`RATE_LIMIT_EXCEEDED\`. Branch on \`error\`, not on \`message\`. Ev
 codes it can answer with. A path that does not exist is 404 \`NOT_FOUND\`; a method a path does not
 have is 405 \`METHOD_NOT_ALLOWED\`.
 
-**Bodies** are JSON (\`Content-Type: application/json\`), at most 100 KB.`;
+**Bodies** are JSON (\`Content-Type: application/json\`), at most 100 KB.
+
+**Deliveries**: the POST walgate sends to a subscription's URL — its body and signature headers —
+is described at the end, under Webhooks (\`delivery\`), for generating a receiver.`;
 
 /** The document; the same on every call, so callers may keep it. */
 export function buildOpenApiDocument(groups: readonly OperationGroup[] = API_GROUPS): JsonSchema {
@@ -133,6 +137,8 @@ export function buildOpenApiDocument(groups: readonly OperationGroup[] = API_GRO
       description: g.aliases.length ? `${g.description}\n\nThe same operations answer under ${g.aliases.map((a) => `\`${a}\``).join(', ')} (the gateway form).` : g.description,
     })),
     paths,
+    // What walgate sends (not answers): the delivery POST, for generating a receiver.
+    webhooks: deliveryWebhooks(jsonSchemaOf),
     components: { securitySchemes: SECURITY_SCHEMES },
   };
 }

@@ -1,7 +1,7 @@
 import { buildSchema, type GraphQLSchema } from 'graphql';
 
 // The GraphQL twin of the /auth API: the same operations, inputs and answers as the REST bodies
-// (README, "GraphQL API", shows this text; a test keeps the two equal).
+// (docs/graphql.md shows this text; a test keeps the two equal).
 export const SDL = `type Query {
   "The user and session of the access token in the Authorization header."
   me: Me!

@@ -12,7 +12,9 @@ const violation = z.object({
 
 const EXTRAS: Partial<Record<ErrorCode, z.ZodRawShape>> = {
   VALIDATION_ERROR: { violations: z.array(violation).meta({ description: 'One entry per problem.' }) },
-  AUTH_ACCOUNT_LOCKED: { lockedUntil: z.iso.datetime().meta({ description: 'When the lockout ends.' }) },
+  AUTH_ACCOUNT_LOCKED: {
+    lockedUntil: z.iso.datetime().meta({ description: 'When the lockout ends.', examples: ['2026-11-25T10:15:00.000Z'] }),
+  },
   RATE_LIMIT_EXCEEDED: { retryAfter: z.int().min(1).meta({ description: 'Seconds to wait; also in the Retry-After header.' }) },
 };
 

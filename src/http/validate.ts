@@ -6,6 +6,8 @@ import { validationError, violationsOf, type Violation } from '../core/errors.js
  * `violations`. Two things are refused before the schema sees them, wherever they are:
  * - a NUL character in a string or a key: Postgres text cannot hold U+0000, and such a value would
  *   otherwise fail deep in a query (a 500);
+ * - a lone surrogate (`"\ud800"` in JSON): not well-formed UTF-16, it has no UTF-8 form for Postgres
+ *   either (a 500 too);
  * - a `__proto__` key: zod drops it without a word (so that it cannot replace a prototype), and a
  *   subscription's `filter: {"__proto__": …}` would become `{}` — matching every row.
  */
@@ -16,6 +18,9 @@ export function parse<S extends z.ZodType>(schema: S, value: unknown, message?: 
   if (!result.success) throw validationError(violationsOf(result.error), message);
   return result.data;
 }
+
+/** A surrogate code unit without its pair (with the u flag a proper pair is one code point, not matched). */
+const LONE_SURROGATE = /\p{Cs}/u;
 
 /** Deeper than any request walgate takes; deeper input is refused rather than walked. */
 const MAX_DEPTH = 32;
@@ -28,6 +33,7 @@ function refusedInput(value: unknown, at: string[]): Violation | undefined {
     const here = next.path.join('.') || '(body)';
     if (typeof next.value === 'string') {
       if (next.value.includes('\0')) return { path: here, message: 'must not contain a NUL character' };
+      if (LONE_SURROGATE.test(next.value)) return { path: here, message: 'must be well-formed Unicode (no lone surrogate)' };
       continue;
     }
     if (next.value === null || typeof next.value !== 'object') continue;
@@ -35,6 +41,7 @@ function refusedInput(value: unknown, at: string[]): Violation | undefined {
     for (const [key, child] of Object.entries(next.value)) {
       const path = [...next.path, key];
       if (key.includes('\0')) return { path: path.join('.'), message: 'must not contain a NUL character' };
+      if (LONE_SURROGATE.test(key)) return { path: path.join('.'), message: 'must be well-formed Unicode (no lone surrogate)' };
       if (key === '__proto__') return { path: path.join('.'), message: 'is not accepted as a name' };
       pending.push({ value: child, path });
     }

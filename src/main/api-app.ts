@@ -7,7 +7,7 @@ import { CacheEvents, CacheListener, type CacheEventHandler } from '../core/cach
 import { consoleRouter } from '../http/console/router.js';
 import type { Context } from '../core/context.js';
 import { docsRouter } from '../docs/router.js';
-import { apiOpsRouter } from '../ops/api-ops.js';
+import { apiOpsRouter, metricsRouter } from '../ops/api-ops.js';
 import { graphqlRouter } from '../graphql/router.js';
 import { EnvironmentCache } from '../projects/environments.js';
 import { webhooksRouter } from '../http/webhooks/routes.js';
@@ -16,12 +16,12 @@ import { createApp } from '../http/app.js';
 import { closeServer, listen } from '../http/server.js';
 
 /** The api daemon's HTTP surface. The seed addresses the management API through a `/gw` gateway prefix too. */
-export function createApiApp(ctx: Context, events = new CacheEvents(ctx.log)): express.Express {
+export function createApiApp(ctx: Context, events = new CacheEvents(ctx.log), service = new WebhookService(ctx)): express.Express {
   const environments = new EnvironmentCache(ctx.pool, ctx.cacheTtlMs);
   const keys = new KeyRing(ctx);
   events.subscribe(applyCacheEvent(ctx, environments, keys));
   const auth = new AuthService(ctx, keys);
-  const webhooks = webhooksRouter(ctx, new WebhookService(ctx), environments);
+  const webhooks = webhooksRouter(ctx, service, environments);
   return createApp(ctx, {
     routes: [
       ['/', apiOpsRouter(ctx)],
@@ -68,15 +68,24 @@ export interface RunningApi {
 export async function startApi(ctx: Context, port = ctx.config.port, host = ctx.config.host): Promise<RunningApi> {
   const events = new CacheEvents(ctx.log);
   const listener = new CacheListener(ctx.pool.options.connectionString!, events, ctx.log);
-  const app = createApiApp(ctx, events);
+  const service = new WebhookService(ctx);
+  const app = createApiApp(ctx, events, service);
   await listener.start();
+  // Replays whose process stopped before finishing them are taken up here.
+  service.replays.start();
   const { server, url } = await listen(app, port, host);
+  // METRICS_PORT: the scrape target lives on a port of its own, which a deployment does not publish.
+  const metricsPort = ctx.config.metricsPort;
+  const metrics =
+    metricsPort === undefined ? undefined : await listen(createApp(ctx, { routes: [['/', metricsRouter(ctx)]] }), metricsPort, host);
   return {
     url,
     server,
     async stop() {
       await listener.close();
+      if (metrics) await closeServer(metrics.server);
       await closeServer(server);
+      await service.replays.stop();
     },
   };
 }

@@ -15,9 +15,10 @@ import { Pruner } from '../retention/pruner.js';
 
 async function main(): Promise<void> {
   const config = loadConfig();
-  const { createLogger } = await import('../core/log.js');
-  const log = createLogger(config.logLevel);
-  const database = await openDatabase(config, log);
+  const { consoleDestination, createLogger } = await import('../core/log.js');
+  const log = createLogger(config.logLevel, await consoleDestination());
+  // npm start owns its embedded database: it stops it on exit, also one left running by a killed run.
+  const database = await openDatabase(config, log, { owner: true });
   const ctx = await createContext(config, database.url, { log, applicationName: 'walgate-api' });
   await migrate(ctx.pool);
 

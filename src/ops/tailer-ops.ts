@@ -2,7 +2,7 @@ import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { Gauge } from 'prom-client';
 import type { Context } from '../core/context.js';
-import { queueDepth } from '../delivery/sql/queue.js';
+import { backlogBySubscription, queueDepth } from '../delivery/sql/queue.js';
 
 import { slotHealth, type SlotHealth } from '../tailer/slot-health.js';
 import type { WalTailer } from '../tailer/tailer.js';
@@ -34,6 +34,20 @@ export function registerTailerGauges(ctx: Context, tailer: WalTailer, worker: De
     async collect() {
       const depth = await queueDepth(ctx.pool).catch(() => undefined);
       if (depth) for (const [status, n] of Object.entries(depth)) this.set({ status }, n);
+    },
+  });
+  new Gauge({
+    name: 'walgate_subscription_backlog',
+    // One series per subscription with unfinished deliveries, by id only (never its URL); a
+    // subscription whose backlog is gone, or that is deleted, has none.
+    help: 'Unfinished (pending or retrying) deliveries per subscription that has any',
+    labelNames: ['subscription'] as const,
+    registers: [registry],
+    async collect() {
+      const backlog = await backlogBySubscription(ctx.pool).catch(() => undefined);
+      if (!backlog) return;
+      this.reset();
+      for (const [subscription, n] of backlog) this.set({ subscription }, n);
     },
   });
   const health = slotHealthPerScrape(ctx, tailer.status().slotName);
@@ -95,18 +109,15 @@ export function registerTailerGauges(ctx: Context, tailer: WalTailer, worker: De
   if (worker) {
     new Gauge({
       name: 'walgate_breaker_open',
-      help: 'Circuit breaker state per subscription endpoint (project, environment, URL without its query) as this process sees it: 1 open, 0.5 half-open, 0 closed',
-      labelNames: ['project_id', 'environment', 'url'] as const,
+      // No URL, project or endpoint label: a URL's path and query may hold a receiver's secret, and
+      // a label per URL ever used grows without bound. Which subscription: its health view.
+      help: 'Endpoints whose circuit breaker is open or half-open, as this process sees them, by state',
+      labelNames: ['state'] as const,
       registers: [registry],
       collect() {
-        this.reset();
-        for (const b of worker.breakerStates()) {
-          const u = new URL(b.url);
-          this.set(
-            { project_id: b.projectId, environment: b.environment, url: `${u.origin}${u.pathname}` },
-            b.state === 'open' ? 1 : b.state === 'half-open' ? 0.5 : 0,
-          );
-        }
+        const counts = { open: 0, 'half-open': 0 };
+        for (const b of worker.breakerStates()) if (b.state !== 'closed') counts[b.state]++;
+        for (const [state, n] of Object.entries(counts)) this.set({ state }, n);
       },
     });
   }

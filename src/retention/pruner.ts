@@ -4,7 +4,9 @@ import {
   earliestAuthExpiry,
   EVENTS_START,
   oldestHistory,
+  expirePausedBacklog,
   pruneDeliveries,
+  pruneDeliveryMinutes,
   pruneEvents,
   pruneRateLimits,
   pruneRevokedSessions,
@@ -108,6 +110,20 @@ export class Pruner {
   async #pruneHistory(add: (table: string, n: number, status?: string) => void): Promise<void> {
     const { pool, config } = this.#ctx;
     const now = this.#ctx.clock().getTime();
+    // First a paused backlog's old deliveries become dead letters (they are pruned as such, later).
+    const pausedBefore = new Date(now - config.webhooks.pausedBacklogMs);
+    let expired = 0;
+    await this.#batches(async () => {
+      const n = await expirePausedBacklog(pool, pausedBefore, this.#batch);
+      expired += n;
+      return n;
+    });
+    if (expired > 0) this.#ctx.log.info({ component: 'retention', expired }, 'paused backlog past its bound: dead letters now');
+    await this.#batches(async () => {
+      const n = await pruneDeliveryMinutes(pool, new Date(now - config.retention.deliveredMs), this.#batch);
+      add('delivery_minutes', n);
+      return n;
+    });
     for (const [status, windowMs] of [
       ['delivered', config.retention.deliveredMs],
       ['dead', config.retention.deadMs],

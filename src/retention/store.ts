@@ -166,3 +166,30 @@ export async function earliestAuthExpiry(
   );
   return rows[0];
 }
+
+/**
+ * A paused subscription's unfinished deliveries captured before `before` become dead letters
+ * (visible, counted, replayable, pruned with the dead): a paused backlog is bounded by age. Up to
+ * `limit` per call, oldest first, skipping rows someone holds.
+ */
+export async function expirePausedBacklog(db: Queryable, before: Date, limit: number): Promise<number> {
+  const { rowCount } = await db.query(
+    `UPDATE walgate.deliveries SET status = 'dead', last_error = 'subscription paused longer than its backlog is kept'
+      WHERE id = ANY (ARRAY(
+        SELECT d.id FROM walgate.webhooks w JOIN walgate.deliveries d ON d.webhook_id = w.id
+         WHERE NOT w.active AND d.status IN ('pending', 'retrying') AND d.created_at < $1
+         ORDER BY d.created_at LIMIT $2 FOR UPDATE OF d SKIP LOCKED))`,
+    [before, limit],
+  );
+  return rowCount ?? 0;
+}
+
+/** Per-minute delivery counts (the health rollup) of minutes before `before`. */
+export async function pruneDeliveryMinutes(db: Queryable, before: Date, limit: number): Promise<number> {
+  const { rowCount } = await db.query(
+    `DELETE FROM walgate.delivery_minutes WHERE ctid = ANY (ARRAY(
+       SELECT ctid FROM walgate.delivery_minutes WHERE minute < $1 ORDER BY minute LIMIT $2 FOR UPDATE SKIP LOCKED))`,
+    [before, limit],
+  );
+  return rowCount ?? 0;
+}

@@ -89,7 +89,18 @@ export const listQuery = z.strictObject({
   cursor: z.string().max(512).optional(),
 });
 
-const isoTime = z.iso.datetime({ offset: true, message: 'must be an ISO 8601 timestamp' });
+/** Times walgate stores and compares: years 1 to 9999 (JavaScript's range reaches beyond Postgres's, a 500). */
+export function representable(at: Date): boolean {
+  const t = at.getTime();
+  return t >= EARLIEST && t <= LATEST;
+}
+const EARLIEST = Date.parse('0001-01-01T00:00:00Z');
+const LATEST = Date.parse('9999-12-31T23:59:59.999Z');
+
+const isoTime = z.iso
+  .datetime({ offset: true, message: 'must be an ISO 8601 timestamp' })
+  .refine((s) => Number.isNaN(Date.parse(s)) || representable(new Date(s)), 'must be between the years 1 and 9999')
+  .meta({ examples: ['2026-11-25T10:00:00Z'] });
 
 export const replayBody = z.strictObject({
   since: isoTime.optional(),
@@ -121,6 +132,13 @@ export const deliveryParams = z.object({
   deliveryId: z
     .string()
     .meta({ description: 'The delivery id.', examples: ['del_0000000001A2B3C4_000003_3f6c2a1e9b8d4c7e0a5b1d2c3e4f5a6b'] }),
+});
+
+export const replayParams = z.object({
+  id: z.string().meta({ description: 'The subscription id.', examples: ['wh_3f6c2a1e9b8d4c7e0a5b1d2c3e4f5a6b'] }),
+  replayId: z
+    .string()
+    .meta({ description: 'The replay id, from the replay’s answer.', examples: ['rpl_3f6c2a1e9b8d4c7e0a5b1d2c3e4f5a6b'] }),
 });
 
 export const webhookParams = z.object({

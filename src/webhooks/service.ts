@@ -1,15 +1,16 @@
 import type { Context } from '../core/context.js';
 import { randomId } from '../core/crypto/tokens.js';
+import { ReplayJobs, type ReplayView } from '../delivery/replays.js';
 import { PgCode, pgCode, withTransaction, type Queryable } from '../core/db/pool.js';
 import { breakerState } from '../delivery/breaker.js';
 import {
   countDeadDeliveries,
   deliveryHealth,
+  shedFinishedHistory,
   deliveryMinutes,
   getDelivery,
   listDeliveries,
   recentDeliveries,
-  replayDeadDeliveries,
   retryDelivery,
   type DeliveryDetail,
   type DeliveryQuery,
@@ -19,7 +20,7 @@ import {
 import { AppError, validationError, type Violation } from '../core/errors.js';
 import type { Environment } from '../projects/environments.js';
 import { CaptureError, captureTable, lockCapturedTables, releaseTable, retainChanges } from '../tailer/capture/index.js';
-import type { CreateBody, UpdateBody } from './schemas.js';
+import { representable, type CreateBody, type UpdateBody } from './schemas.js';
 import { sealWebhookSecret } from '../delivery/secret.js';
 import { sealHeaders } from '../delivery/custom-headers.js';
 import { breakerStates, endpointHealth, eventDeliveries, type EventDelivery, type HealthWindow } from '../delivery/sql/health.js';
@@ -44,6 +45,9 @@ interface BodyFacts {
   rowOrdered?: boolean;
 }
 
+/** Finished deliveries a deleted subscription sheds per statement. */
+const SHED_BATCH = 5000;
+
 interface Cursor {
   createdAt: Date;
   id: string;
@@ -58,7 +62,7 @@ function decodeCursor(s: string, ids = /^wh_\w{1,125}$/): Cursor {
     const [at, id] = JSON.parse(Buffer.from(s, 'base64url').toString('utf8')) as [string, string];
     const createdAt = new Date(at);
     // Only ids this API hands out: anything else (a NUL, SQL, 10 KB) never reaches a query.
-    if (typeof id !== 'string' || !ids.test(id) || Number.isNaN(createdAt.getTime())) throw new Error('bad cursor');
+    if (typeof at !== 'string' || typeof id !== 'string' || !ids.test(id) || !representable(createdAt)) throw new Error('bad cursor');
     return { createdAt, id };
   } catch {
     throw validationError([{ path: 'cursor', message: 'is not a cursor returned by this API' }]);
@@ -70,7 +74,12 @@ function sealedHeaders(h: { names: string[]; values: Buffer | null }): Pick<stor
 }
 
 export class WebhookService {
-  constructor(private readonly ctx: Context) {}
+  /** Replays as jobs: the api daemon starts and stops it (it takes up jobs whose process stopped). */
+  readonly replays: ReplayJobs;
+
+  constructor(private readonly ctx: Context) {
+    this.replays = new ReplayJobs(ctx);
+  }
 
   async create(env: Environment, body: CreateBody): Promise<WebhookView> {
     await this.#validate(env, { ...body, rowOrdered: body.ordering === 'row' }, body);
@@ -264,20 +273,44 @@ export class WebhookService {
   }
 
   async delete(env: Environment, id: string): Promise<void> {
+    // A long history would cascade in the delete's transaction for seconds, holding the locks a
+    // concurrent PATCH waits for: the finished part goes first, in short batches of its own (the
+    // caller asked for all of it to go; should the delete then fail, its log is shorter).
+    const row = await this.#find(env, id);
+    for (let shed = SHED_BATCH; shed === SHED_BATCH;) shed = await shedFinishedHistory(this.ctx.pool, row.id, SHED_BATCH);
     await this.#write(async (c) => {
-      const row = await store.findWebhook(c, env.projectId, env.name, id, true);
-      if (!row) throw new AppError('WEBHOOK_NOT_FOUND');
-      await store.deleteWebhook(c, id); // its deliveries go with it (ON DELETE CASCADE)
+      // The same lock order as an update (the publication, then the row): the other way round a
+      // DELETE and a PATCH of one subscription each held what the other waited for (a deadlock, 500).
       await lockCapturedTables(c);
+      const row = id.length <= 128 ? await store.findWebhook(c, env.projectId, env.name, id, true) : undefined;
+      if (!row) throw new AppError('WEBHOOK_NOT_FOUND');
+      await store.deleteWebhook(c, id); // its deliveries go with it (ON DELETE CASCADE), its breaker too
       if (!(await store.tableIsWatched(c, row.schemaName, row.table))) await releaseTable(c, row.schemaName, row.table);
     });
   }
 
-  async replay(env: Environment, id: string, range: { since?: Date; until?: Date }, dryRun = false): Promise<{ replayed: number }> {
+  /**
+   * Dead letters made pending again: `replayed` is how many so far (all of them when the replay
+   * was small enough to run at once; see `replay.state`). With dryRun only counted.
+   */
+  async replay(
+    env: Environment,
+    id: string,
+    range: { since?: Date; until?: Date },
+    dryRun = false,
+  ): Promise<{ replayed: number; replay?: ReplayView }> {
     const row = await this.#find(env, id);
     if (dryRun) return { replayed: await countDeadDeliveries(this.ctx.pool, { webhookId: row.id, ...range }) };
-    const replayed = await replayDeadDeliveries(this.ctx.pool, { webhookId: row.id, ...range }, this.ctx.clock());
-    return { replayed };
+    const replay = await this.replays.submit(row.id, range);
+    if (!replay) throw new AppError('WEBHOOK_NOT_FOUND'); // deleted meanwhile
+    return { replayed: replay.replayed, replay };
+  }
+
+  async getReplay(env: Environment, id: string, replayId: string): Promise<{ replay: ReplayView }> {
+    const row = await this.#find(env, id);
+    const replay = await this.replays.get(row.id, replayId);
+    if (!replay) throw new AppError('REPLAY_NOT_FOUND');
+    return { replay };
   }
 
   async #find(env: Environment, id: string): Promise<store.WebhookRow> {
@@ -332,7 +365,15 @@ export class WebhookService {
 
   async #write<T>(fn: (c: Queryable) => Promise<T>): Promise<T> {
     try {
-      return await withTransaction(this.ctx.pool, fn);
+      // A deadlock Postgres broke is retried (all or nothing was written): once the lock order is
+      // the same everywhere it is rare, but a caller never sees it as a 500.
+      for (let attempt = 1; ; attempt++) {
+        try {
+          return await withTransaction(this.ctx.pool, fn);
+        } catch (err) {
+          if (pgCode(err) !== PgCode.deadlockDetected || attempt >= 3) throw err;
+        }
+      }
     } catch (err) {
       if (err instanceof CaptureError && err.reason === 'not_a_table') {
         throw validationError([{ path: 'table', message: err.message }]);

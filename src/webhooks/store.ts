@@ -146,8 +146,16 @@ export async function updateWebhook(db: Queryable, w: WebhookRow): Promise<Webho
   return rows[0]!;
 }
 
+/** Deletes a subscription, and its endpoint's breaker unless another subscription shares the endpoint. */
 export async function deleteWebhook(db: Queryable, id: string): Promise<void> {
-  await db.query('DELETE FROM walgate.webhooks WHERE id = $1', [id]);
+  await db.query(
+    `WITH gone AS (DELETE FROM walgate.webhooks WHERE id = $1 RETURNING project_id, environment, url)
+     DELETE FROM walgate.endpoint_breakers b USING gone g
+      WHERE (b.project_id, b.environment, b.url) = (g.project_id, g.environment, g.url)
+        AND NOT EXISTS (SELECT 1 FROM walgate.webhooks w
+                         WHERE w.id <> $1 AND (w.project_id, w.environment, w.url) = (g.project_id, g.environment, g.url))`,
+    [id],
+  );
 }
 
 /** Whether any subscription still names schema.table (the table then stays in the publication). */

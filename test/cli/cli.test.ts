@@ -1,3 +1,7 @@
+import { existsSync } from 'node:fs';
+import { mkdtemp, readdir, readFile, rm } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import path from 'node:path';
 import { expect } from 'chai';
 import { bearer, signUpAndConfirm, startAuthApi } from '../auth/support.js';
 import type { TestApi } from '../support/api.js';
@@ -129,6 +133,35 @@ describe('the walgate CLI', function () {
     const me = await new HttpClient(t.url, { 'x-project-id': 'force' }).get('/auth/me', bearer(account.accessToken));
     expect(me.status).to.equal(401);
     expect((await http.post('/auth/refresh-token', { refreshToken: account.refreshToken })).status).to.equal(401);
+  });
+
+  it('without DATABASE_URL or a cluster under DATA_DIR, says where it looked and creates nothing; --create-database creates one', async () => {
+    const dir = await mkdtemp(path.join(tmpdir(), 'walgate-cli-'));
+    try {
+      const dataDir = dir; // (a directory of its own: Postgres, run as another user under root, must reach it)
+      const env = { DATABASE_URL: '', DATA_DIR: dataDir };
+      const refused = await walgate(t, ['project', 'list'], env);
+      expect(refused.code).to.equal(1);
+      for (const hint of [dataDir, 'DATABASE_URL', 'DATA_DIR', 'npm start', 'docker compose exec api', '--create-database'])
+        expect(refused.stderr, hint).to.contain(hint);
+      expect(refused.stdout).to.equal('');
+      expect(await readdir(dataDir), 'no cluster was created').to.deep.equal([]);
+
+      const created = await walgate(t, ['--create-database', 'project', 'list'], env);
+      expect(created.code, created.stderr).to.equal(0);
+      expect(existsSync(path.join(dataDir, 'pg', 'PG_VERSION'))).to.equal(true);
+      // The CLI started that cluster for the command, so it stopped it again.
+      expect(
+        await readFile(path.join(dataDir, 'pg', 'postmaster.pid')).then(
+          () => 'running',
+          () => 'stopped',
+        ),
+      ).to.equal('stopped');
+      // Now there is one: the same command finds it without the flag.
+      expect((await walgate(t, ['project', 'list'], env)).code).to.equal(0);
+    } finally {
+      await rm(dir, { recursive: true, force: true });
+    }
   });
 
   it('names a bad environment variable and exits 1', async () => {

@@ -71,9 +71,14 @@ describe('delivery: nothing goes through an open breaker until its probe', funct
   let p: Pipeline;
   const COOLDOWN = 1500;
   before(async () => {
-    // Retries immediately: every failed delivery is due again at once, and only the breaker holds it back.
+    // Retries every 400 ms: attempts come due while the breaker is open (skipped, no request) and
+    // after it, where the first is the probe; the schedule is long enough to outlast the cool-down.
     p = await startPipeline(
-      { WEBHOOK_RETRY_DELAYS_MS: '0,0,0,0,0,0,0,0', WEBHOOK_BREAKER_FAILURES: '5', WEBHOOK_BREAKER_COOLDOWN_MS: String(COOLDOWN) },
+      {
+        WEBHOOK_RETRY_DELAYS_MS: '0,400,400,400,400,400,400,400',
+        WEBHOOK_BREAKER_FAILURES: '5',
+        WEBHOOK_BREAKER_COOLDOWN_MS: String(COOLDOWN),
+      },
       { perWebhook: 8 },
     );
   });
@@ -112,6 +117,10 @@ describe('delivery: nothing goes through an open breaker until its probe', funct
       timeline,
     ).to.equal(true);
     expect(reqs, timeline).to.have.length(16);
+    // The attempts that came due while it was open are in the log as skipped, one request per attempt made.
+    const log = (await p.delivery(wh)).flatMap((d) => d.attempt_log ?? []);
+    expect(log.filter((a: any) => a.error === 'breaker open' && a.http_status === null).length, timeline).to.be.at.least(1);
+    expect(log.filter((a: any) => a.error !== 'breaker open').length, timeline).to.equal(16);
     const { rows } = await p.t.ctx.pool.query('SELECT consecutive_failures, opened_until FROM walgate.endpoint_breakers');
     expect(rows[0]).to.deep.equal({ consecutive_failures: 0, opened_until: null });
   });

@@ -16,7 +16,7 @@ describe('delivery: circuit breaker per endpoint', function () {
   });
   after(() => p?.close());
 
-  it('opens after 5 consecutive failures: nothing is sent during the cool-down, waiting deliveries keep their attempts; then one probe, then normal flow', async () => {
+  it('opens after 5 consecutive failures: nothing is sent during the cool-down, attempts due meanwhile are skipped and move along the schedule; then one probe, then normal flow', async () => {
     p.receiver.behave = () => ({ status: 500 });
     const wh = await p.subscribe();
     await p.writer.query(`INSERT INTO shop_master.orders SELECT g, 'new', 1 FROM generate_series(1, 8) g`);
@@ -30,25 +30,31 @@ describe('delivery: circuit breaker per endpoint', function () {
     expect(rows[0].consecutive_failures).to.equal(5);
     expect(rows[0].opened_until.getTime()).to.be.above(openedAt);
     p.receiver.behave = () => ({ status: 200 });
-    // During the cool-down no request reaches the endpoint.
+    // During the cool-down no request reaches the endpoint; the 3 first attempts that came due were
+    // skipped: recorded (no status, "breaker open"), and the deliveries wait for their next attempt.
     await new Promise((r) => setTimeout(r, COOLDOWN - 400));
     expect(p.receiver.requests).to.have.length(5);
-    const waiting = (await p.delivery(wh)).filter((d) => d.attempts === 0);
-    expect(waiting).to.have.length(3);
-    expect(waiting.every((d) => d.status === 'pending')).to.equal(true);
-    // After it: one probe goes first; its success closes the breaker and the rest follow.
-    await p.receiver.waitFor(6, 5000);
+    const skipped = (await p.delivery(wh)).filter((d) => d.attempt_log?.[0]?.error === 'breaker open');
+    expect(skipped).to.have.length(3);
+    for (const d of skipped) {
+      expect(d).to.include({ status: 'retrying', attempts: 1, last_error: 'breaker open', http_status: null });
+      expect(d.attempt_log[0]).to.include({ http_status: null, duration_ms: 0 });
+    }
+    // After it: one probe goes first (the first attempt due after the cool-down); its success closes
+    // the breaker and the rest follow on their schedule.
+    await p.receiver.waitFor(6, 10_000);
     expect(p.receiver.requests[5]!.at - openedAt).to.be.at.least(COOLDOWN - 400);
     const done = await eventually(
       () => p.delivery(wh),
-      (r) => r.filter((d) => d.status === 'delivered').length >= 3,
-      10_000,
+      (r) => r.filter((d) => d.status === 'delivered').length === 8,
+      15_000,
     );
-    expect(done.filter((d) => d.attempts === 1 && d.status === 'delivered')).to.have.length(3);
+    for (const d of done.filter((x) => x.attempt_log[0].error === 'breaker open')) expect(d.attempt_log.at(-1).error).to.equal(null);
+    expect(p.receiver.requests).to.have.length(13); // 5 failures, then one request per delivery
     const after = await p.t.ctx.pool.query('SELECT consecutive_failures, opened_until FROM walgate.endpoint_breakers');
     expect(after.rows[0]).to.deep.equal({ consecutive_failures: 0, opened_until: null });
     // The worker knows it closed too (the metric and the health view read this).
-    expect(p.worker.breakerStates().find((b) => b.url === `${p.receiver.url}/hook`)?.state).to.equal('closed');
+    expect(p.worker.breakerStates().find((b) => b.url === `${p.receiver.url}/hook`)?.state ?? 'closed').to.equal('closed');
   });
 });
 
@@ -114,7 +120,7 @@ describe('delivery: the SSRF guard checks the address actually connected', funct
         (r) => r[0]?.status === 'dead',
       );
       expect(d!.http_status).to.equal(null);
-      expect(d!.last_error).to.match(/refused to connect: .* resolves to loopback address/);
+      expect(d!.last_error).to.match(/refused to connect: .* resolves to a private or reserved address$/);
     }
     expect(p.receiver.requests).to.have.length(0);
   });
@@ -151,12 +157,14 @@ describe('delivery: the SSRF guard checks the address actually connected', funct
       () => p.delivery(ids['hooks.rebind.test']!),
       (r) => r[0]?.status === 'dead',
     );
-    expect(one!.last_error).to.match(/refused to connect: hooks\.rebind\.test resolves to loopback address 127\.0\.0\.1/);
+    expect(one!.last_error).to.match(/refused to connect: hooks\.rebind\.test resolves to a private or reserved address$/);
     const [two] = await eventually(
       () => p.delivery(ids['split.rebind.test']!),
       (r) => r[0]?.status === 'dead',
     );
-    expect(two!.last_error).to.match(/refused to connect: split\.rebind\.test resolves to private address 10\.0\.0\.7/);
+    expect(two!.last_error).to.match(/refused to connect: split\.rebind\.test resolves to a private or reserved address$/);
+    // Neither the delivery nor its attempt log tells the tenant what its name resolved to inside.
+    for (const d of [one!, two!]) expect(JSON.stringify(d)).to.not.match(/127\.0\.0\.1|10\.0\.0\.7/);
     expect(p.receiver.requests).to.have.length(0);
     // And the API refuses the name as it resolves now.
     const again = await api.post('/api/rest/_webhooks', {

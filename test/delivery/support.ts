@@ -9,6 +9,9 @@ import { insertSubscription, type TestSubscription } from '../support/subscripti
 import { testCertificates } from '../support/tls.js';
 import { startTailer, waitForLeader } from '../tailer/support.js';
 import { disableWebhook } from '../../src/webhooks/store.js';
+import { registerTailerGauges, startTailerOps } from '../../src/ops/tailer-ops.js';
+import { closeServer } from '../../src/http/server.js';
+import { HttpClient } from '../support/http.js';
 
 export interface Pipeline {
   t: TestApi;
@@ -105,4 +108,11 @@ export async function eventually<T>(fn: () => Promise<T>, ok: (v: T) => boolean,
     if (Date.now() > until) throw new Error(`condition not met in ${timeoutMs} ms: ${JSON.stringify(v).slice(0, 400)}`);
     await new Promise((r) => setTimeout(r, 25));
   }
+}
+
+/** The tailer's own listener (/metrics with its gauges, /healthz, /readyz) for a pipeline. */
+export async function startPipelineOps(p: Pipeline): Promise<{ ops: HttpClient; close(): Promise<void> }> {
+  registerTailerGauges(p.t.ctx, p.tailer, p.worker);
+  const started = await startTailerOps(p.t.ctx, p.tailer, 0, '127.0.0.1');
+  return { ops: new HttpClient(started.url), close: () => closeServer(started.server, 1000) };
 }

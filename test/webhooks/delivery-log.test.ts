@@ -237,7 +237,9 @@ describe('delivery log API and secret rotation', function () {
     expect(counted.body).to.deep.equal({ replayed: 1 });
     expect((await api.get(`${base()}/deliveries?status=dead`)).body.deliveries).to.have.length(1);
     p.receiver.behave = () => ({ status: 200 });
-    expect((await api.post(`${base()}/replay`, {})).body).to.deep.equal({ replayed: 1 });
+    const replayed = (await api.post(`${base()}/replay`, {})).body;
+    expect(replayed).to.deep.include({ replayed: 1 });
+    expect(replayed.replay).to.include({ state: 'done', count: 1, replayed: 1 });
     await eventually(
       () => api.get(`${base()}/deliveries?status=dead`),
       (r) => r.body.deliveries?.length === 0,

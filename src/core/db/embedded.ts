@@ -23,6 +23,8 @@ export interface EmbeddedOptions {
   settings?: Record<string, string | number>;
   database?: string;
   log?: (line: string) => void;
+  /** Joining a running cluster takes it over: `stop()` stops it (a killed owner's leftover). */
+  adopt?: boolean;
 }
 
 export interface EmbeddedCluster {
@@ -156,11 +158,12 @@ export async function startEmbeddedPostgres(options: EmbeddedOptions): Promise<E
   }
   if (!state) throw new Error(`${stateFile} is missing; remove ${dataDir} to start a fresh cluster`);
 
-  // Already running (another walgate process started it): join it.
+  // Already running (another walgate process started it, or one that was killed): join it.
   if (await canConnect(urlFor(state, 'postgres'))) {
     await ensureDatabase(urlFor(state, 'postgres'), database);
     const s = state;
-    return { url: urlFor(s, database), urlFor: (db) => urlFor(s, db), port: s.port, owned: false, stop: async () => {} };
+    const stop = options.adopt ? stopper(bin.pg_ctl, dataDir, ids, options.log) : async () => {};
+    return { url: urlFor(s, database), urlFor: (db) => urlFor(s, db), port: s.port, owned: false, stop };
   }
 
   // A stale postmaster.pid from a killed server is handled by postgres itself; a port taken by
@@ -191,18 +194,28 @@ export async function startEmbeddedPostgres(options: EmbeddedOptions): Promise<E
   await run(bin.pg_ctl, ['start', '-w', '-t', '60', '-D', dataDir, '-l', logFile, '-o', postgresArgs], ids, options.log);
   await ensureDatabase(urlFor(state, 'postgres'), database);
   const s = state;
-  let stopped = false;
   return {
     url: urlFor(s, database),
     urlFor: (db) => urlFor(s, db),
     port: s.port,
     owned: true,
-    stop: async (mode = 'fast') => {
-      if (stopped) return;
-      stopped = true;
-      await run(bin.pg_ctl, ['stop', '-w', '-t', '60', '-m', mode, '-D', dataDir], ids, options.log);
-    },
+    stop: stopper(bin.pg_ctl, dataDir, ids, options.log),
   };
+}
+
+/** `pg_ctl stop`, once. */
+function stopper(pgCtl: string, dataDir: string, ids: { uid?: number; gid?: number }, log?: (l: string) => void) {
+  let stopped = false;
+  return async (mode: 'fast' | 'immediate' = 'fast') => {
+    if (stopped) return;
+    stopped = true;
+    await run(pgCtl, ['stop', '-w', '-t', '60', '-m', mode, '-D', dataDir], ids, log);
+  };
+}
+
+/** Whether `dir` holds an embedded cluster (initialised by an earlier start). */
+export async function hasEmbeddedCluster(dir: string): Promise<boolean> {
+  return exists(path.join(path.resolve(dir), 'pg', 'PG_VERSION'));
 }
 
 function quoteOption(v: string): string {

@@ -215,26 +215,29 @@ export interface DeliveryHealth {
   lastSuccessAt: string | null;
   /** Failed attempts that started within the last hour. */
   failuresLastHour: number;
+  /** Deliveries not finished yet (pending or retrying), counted up to BACKLOG_COUNTED. */
+  backlog: number;
 }
 
-// The hour's figures read the deliveries created within HISTORY_WINDOW (an index range of
-// deliveries_recent), not every attempt ever made: retries end minutes after a delivery is
-// created; only a manual retry of an older delivery goes uncounted.
-const HISTORY_WINDOW_MS = 24 * 3_600_000;
 const HOUR_MS = 3_600_000;
+/** The backlog is counted up to this (an index range of the subscription's due deliveries); more shows as this. */
+export const BACKLOG_COUNTED = 100_000;
 
+// Health reads the per-minute rollup (sql/015): at most an hour of rows per writing backend, the
+// same cost at any traffic. The newest delivered minute comes from a partial index.
 export async function deliveryHealth(db: Queryable, webhookId: string, now: Date): Promise<DeliveryHealth> {
-  const hourAgo = new Date(now.getTime() - HOUR_MS);
-  const { rows } = await db.query<{ last_success: Date | null; failures: number }>(
-    `SELECT (SELECT delivered_at FROM walgate.deliveries WHERE webhook_id = $1 AND status = 'delivered'
-              ORDER BY created_at DESC, id DESC LIMIT 1) AS last_success,
-            (SELECT count(*)::int FROM walgate.deliveries d JOIN walgate.delivery_attempts a ON a.delivery_id = d.id
-              WHERE d.webhook_id = $1 AND d.created_at >= $2 AND a.started_at >= $3
-                AND (a.http_status IS NULL OR a.http_status NOT BETWEEN 200 AND 299)) AS failures`,
-    [webhookId, new Date(now.getTime() - HISTORY_WINDOW_MS), hourAgo],
+  const { rows } = await db.query<{ last_success: Date | null; failures: number; backlog: number }>(
+    `SELECT (SELECT max(m.last_delivered_at) FROM walgate.delivery_minutes m
+              WHERE m.webhook_id = $1 AND m.delivered > 0
+                AND m.minute = (SELECT max(minute) FROM walgate.delivery_minutes WHERE webhook_id = $1 AND delivered > 0)) AS last_success,
+            (SELECT coalesce(sum(failed), 0)::int FROM walgate.delivery_minutes WHERE webhook_id = $1 AND minute >= $2) AS failures,
+            (SELECT count(*)::int FROM (SELECT 1 FROM walgate.deliveries WHERE webhook_id = $1 AND status IN ('pending', 'retrying')
+              LIMIT ${BACKLOG_COUNTED}) b) AS backlog`,
+    // The minute of `now - 1 h` counts whole: the figure is per minute, like the chart's.
+    [webhookId, new Date(Math.floor((now.getTime() - HOUR_MS) / 60_000) * 60_000)],
   );
   const r = rows[0]!;
-  return { lastSuccessAt: r.last_success ? r.last_success.toISOString() : null, failuresLastHour: r.failures };
+  return { lastSuccessAt: r.last_success ? r.last_success.toISOString() : null, failuresLastHour: r.failures, backlog: r.backlog };
 }
 
 export interface MinuteBucket {
@@ -248,21 +251,12 @@ export interface MinuteBucket {
 export async function deliveryMinutes(db: Queryable, webhookId: string, now: Date): Promise<MinuteBucket[]> {
   const end = Math.floor(now.getTime() / 60_000) * 60_000 + 60_000;
   const start = end - HOUR_MS;
-  const { rows } = await db.query<{ minute: number; delivered: number; failed: number }>(
-    `WITH recent AS (
-       SELECT id, delivered_at FROM walgate.deliveries WHERE webhook_id = $1 AND created_at >= $2
-     ), outcomes AS (
-       SELECT delivered_at AS at, true AS ok FROM recent WHERE delivered_at >= $3
-       UNION ALL
-       SELECT a.started_at, false FROM recent r JOIN walgate.delivery_attempts a ON a.delivery_id = r.id
-        WHERE a.started_at >= $3 AND (a.http_status IS NULL OR a.http_status NOT BETWEEN 200 AND 299)
-     )
-     SELECT floor(extract(epoch FROM at) / 60)::bigint * 60000 AS minute,
-            count(*) FILTER (WHERE ok)::int AS delivered, count(*) FILTER (WHERE NOT ok)::int AS failed
-       FROM outcomes GROUP BY 1`,
-    [webhookId, new Date(start - HISTORY_WINDOW_MS), new Date(start)],
+  const { rows } = await db.query<{ minute: Date; delivered: number; failed: number }>(
+    `SELECT minute, sum(delivered)::int AS delivered, sum(failed)::int AS failed FROM walgate.delivery_minutes
+      WHERE webhook_id = $1 AND minute >= $2 AND minute < $3 GROUP BY minute`,
+    [webhookId, new Date(start), new Date(end)],
   );
-  const byMinute = new Map(rows.map((r) => [Number(r.minute), r]));
+  const byMinute = new Map(rows.map((r) => [r.minute.getTime(), r]));
   const buckets: MinuteBucket[] = [];
   for (let t = start; t < end; t += 60_000) {
     const r = byMinute.get(t);
@@ -320,4 +314,18 @@ export async function replayDeadDeliveries(
   // Wake the workers: the replayed deliveries are due now, not at their next poll.
   if (moved > 0) await db.query(`NOTIFY ${DELIVERIES_CHANNEL}`);
   return moved;
+}
+
+/**
+ * Removes up to `limit` of a subscription's finished (delivered or dead) deliveries, with their
+ * attempts: a subscription being deleted sheds its history in short statements first, so the
+ * delete's own transaction cascades over its unfinished deliveries only. Returns how many went.
+ */
+export async function shedFinishedHistory(db: Queryable, webhookId: string, limit: number): Promise<number> {
+  const { rowCount } = await db.query(
+    `DELETE FROM walgate.deliveries WHERE id = ANY (ARRAY(
+       SELECT id FROM walgate.deliveries WHERE webhook_id = $1 AND status IN ('delivered', 'dead') LIMIT $2 FOR UPDATE SKIP LOCKED))`,
+    [webhookId, limit],
+  );
+  return rowCount ?? 0;
 }

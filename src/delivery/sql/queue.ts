@@ -251,3 +251,11 @@ export async function queueDepth(pool: Pool): Promise<Record<string, number>> {
   for (const r of rows) depth[r.status] = r.n;
   return depth;
 }
+
+/** Unfinished (pending or retrying) deliveries per subscription that has any. */
+export async function backlogBySubscription(pool: Pool): Promise<Map<string, number>> {
+  const { rows } = await pool.query<{ webhook_id: string; n: number }>(
+    `SELECT webhook_id, count(*)::int AS n FROM walgate.deliveries WHERE status IN ('pending', 'retrying') GROUP BY webhook_id`,
+  );
+  return new Map(rows.map((r) => [r.webhook_id, r.n]));
+}

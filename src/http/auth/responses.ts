@@ -4,7 +4,7 @@ import { z } from 'zod';
 // checks real answers against the generated document, so a field added or renamed in a service
 // without its schema here fails the tests.
 
-const timestamp = z.iso.datetime();
+const timestamp = z.iso.datetime().meta({ examples: ['2026-11-25T10:00:00.000Z'] });
 
 export const user = z.object({
   id: z.uuid(),

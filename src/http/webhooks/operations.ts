@@ -106,12 +106,21 @@ const operations = {
     path: '/:id/replay',
     summary: 'Replay dead deliveries',
     description:
-      'Dead deliveries of the subscription (created within the range, when given) are pending again, due now, with a fresh set of attempts. With `dryRun`, only counts them.',
+      'Dead deliveries of the subscription (created within the range, when given) are pending again, due now, with a fresh set of attempts. With `dryRun`, only counts them. Up to 1000 are replayed within the request (`replay.state` is `done`); more run as a background job (`running`): follow it with `GET …/replays/{replayId}`.',
     params: body.webhookParams,
     body: body.replayBody,
     bodyRequired: false,
-    success: { status: 202, description: 'Replayed.', schema: res.replayResponse },
+    success: { status: 202, description: 'Replayed, or replaying.', schema: res.replayResponse },
     errors: [...withBody, 'WEBHOOK_NOT_FOUND'],
+  },
+  getReplay: {
+    ...shared,
+    method: 'get',
+    path: '/:id/replays/:replayId',
+    summary: 'A replay and its progress',
+    params: body.replayParams,
+    success: { status: 200, description: 'The replay.', schema: res.replayJobResponse },
+    errors: [...common, 'WEBHOOK_NOT_FOUND', 'REPLAY_NOT_FOUND'],
   },
   listDeliveries: {
     ...shared,

@@ -5,7 +5,7 @@ import { EVENTS, ORDERINGS } from '../../webhooks/schemas.js';
 // checks real answers against the generated document, so a field added or renamed in view.ts or
 // delivery/history.ts without its schema here fails the tests.
 
-const timestamp = z.iso.datetime();
+const timestamp = z.iso.datetime().meta({ examples: ['2026-11-25T10:00:00.000Z'] });
 
 const webhook = z
   .object({
@@ -17,7 +17,7 @@ const webhook = z
     filter: z.record(z.string(), z.union([z.string(), z.number(), z.boolean(), z.null()])).nullable(),
     select: z.array(z.string()).nullable(),
     ordering: z.enum(ORDERINGS).meta({
-      description: "`row`: a row's changes are delivered one at a time, in commit order (README: Ordering); `none`: no order.",
+      description: "`row`: a row's changes are delivered one at a time, in commit order (docs/webhooks.md: Ordering); `none`: no order.",
     }),
     createdAt: timestamp,
     updatedAt: timestamp,
@@ -75,7 +75,10 @@ const deliveryDetail = delivery.extend({
 const breaker = z.object({
   state: z
     .enum(['closed', 'open', 'half-open'])
-    .meta({ description: '`open`: deliveries to this endpoint wait; `half-open`: one probe is due.' }),
+    .meta({
+      description:
+        '`open`: no request is sent to this endpoint (attempts that come due are recorded as skipped); `half-open`: one probe is due.',
+    }),
   openUntil: timestamp.nullable(),
   consecutiveFailures: z.int().nonnegative(),
 });
@@ -90,6 +93,7 @@ const health = z
     disabledAt: timestamp.nullable(),
     lastSuccessAt: timestamp.nullable(),
     failuresLastHour: z.int().nonnegative().meta({ description: 'Failed attempts that started within the last hour.' }),
+    backlog: z.int().nonnegative().meta({ description: 'Deliveries not finished yet (pending or retrying), counted up to 100000.' }),
   })
   .meta({ description: "How the subscription's deliveries go." });
 
@@ -106,9 +110,28 @@ export const webhookDetailResponse = z.object({
   deliveries: z.array(delivery).meta({ description: 'The newest 50.' }),
 });
 
+const replay = z
+  .object({
+    id: z.string(),
+    state: z
+      .enum(['running', 'done', 'failed'])
+      .meta({ description: '`running`: a background job; `done` once every one is pending again.' }),
+    count: z.int().nonnegative().meta({ description: 'Dead deliveries in the range when the replay was asked for.' }),
+    replayed: z.int().nonnegative().meta({ description: 'Made pending again so far.' }),
+    createdAt: timestamp,
+    finishedAt: timestamp.nullable(),
+  })
+  .meta({ description: 'A replay of dead deliveries.' });
+
 export const replayResponse = z.object({
-  replayed: z.int().nonnegative().meta({ description: 'Dead deliveries made pending again (with `dryRun`: that would be).' }),
+  replayed: z
+    .int()
+    .nonnegative()
+    .meta({ description: 'Dead deliveries made pending again by the time of the answer (with `dryRun`: that would be).' }),
+  replay: replay.optional().meta({ description: 'The replay (absent with `dryRun`).' }),
 });
+
+export const replayJobResponse = z.object({ replay });
 
 export const deliveryListResponse = z.object({
   deliveries: z.array(delivery).meta({ description: 'Newest first.' }),

@@ -51,6 +51,11 @@ export function webhooksRouter(ctx: Context, service: WebhookService, environmen
     await service.delete(env, id);
     reply(res, op.deleteWebhook);
   });
+  handle(r, op.getReplay, async (req, res) => {
+    const { env } = await scope(req);
+    const { id, replayId } = parse(op.getReplay.params, req.params);
+    reply(res, op.getReplay, await service.getReplay(env, id, replayId));
+  });
   handle(r, op.replayWebhook, async (req, res) => {
     const { env } = await scope(req);
     const { id } = parse(op.replayWebhook.params, req.params);
