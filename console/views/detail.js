@@ -11,6 +11,8 @@ import { generateSecret, secretOnce } from './secret.js';
 // minute), its deliveries with filters, replay, test send, rotate, pause and delete. The list and
 // the summary refresh while the tab is visible; the open delivery stays as it is until reloaded.
 
+const HEALTH_EVERY = 15;
+
 function healthTable(windows) {
   const rows = windows.map((w) =>
     h(
@@ -158,8 +160,17 @@ async function detailView(id, deliveryId) {
     );
   }
 
+  // The 24-hour and 7-day figures read a week of history: asked once, then every HEALTH_EVERY polls.
+  let healthWindows = null;
+  let polls = 0;
   async function refreshSummary() {
-    const [fresh, { minutes }, { windows }] = await Promise.all([call('GET', path), call('GET', `${path}/minutes`), call('GET', `${path}/health`)]);
+    const askHealth = healthWindows === null || polls++ % HEALTH_EVERY === 0;
+    const [fresh, { minutes }, windows] = await Promise.all([
+      call('GET', path),
+      call('GET', `${path}/minutes`),
+      askHealth ? call('GET', `${path}/health`).then((r) => r.windows) : healthWindows,
+    ]);
+    healthWindows = windows;
     renderSummary(fresh);
     health.replaceChildren(health.firstChild, healthTable(windows), minuteChart(minutes));
   }

@@ -73,12 +73,10 @@ const deliveryDetail = delivery.extend({
 });
 
 const breaker = z.object({
-  state: z
-    .enum(['closed', 'open', 'half-open'])
-    .meta({
-      description:
-        '`open`: no request is sent to this endpoint (attempts that come due are recorded as skipped); `half-open`: one probe is due.',
-    }),
+  state: z.enum(['closed', 'open', 'half-open']).meta({
+    description:
+      '`open`: no request is sent to this endpoint (attempts that come due are recorded as skipped); `half-open`: one probe is due.',
+  }),
   openUntil: timestamp.nullable(),
   consecutiveFailures: z.int().nonnegative(),
 });
