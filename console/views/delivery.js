@@ -117,7 +117,7 @@ export async function openDelivery(slot, path, deliveryId, breaker) {
         const b = await breaker();
         if (b?.state === 'open' && b.openUntil) {
           const at = new Date(b.openUntil);
-          say(`Queued: the endpoint's breaker is open, so it goes ${ago(at)} (${at.toLocaleTimeString()}), with the breaker's probe.`);
+          say(`Queued, but the endpoint's breaker is open until ${at.toLocaleTimeString()} (${ago(at)}): nothing is sent before then, and attempts that come due meanwhile are recorded as skipped.`);
         } else say('Sent again: the delivery is pending.');
         await reopen();
       } catch (err) {
