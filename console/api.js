@@ -30,13 +30,18 @@ export class ApiError extends Error {
 }
 
 /** Calls /api/rest/_webhooks<path>; resolves with the JSON answer (null for 204), rejects with ApiError. */
-export async function call(method, path, body, session = currentSession()) {
+export function call(method, path, body, session = currentSession()) {
+  return callApi('/api/rest/_webhooks', method, path, body, session);
+}
+
+/** Calls another management API (`/api/rest/_users`) the same way. */
+export async function callApi(base, method, path, body, session = currentSession()) {
   if (!session) throw new ApiError(401, { error: 'AUTH_TOKEN_INVALID', message: 'Not signed in.' });
   const headers = { authorization: `Bearer ${session.token}`, 'x-project-id': session.projectId, environment: session.environment };
   if (body !== undefined) headers['content-type'] = 'application/json';
   let res;
   try {
-    res = await fetch(`/api/rest/_webhooks${path}`, {
+    res = await fetch(`${base}${path}`, {
       method,
       headers,
       body: body === undefined ? undefined : JSON.stringify(body),

@@ -4,3 +4,4 @@
 import './subscriptions.js';
 import './form.js';
 import './detail.js';
+import './users.js';

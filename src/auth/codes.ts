@@ -13,7 +13,7 @@ function codeHash(secrets: SecretBox, userId: string, purpose: CodePurpose, code
   return secrets.mac(`code:${purpose}:${userId}:${code}`);
 }
 
-/** A fresh code for the user and purpose; it replaces any earlier one (but not its guess count). */
+/** A fresh code for the user and purpose, with fresh attempts; it replaces any earlier one. */
 export async function issueCode(
   db: Queryable,
   secrets: SecretBox,
@@ -33,22 +33,17 @@ export async function issueCode(
   return code;
 }
 
-/**
- * Wrong guesses allowed per user and purpose over a window, across codes: asking for a new code
- * gives fresh attempts on that code (5), but not a fresh budget here, so guessing by requesting
- * codes is capped at `limit` guesses per window (240 a day) instead of 5 per code requested.
- */
-export const CODE_GUESSES = { limit: 10, windowSeconds: 3600 } as const;
-
 /** The user's live code for a purpose, once the guess that matched it was counted. */
 export interface MatchedCode {
   readonly hash: Buffer;
 }
 
 /**
- * The live code when `code` is it. Each call spends an attempt of the code and a guess of the
- * user's window first, in one statement, so concurrent guesses cannot exceed either limit; a
- * code out of attempts, or a window out of guesses, matches nothing. The code stays until taken.
+ * The live code when `code` is it. Each call spends an attempt of the code first, in one
+ * statement, so concurrent guesses cannot exceed the limit; a code out of attempts matches
+ * nothing. Guesses are budgeted per code and per requesting client (the callers' rate limits),
+ * never per user: a stranger's wrong guesses must not spend the owner's budget, and a new code
+ * comes with a new budget. The code stays until taken.
  */
 export async function matchCode(
   db: Queryable,
@@ -59,15 +54,11 @@ export async function matchCode(
   maxAttempts: number,
   now: Date,
 ): Promise<MatchedCode | undefined> {
-  const windowStart = new Date(now.getTime() - CODE_GUESSES.windowSeconds * 1000);
   const { rows } = await db.query<{ code_hash: Buffer }>(
-    `UPDATE walgate.verification_codes SET attempts = attempts + 1,
-       guesses = CASE WHEN guesses_since > $5 THEN guesses + 1 ELSE 1 END,
-       guesses_since = CASE WHEN guesses_since > $5 THEN guesses_since ELSE $4 END
+    `UPDATE walgate.verification_codes SET attempts = attempts + 1
       WHERE user_id = $1 AND purpose = $2 AND attempts < $3 AND expires_at > $4
-        AND (guesses_since IS NULL OR guesses_since <= $5 OR guesses < $6)
       RETURNING code_hash`,
-    [userId, purpose, maxAttempts, now, windowStart, CODE_GUESSES.limit],
+    [userId, purpose, maxAttempts, now],
   );
   const stored = rows[0]?.code_hash;
   if (!stored || !constantTimeEqual(stored, codeHash(secrets, userId, purpose, code))) return undefined;

@@ -23,6 +23,9 @@ export interface LockoutPolicy {
   lockoutSeconds: number;
 }
 
+/** A client that presented a valid device token: judged by its own failures only (sessions/devices.ts). */
+export const deviceClient = (deviceId: string) => `device:${deviceId}`;
+
 export type Reservation =
   /** The attempt may check the password. `lockedHere`: the lock this attempt set, should it fail. */
   { allowed: true; lockedHere: Date | null } | { allowed: false; lockedUntil: Date };
@@ -52,14 +55,17 @@ export async function reserveLoginAttempt(
   client: string,
   policy: LockoutPolicy,
   now: Date,
+  /** A known device: the account-wide count neither stops nor counts it. */
+  knownDevice = false,
 ): Promise<Reservation> {
   client ||= 'unknown'; // never the account row's key
+  const clients = knownDevice ? [client] : [EVERY_CLIENT, client];
   const reservation = await withTransaction(pool, async (c): Promise<Reservation> => {
     const { rows } = await c.query<Row>(
-      `INSERT INTO walgate.login_failures AS f (account, client, failures, updated_at) VALUES ($1, $2, 0, $4), ($1, $3, 0, $4)
+      `INSERT INTO walgate.login_failures AS f (account, client, failures, updated_at) SELECT $1, unnest($2::text[]), 0, $3
        ON CONFLICT (account, client) DO UPDATE SET failures = f.failures
        RETURNING client, failures, locked_until, updated_at`,
-      [account, EVERY_CLIENT, client, now],
+      [account, clients, now],
     );
     const locks = rows.map((r) => r.locked_until).filter((d): d is Date => d !== null && d > now);
     if (locks.length) return { allowed: false, lockedUntil: new Date(Math.max(...locks.map((d) => d.getTime()))) };

@@ -40,3 +40,11 @@ export const jwksQuery = z.object({
   projectId: z.string().optional().meta({ description: 'Instead of the X-Project-Id header.' }),
   environment: z.string().optional().meta({ description: 'Instead of the environment header.' }),
 });
+
+export const logoutBody = z.object({
+  scope: z
+    .enum(['local', 'others', 'global'])
+    .default('local')
+    .meta({ description: '`local`: this session; `others`: every other session of the user; `global`: all of them.' }),
+});
+export const sessionParams = z.object({ id: z.uuid({ message: 'must be a session id' }) });

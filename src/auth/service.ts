@@ -1,16 +1,18 @@
-import { TtlCache } from '../core/cache.js';
 import type { Context } from '../core/context.js';
 import { PgCode, pgCode, withTransaction } from '../core/db/pool.js';
 import { AppError, validationError } from '../core/errors.js';
 import type { Environment } from '../projects/environments.js';
-import { enforceRateLimit, type RateLimitPolicy } from '../core/store/rate-limits.js';
-import { consumeCode, issueCode, matchCode, takeCode, type CodePurpose } from './codes.js';
+import { consumeCode, matchCode, takeCode, type CodePurpose } from './codes.js';
+import { append, appendIfUser, type EventOrigin } from './events/append.js';
+import { AUTH_EVENT as EVENT, type AuthEventType } from './events/kinds.js';
 import type { KeyRing } from './keyring.js';
-import { accountKey, clearLoginFailures, recordLoginSuccess, reserveLoginAttempt } from './lockout.js';
-import { codeMail } from './mail.js';
+import { spendLimit } from './limits.js';
+import { accountKey, clearLoginFailures, deviceClient, recordLoginSuccess, reserveLoginAttempt } from './lockout.js';
+import { queueCodeMail } from './mail.js';
 import { hashPassword, lengthViolations, needsRehash, passwordViolations, spendVerificationTime, verifyPassword } from './passwords.js';
-import { createSession, revokeSessionRow, revokeUserSessions, rotateRefreshToken } from './sessions.js';
-import { bearerToken, issueAccessToken, verifyAccessToken, type AccessClaims } from './tokens.js';
+import { issueDeviceToken, trustedDevice } from './sessions/devices.js';
+import { LOGOUT_MESSAGE, SessionService, type TokenPair } from './sessions/service.js';
+import type { AccessClaims } from './tokens.js';
 import * as users from './users.js';
 
 // The rules of authentication, whatever the transport (REST routes, GraphQL resolvers): every
@@ -20,65 +22,55 @@ export const MESSAGES = {
   signup: 'Check your e-mail for a 6-digit code to confirm your address.',
   recover: 'If the address is registered, a 6-digit code to reset the password is on its way.',
   reset: 'Your password has been reset. Sign in with the new password.',
-  logout: 'You have been logged out.',
+  logout: LOGOUT_MESSAGE,
+  resend: 'If the address awaits confirmation, a new 6-digit code is on its way.',
 } as const;
 
 export interface RequestMeta {
   /** The client's key for per-IP limits and lockouts (IPv6: its /64). */
   ip: string;
+  /** The client's own address, for the audit trail. */
+  clientAddress?: string | null;
+  userAgent?: string | null;
+  /** The `X-Device-Token` header of a client that logged in to the account before. */
+  deviceToken?: string;
 }
+
+export type { TokenPair };
 
 /** A user id that matches no row: unknown addresses run the same statements as known ones. */
 const NOBODY = '00000000-0000-0000-0000-000000000000';
 
-export interface TokenPair {
-  accessToken: string;
-  refreshToken: string;
-  tokenType: 'Bearer';
-  expiresIn: number;
-}
-
 export class AuthService {
-  /**
-   * Tokens whose signature (and, for JWE, encryption) has been checked, by token: a client sends
-   * one token with every request for its lifetime, and repeating the check buys nothing. Expiry
-   * and the revocation list are still checked on every request.
-   */
-  readonly #verified: TtlCache<string, AccessClaims>;
-
-  /**
-   * What `/auth/me` shows of a session, briefly remembered: nothing in it can change while the
-   * session lives but the name (no API changes it), and a revoked session is refused by the
-   * revocation list before this is read.
-   */
-  readonly #profiles: TtlCache<string, { user: users.UserView; session: { id: string; expiresAt: string } } | undefined>;
+  /** Refresh, access checks, logout and the user's own sessions (src/auth/sessions/). */
+  readonly sessions: SessionService;
 
   constructor(
     private readonly ctx: Context,
     readonly keys: KeyRing,
   ) {
-    this.#profiles = new TtlCache(ctx.cacheTtlMs);
-    this.#verified = new TtlCache(ctx.cacheTtlMs);
+    this.sessions = new SessionService(ctx, keys);
   }
 
   async signup(env: Environment, input: { email: string; password: string; name?: string | null }, meta: RequestMeta) {
-    // Cheap checks first (limit, a full mail queue, a taken address), then the expensive ones.
-    await this.#limit(this.ctx.rateLimits.signup, meta.ip);
-    if (this.ctx.mailQueue.full) throw mailUnavailable();
+    // Cheap checks first (limit, a taken address), then the expensive ones.
+    await spendLimit(this.ctx, env, 'signup', meta.ip);
     if (await users.findUserByEmail(this.ctx.pool, env, input.email)) throw new AppError('AUTH_EMAIL_EXISTS');
     const violations = passwordViolations(input.password, input.email);
     if (violations.length) throw validationError(violations, 'The password does not meet the policy.');
     const passwordHash = await hashPassword(input.password);
     const now = this.ctx.clock();
     try {
-      // User and code commit together; the e-mail leaves after the commit, through the queue, so a
-      // slow mail server holds no connection. Concurrent signups with one address wait on the
-      // unique index; one commits, the others get 409.
-      const { user, code } = await withTransaction(this.ctx.pool, async (c) => {
+      // User, code, its e-mail and the audit row commit together; the courier sends the e-mail
+      // later, so a slow mail server holds no request. Concurrent signups with one address wait
+      // on the unique index; one commits, the others get 409 (and leave no event).
+      const user = await withTransaction(this.ctx.pool, async (c) => {
         const created = await users.insertUser(c, env, { email: input.email, name: input.name ?? null, passwordHash }, now);
-        return { user: created, code: await issueCode(c, this.ctx.secrets, created.id, 'signup', this.#codeExpiry(env, now), now) };
+        await queueCodeMail(c, this.ctx.secrets, env, created, 'signup', now);
+        await append(c, env, { type: EVENT.signedUp, userId: created.id, ...origin(meta), details: { email: created.email } }, now);
+        return created;
       });
-      this.#mailCode(env, user, 'signup', code);
+      this.ctx.courier.nudge();
       this.#count('signup');
       return { userId: user.id, message: MESSAGES.signup };
     } catch (err) {
@@ -88,8 +80,8 @@ export class AuthService {
   }
 
   async confirmSignup(env: Environment, input: { email: string; code: string }, meta: RequestMeta) {
-    await this.#limit(this.ctx.rateLimits.confirmSignupPerIp, meta.ip);
-    await this.#limit(this.ctx.rateLimits.confirmSignupPerEmail, emailKey(env, input.email));
+    await spendLimit(this.ctx, env, 'confirmSignupPerIp', meta.ip);
+    await spendLimit(this.ctx, env, 'confirmSignupPerEmail', `${input.email} ${meta.ip}`);
     const now = this.ctx.clock();
     const user = await users.findUserByEmail(this.ctx.pool, env, input.email);
     const confirmed = await consumeCode(
@@ -106,23 +98,35 @@ export class AuthService {
       throw new AppError('AUTH_INVALID_CODE');
     }
     this.#count('confirm_ok');
-    const verified = await users.markVerified(this.ctx.pool, user.id, now);
-    const pair = await this.#startSession(env, verified, now);
-    return { ...pair, user: users.userView(verified) };
+    const verified = await withTransaction(this.ctx.pool, async (c) => {
+      await append(c, env, { type: EVENT.confirmed, userId: user.id, ...origin(meta) }, now);
+      return users.markVerified(c, user.id, now);
+    });
+    const pair = await this.sessions.start(env, verified, meta, now);
+    const deviceToken = issueDeviceToken(this.ctx.secrets, accountKey(this.ctx.secrets, env, input.email));
+    return { ...pair, deviceToken, user: users.userView(verified) };
   }
 
-  async login(env: Environment, input: { email: string; password: string }, meta: RequestMeta): Promise<TokenPair> {
-    await this.#limit(this.ctx.rateLimits.login, meta.ip);
+  async login(
+    env: Environment,
+    input: { email: string; password: string },
+    meta: RequestMeta,
+  ): Promise<TokenPair & { deviceToken: string }> {
+    await spendLimit(this.ctx, env, 'login', meta.ip);
     const now = this.ctx.clock();
     const account = accountKey(this.ctx.secrets, env, input.email);
     const user = await users.findUserByEmail(this.ctx.pool, env, input.email);
+    // A known device is judged by its own failures only; anyone else by their address's and the account's.
+    const device = trustedDevice(this.ctx.secrets, account, meta.deviceToken);
+    const client = device ? deviceClient(device) : meta.ip;
     // Counted before the password is checked, known address or not (see lockout.ts).
     const attempt = await reserveLoginAttempt(
       this.ctx.pool,
       account,
-      meta.ip,
+      client,
       { threshold: env.lockoutThreshold, lockoutSeconds: env.lockoutSeconds },
       now,
+      device !== undefined,
     );
     if (!attempt.allowed) {
       this.#count('login_refused');
@@ -131,10 +135,14 @@ export class AuthService {
     const right = user ? await verifyPassword(user.passwordHash, input.password) : await spendVerificationTime(input.password);
     if (!user || !right) {
       this.#count(attempt.lockedHere ? 'login_locked' : 'login_failed');
+      // Known accounts only (an audit row per unknown address would be a table anyone can fill),
+      // through statements that cost the same for unknown ones.
+      await this.#audit(env, attempt.lockedHere ? EVENT.locked : EVENT.loginFailed, user?.id ?? null, meta, now);
+      if (attempt.lockedHere) await users.markLocked(this.ctx.pool, user?.id ?? NOBODY, attempt.lockedHere);
       if (attempt.lockedHere) throw locked(attempt.lockedHere);
       throw new AppError('AUTH_INVALID_CREDENTIALS');
     }
-    await recordLoginSuccess(this.ctx.pool, account, meta.ip, attempt.lockedHere, now);
+    await recordLoginSuccess(this.ctx.pool, account, client, attempt.lockedHere, now);
     // Only someone who knows the password learns that the address is unconfirmed.
     if (!user.emailVerifiedAt) {
       this.#count('login_unverified');
@@ -142,32 +150,51 @@ export class AuthService {
     }
     this.#count('login_ok');
     if (needsRehash(user.passwordHash)) await users.replacePasswordHash(this.ctx.pool, user.id, await hashPassword(input.password), now);
-    return this.#startSession(env, user, now);
+    const pair = await this.sessions.start(env, user, meta, now);
+    return { ...pair, deviceToken: device ? meta.deviceToken! : issueDeviceToken(this.ctx.secrets, account) };
   }
 
   /**
    * Always the same answer, given before the address is even looked up; the code is made and
    * queued for mailing afterwards, off the request's path.
    */
-  async recoverPassword(env: Environment, input: { email: string }) {
-    await this.#limit(this.ctx.rateLimits.recoverPassword, emailKey(env, input.email));
+  async recoverPassword(env: Environment, input: { email: string }, meta: RequestMeta) {
+    await this.#mailNewCode(env, input.email, meta, 'recovery', (user) => user !== undefined);
+    return { message: MESSAGES.recover };
+  }
+
+  /** A new signup code for an address that awaits confirmation; the same answer for any other. */
+  async resendConfirmation(env: Environment, input: { email: string }, meta: RequestMeta) {
+    await this.#mailNewCode(env, input.email, meta, 'signup', (user) => user !== undefined && !user.emailVerifiedAt);
+    return { message: MESSAGES.resend };
+  }
+
+  /**
+   * Limited per client address and per e-mail; the code is made and queued for mailing after the
+   * answer, off the request's path, so the answer says nothing of the address.
+   */
+  async #mailNewCode(env: Environment, email: string, meta: RequestMeta, purpose: CodePurpose, wanted: (user?: users.User) => boolean) {
+    await spendLimit(this.ctx, env, 'recoverPasswordPerIp', `${purpose} ${meta.ip}`);
+    await spendLimit(this.ctx, env, 'recoverPassword', `${purpose} ${email}`);
     const now = this.ctx.clock();
     setImmediate(() => {
       void (async () => {
-        const user = await users.findUserByEmail(this.ctx.pool, env, input.email);
-        if (!user) return;
-        const code = await issueCode(this.ctx.pool, this.ctx.secrets, user.id, 'recovery', this.#codeExpiry(env, now), now);
-        this.#mailCode(env, user, 'recovery', code);
-      })().catch((err: unknown) => this.ctx.log.error({ err }, 'could not send a password recovery e-mail'));
+        const user = await users.findUserByEmail(this.ctx.pool, env, email);
+        if (!user || !wanted(user)) return;
+        await withTransaction(this.ctx.pool, async (c) => {
+          await queueCodeMail(c, this.ctx.secrets, env, user, purpose, now);
+          if (purpose === 'recovery') await append(c, env, { type: EVENT.recoveryRequested, userId: user.id, ...origin(meta) }, now);
+        });
+        this.ctx.courier.nudge();
+      })().catch((err: unknown) => this.ctx.log.error({ err, purpose }, 'could not send a code e-mail'));
     });
-    return { message: MESSAGES.recover };
   }
 
   async resetPassword(env: Environment, input: { email: string; code: string; newPassword: string }, meta: RequestMeta) {
     // Cheap checks first: limits, the length rule, the code (one statement, known address or not);
     // the strength estimate and the hash only for the holder of a right code.
-    await this.#limit(this.ctx.rateLimits.resetPasswordPerIp, meta.ip);
-    await this.#limit(this.ctx.rateLimits.resetPasswordPerEmail, emailKey(env, input.email));
+    await spendLimit(this.ctx, env, 'resetPasswordPerIp', meta.ip);
+    await spendLimit(this.ctx, env, 'resetPasswordPerEmail', `${input.email} ${meta.ip}`);
     const tooShortOrLong = lengthViolations(input.newPassword, 'newPassword');
     if (tooShortOrLong.length) throw validationError(tooShortOrLong, 'The password does not meet the policy.');
     const now = this.ctx.clock();
@@ -182,66 +209,17 @@ export class AuthService {
     const revoked = await withTransaction(this.ctx.pool, async (c) => {
       await users.resetPassword(c, user.id, passwordHash, now);
       await clearLoginFailures(c, accountKey(this.ctx.secrets, env, input.email));
-      return revokeUserSessions(c, user.id, 'password reset', now);
+      await append(c, env, { type: EVENT.passwordReset, userId: user.id, ...origin(meta) }, now);
+      return this.sessions.endAll(env, user.id, 'password reset', now, c);
     });
-    await this.#revokeAccess(env, revoked, now);
+    await this.sessions.revokeAccess(env, revoked, now);
     this.#count('reset_ok');
     return { message: MESSAGES.reset };
   }
 
-  async refresh(env: Environment, input: { refreshToken: string }): Promise<TokenPair> {
-    const now = this.ctx.clock();
-    const outcome = await rotateRefreshToken(this.ctx.pool, input.refreshToken, env, env.refreshTokenTtlSeconds, now);
-    if (outcome.kind === 'reused') {
-      this.#count('refresh_reuse');
-      await this.#revokeAccess(env, [outcome.sessionId], now);
-      this.ctx.log.warn({ sessionId: outcome.sessionId }, 'a used refresh token was presented again: session revoked');
-    }
-    if (outcome.kind !== 'rotated') throw new AppError('AUTH_TOKEN_INVALID', 'The refresh token is invalid, expired or already used.');
-    this.#count('refresh_ok');
-    this.#profiles.delete(outcome.sessionId); // its expiry moved
-    const access = await issueAccessToken(this.keys, env, {
-      userId: outcome.userId,
-      email: outcome.email,
-      sessionId: outcome.sessionId,
-      issuer: this.ctx.config.publicUrl,
-      now,
-    });
-    return { accessToken: access.token, refreshToken: outcome.refreshToken, tokenType: 'Bearer', expiresIn: access.expiresIn };
-  }
-
-  /** The claims of a valid, unrevoked access token (every protected request goes through here). */
-  async authenticate(env: Environment, authorization: string | undefined): Promise<AccessClaims> {
-    const token = bearerToken(authorization);
-    const now = this.ctx.clock();
-    const skew = this.ctx.config.tokenClockSkewSeconds;
-    const claims = await this.#verified.get(`${env.projectId}\0${env.name}\0${token}`, () =>
-      verifyAccessToken(this.keys, env, token, this.ctx.config.publicUrl, now, skew),
-    );
-    if ((claims.exp + skew) * 1000 <= now.getTime()) throw new AppError('AUTH_TOKEN_EXPIRED');
-    // A signature cannot say that the session was logged out: the revocation list can.
-    if (await this.ctx.revocations.isRevoked(claims.sid)) throw new AppError('AUTH_TOKEN_INVALID', 'The token has been revoked.');
-    return claims;
-  }
-
-  async logout(env: Environment, authorization: string | undefined) {
-    const claims = await this.authenticate(env, authorization);
-    const now = this.ctx.clock();
-    await revokeSessionRow(this.ctx.pool, claims.sid, 'logout', now);
-    this.#profiles.delete(claims.sid);
-    await this.#revokeAccess(env, [claims.sid], now);
-    this.#count('logout');
-    return { message: MESSAGES.logout };
-  }
-
-  async me(env: Environment, authorization: string | undefined) {
-    const claims = await this.authenticate(env, authorization);
-    const profile = await this.#profiles.get(claims.sid, async () => {
-      const found = await users.findSessionUser(this.ctx.pool, claims.sid);
-      return found && { user: users.userView(found.user), session: { id: claims.sid, expiresAt: found.sessionExpiresAt.toISOString() } };
-    });
-    if (!profile || profile.user.id !== claims.sub) throw new AppError('AUTH_TOKEN_INVALID');
-    return profile;
+  /** The claims of a valid, unrevoked access token (sessions/service.ts). */
+  authenticate(env: Environment, authorization: string | undefined): Promise<AccessClaims> {
+    return this.sessions.authenticate(env, authorization);
   }
 
   async jwks(env: Environment) {
@@ -249,59 +227,24 @@ export class AuthService {
     return { keys: keys.map((k) => k.publicJwk) };
   }
 
-  /** Ends every session of a user at once (operators: `walgate users logout`); returns their ids. */
-  async forceLogout(env: Environment, email: string): Promise<string[]> {
-    const user = await users.findUserByEmail(this.ctx.pool, env, email);
-    if (!user) return [];
-    const now = this.ctx.clock();
-    const revoked = await revokeUserSessions(this.ctx.pool, user.id, 'forced logout', now);
-    await this.#revokeAccess(env, revoked, now);
-    return revoked;
+  /** /auth/me shows the change at once (userMetadata was set). */
+  forgetProfile(sessionId: string): void {
+    this.sessions.forgetProfile(sessionId);
   }
 
-  async #startSession(env: Environment, user: users.User, now: Date): Promise<TokenPair> {
-    const session = await createSession(this.ctx.pool, user.id, env, env.refreshTokenTtlSeconds, now);
-    const access = await issueAccessToken(this.keys, env, {
-      userId: user.id,
-      email: user.email,
-      sessionId: session.sessionId,
-      issuer: this.ctx.config.publicUrl,
-      now,
-    });
-    return { accessToken: access.token, refreshToken: session.refreshToken, tokenType: 'Bearer', expiresIn: access.expiresIn };
-  }
-
-  #codeExpiry(env: Environment, now: Date): Date {
-    return new Date(now.getTime() + env.codeTtlSeconds * 1000);
-  }
-
-  /** Queues the code's e-mail: called after the code is committed, never inside a transaction. */
-  #mailCode(env: Environment, user: users.User, purpose: CodePurpose, code: string): void {
-    this.ctx.mailQueue.enqueue(codeMail(purpose, user.email, code, Math.round(env.codeTtlSeconds / 60), env.projectId));
-  }
-
-  /** Access tokens of these sessions stop working now, although they would verify until they expire. */
-  async #revokeAccess(env: Environment, sessionIds: string[], now: Date): Promise<void> {
-    const until = new Date(now.getTime() + env.accessTokenTtlSeconds * 1000);
-    for (const sid of sessionIds) await this.ctx.revocations.revoke(sid, until);
+  /** An audit row for an outcome that changes nothing else (a failed login, a lockout). */
+  async #audit(env: Environment, type: AuthEventType, userId: string | null, meta: RequestMeta, now: Date) {
+    await appendIfUser(this.ctx.pool, env, { type, userId, ...origin(meta) }, now);
   }
 
   #count(event: string): void {
     this.ctx.metrics.authEvents.inc({ event });
   }
-
-  async #limit(policy: RateLimitPolicy, key: string): Promise<void> {
-    await enforceRateLimit(this.ctx.rateLimiter, policy, key);
-  }
 }
 
-/** The per-e-mail limit key: an address counts per environment. */
-function emailKey(env: Environment, email: string): string {
-  return `${env.projectId}:${env.name}:${email}`;
-}
-
-function mailUnavailable(): AppError {
-  return new AppError('SERVICE_UNAVAILABLE', 'E-mail cannot be sent at the moment; try again later.');
+/** What the audit trail keeps of a request's client. */
+export function origin(meta: Partial<RequestMeta>): EventOrigin {
+  return { clientAddress: meta.clientAddress ?? null, userAgent: meta.userAgent ?? null };
 }
 
 function locked(until: Date): AppError {

@@ -21,12 +21,15 @@ export interface IssueInput {
   sessionId: string;
   issuer: string;
   now: Date;
+  /** Operators' data on the user: resource servers authorise from it without a call. */
+  appMetadata?: Record<string, unknown>;
 }
 
 export async function issueAccessToken(ring: KeyRing, env: Environment, input: IssueInput): Promise<{ token: string; expiresIn: number }> {
   const { kid, alg, key } = await ring.signingKey(env);
   const iat = Math.floor(input.now.getTime() / 1000);
-  const jws = await new SignJWT({ sid: input.sessionId, env: env.name, email: input.email })
+  const claims = { sid: input.sessionId, env: env.name, email: input.email };
+  const jws = await new SignJWT(input.appMetadata ? { ...claims, app_metadata: input.appMetadata } : claims)
     .setProtectedHeader({ alg, kid, typ: 'JWT' })
     .setIssuer(input.issuer)
     .setSubject(input.userId)

@@ -12,6 +12,9 @@ export interface User {
   passwordHash: string;
   emailVerifiedAt: Date | null;
   createdAt: Date;
+  disabledAt: Date | null;
+  userMetadata: Record<string, unknown>;
+  appMetadata: Record<string, unknown>;
 }
 
 /** The user as the API shows it. */
@@ -21,10 +24,20 @@ export interface UserView {
   name: string | null;
   emailVerified: boolean;
   createdAt: string;
+  userMetadata: Record<string, unknown>;
+  appMetadata: Record<string, unknown>;
 }
 
 export function userView(u: User): UserView {
-  return { id: u.id, email: u.email, name: u.name, emailVerified: u.emailVerifiedAt !== null, createdAt: u.createdAt.toISOString() };
+  return {
+    id: u.id,
+    email: u.email,
+    name: u.name,
+    emailVerified: u.emailVerifiedAt !== null,
+    createdAt: u.createdAt.toISOString(),
+    userMetadata: u.userMetadata,
+    appMetadata: u.appMetadata,
+  };
 }
 
 const COLUMNS = selectList<User>({
@@ -36,7 +49,12 @@ const COLUMNS = selectList<User>({
   passwordHash: 'password_hash',
   emailVerifiedAt: 'email_verified_at',
   createdAt: 'created_at',
+  disabledAt: 'disabled_at',
+  userMetadata: 'user_metadata',
+  appMetadata: 'app_metadata',
 });
+
+export const USER_COLUMNS = COLUMNS;
 
 /** The environment a user belongs to (an `Environment` will do). */
 export interface Scope {
@@ -47,13 +65,22 @@ export interface Scope {
 export async function insertUser(
   db: Queryable,
   scope: Scope,
-  input: { email: string; name: string | null; passwordHash: string },
+  input: { email: string; name: string | null; passwordHash: string; emailVerified?: boolean; appMetadata?: Record<string, unknown> },
   now: Date,
 ): Promise<User> {
   const { rows } = await db.query<User>(
-    `INSERT INTO walgate.users (project_id, environment, email, name, password_hash, created_at, updated_at)
-     VALUES ($1, $2, $3, $4, $5, $6, $6) RETURNING ${COLUMNS}`,
-    [scope.projectId, scope.name, input.email, input.name, input.passwordHash, now],
+    `INSERT INTO walgate.users (project_id, environment, email, name, password_hash, created_at, updated_at, email_verified_at, app_metadata)
+     VALUES ($1, $2, $3, $4, $5, $6, $6, $7, $8) RETURNING ${COLUMNS}`,
+    [
+      scope.projectId,
+      scope.name,
+      input.email,
+      input.name,
+      input.passwordHash,
+      now,
+      input.emailVerified ? now : null,
+      JSON.stringify(input.appMetadata ?? {}),
+    ],
   );
   return rows[0]!;
 }
@@ -100,8 +127,13 @@ export async function replacePasswordHash(db: Queryable, userId: string, newHash
 /** A new password; the code that allowed it proved the address, too. (The lockout is lockout.ts's.) */
 export async function resetPassword(db: Queryable, userId: string, passwordHash: string, now: Date): Promise<void> {
   await db.query(
-    `UPDATE walgate.users SET password_hash = $2,
+    `UPDATE walgate.users SET password_hash = $2, locked_until = NULL,
        email_verified_at = coalesce(email_verified_at, $3), updated_at = $3 WHERE id = $1`,
     [userId, passwordHash, now],
   );
+}
+
+/** Remembers when the user's lockout ends (what operators filter on; login decides from lockout.ts). */
+export async function markLocked(db: Queryable, userId: string, until: Date): Promise<void> {
+  await db.query('UPDATE walgate.users SET locked_until = $2 WHERE id = $1', [userId, until]);
 }

@@ -1,11 +1,6 @@
 import type { Command } from 'commander';
-import {
-  EnvironmentExistsError,
-  listEnvironments,
-  SchemaTakenError,
-  updateEnvironment,
-  type EnvironmentSettings,
-} from '../projects/environments.js';
+import { EnvironmentExistsError, listEnvironments, SchemaTakenError, updateEnvironment } from '../projects/environments.js';
+import { settingsPatch } from '../projects/settings.js';
 import { provisionEnvironment } from '../auth/provision.js';
 import { CliError, table, withCliContext } from './runtime.js';
 import { authOption, tokenFormatOption } from './options.js';
@@ -43,17 +38,30 @@ export function registerProjectCommands(program: Command): void {
 
   project
     .command('set <projectId>')
-    .description("change an environment's settings")
+    .description("change an environment's settings (the same ones as PATCH /api/rest/_environment) and print them")
     .option('--environment <name>', 'environment name', 'master')
     .addOption(authOption())
     .addOption(tokenFormatOption())
-    .action(async (projectId: string, o: { environment: string; auth?: boolean; tokenFormat?: 'jws' | 'jwe' }) => {
-      const settings: EnvironmentSettings = { authEnabled: o.auth, tokenFormat: o.tokenFormat };
-      if (Object.values(settings).every((v) => v === undefined)) throw new CliError('nothing to change: give --auth or --token-format');
+    .option(
+      '--set <key=value>',
+      'a setting, repeatable: e.g. lockoutThreshold=10, limits.login.points=50, corsOrigins=https://app.example.com,https://admin.example.com',
+      (v: string, all: string[]) => [...all, v],
+      [] as string[],
+    )
+    .action(async (projectId: string, o: { environment: string; auth?: boolean; tokenFormat?: 'jws' | 'jwe'; set: string[] }) => {
+      const given: Record<string, unknown> = { authEnabled: o.auth, tokenFormat: o.tokenFormat };
+      for (const pair of o.set) assignSetting(given, pair);
+      if (Object.values(given).every((v) => v === undefined))
+        throw new CliError('nothing to change: give --auth, --token-format or --set key=value');
+      const parsed = settingsPatch.safeParse(given);
+      if (!parsed.success) {
+        throw new CliError(parsed.error.issues.map((i) => `${i.path.join('.') || '(settings)'}: ${i.message}`).join('\n'));
+      }
       await withCliContext(async (ctx) => {
-        const env = await updateEnvironment(ctx.pool, projectId, o.environment, settings);
+        const env = await updateEnvironment(ctx.pool, projectId, o.environment, parsed.data);
         if (!env) throw new CliError(`no environment ${projectId}/${o.environment}`);
         console.log(`updated ${env.projectId}/${env.name}: auth ${env.authEnabled ? 'on' : 'off'}, tokens ${env.tokenFormat}`);
+        console.log(JSON.stringify(env.settings, null, 2));
       });
     });
 
@@ -77,4 +85,23 @@ export function registerProjectCommands(program: Command): void {
         );
       });
     });
+}
+
+/** `a.b=value` into `{a: {b: value}}`: numbers and booleans as such, `corsOrigins` as a comma-separated list. */
+function assignSetting(target: Record<string, unknown>, pair: string): void {
+  const eq = pair.indexOf('=');
+  if (eq <= 0) throw new CliError(`--set wants key=value, got ${JSON.stringify(pair)}`);
+  const path = pair.slice(0, eq).split('.');
+  const raw = pair.slice(eq + 1);
+  const value =
+    path[0] === 'corsOrigins'
+      ? raw === ''
+        ? []
+        : raw.split(',').map((s) => s.trim())
+      : /^(-?\d+|true|false)$/.test(raw)
+        ? JSON.parse(raw)
+        : raw;
+  let node = target;
+  for (const key of path.slice(0, -1)) node = (node[key] ??= {}) as Record<string, unknown>;
+  node[path.at(-1)!] = value;
 }

@@ -76,6 +76,13 @@ const schema = z.object({
   TOKEN_CLOCK_SKEW_SECONDS: z.coerce.number().int().min(0).max(300).default(30),
   WEBHOOK_KEEP_PAYLOADS: bool.default(true),
   METRICS_PORT: port.optional(),
+  REFRESH_REUSE_GRACE_SECONDS: z.coerce.number().int().min(0).max(300).default(10),
+  AUTH_EVENTS_RETENTION_MS: retentionMs.default(90 * DAY_MS),
+  MAIL_COURIER_CONCURRENCY: z.coerce.number().int().min(1).max(64).default(8),
+  MAIL_MAX_ATTEMPTS: z.coerce.number().int().min(1).default(12),
+  MAIL_RETRY_MAX_DELAY_MS: positiveMs.default(300_000),
+  MAIL_SEND_LEASE_MS: positiveMs.default(60_000),
+  MAIL_RETENTION_MS: retentionMs.default(7 * DAY_MS),
 });
 
 export type Env = z.infer<typeof schema>;
@@ -142,6 +149,22 @@ const configSchema = schema.superRefine(checkTogether).transform((e) => ({
   logLevel: e.LOG_LEVEL,
   /** Seconds by which another instance's clock may differ when token times (exp, nbf, iat) are checked. */
   tokenClockSkewSeconds: e.TOKEN_CLOCK_SKEW_SECONDS,
+  /** Seconds after its first use during which a refresh token is exchanged again rather than treated as leaked. */
+  refreshReuseGraceSeconds: e.REFRESH_REUSE_GRACE_SECONDS,
+  /** Audit rows are removed this long after they were written. */
+  authEventsRetentionMs: e.AUTH_EVENTS_RETENTION_MS,
+  mail: {
+    /** Mails one api process sends at once. */
+    courierConcurrency: e.MAIL_COURIER_CONCURRENCY,
+    /** Tries before a mail is dead. */
+    maxAttempts: e.MAIL_MAX_ATTEMPTS,
+    /** The longest wait between two tries (the waits double from one second up to it). */
+    retryMaxDelayMs: e.MAIL_RETRY_MAX_DELAY_MS,
+    /** How long a claimed mail is left to its courier before another may take it (a courier that died). */
+    sendLeaseMs: e.MAIL_SEND_LEASE_MS,
+    /** Sent and dead mails are removed this long after they were written. */
+    retentionMs: e.MAIL_RETENTION_MS,
+  },
   graphql: {
     /** Schema introspection: on unless NODE_ENV=production, or as GRAPHQL_INTROSPECTION says. */
     introspection: e.GRAPHQL_INTROSPECTION ?? e.NODE_ENV !== 'production',

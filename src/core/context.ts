@@ -8,7 +8,7 @@ import { createLogger, type Logger } from './log.js';
 import { systemLookup, type HostLookup } from './net/address-policy.js';
 import { Metrics } from './metrics.js';
 import { devMailbox, smtpMailer, type Mailer } from './mail/mailer.js';
-import { MailQueue } from './mail/queue.js';
+import { Courier } from './mail/courier.js';
 import { DEFAULT_RATE_LIMITS, SharedRateLimiter, type RateLimiter, type RateLimitSettings } from './store/rate-limits.js';
 import { PostgresRevocationStore, RedisRevocationStore, type RevocationStore } from './store/revocations.js';
 
@@ -26,9 +26,11 @@ export interface Context {
   revocations: RevocationStore;
   rateLimiter: RateLimiter;
   rateLimits: RateLimitSettings;
+  /** Limits given at construction (tests, load tests): they win over each environment's own. */
+  rateLimitOverrides: Partial<RateLimitSettings>;
   mailer: Mailer;
-  /** How e-mail is sent: after commit, bounded, off every request's path. */
-  mailQueue: MailQueue;
+  /** Sends the e-mails of walgate.mail_outbox (started by the api daemon). */
+  courier: Courier;
   metrics: Metrics;
   /** How subscriber host names are resolved, when a subscription is checked and when a delivery connects. */
   lookup: HostLookup;
@@ -83,7 +85,12 @@ export async function createContext(config: Config, databaseUrl: string, overrid
     (config.smtpUrl
       ? smtpMailer(config.smtpUrl, config.mailFrom)
       : devMailbox(config.dataDir, config.mailFrom, log, config.env === 'production'));
-  const mailQueue = new MailQueue(mailer, log);
+  const courier = new Courier(pool, secrets, mailer, log, {
+    concurrency: config.mail.courierConcurrency,
+    maxAttempts: config.mail.maxAttempts,
+    retryMaxDelayMs: config.mail.retryMaxDelayMs,
+    leaseMs: config.mail.sendLeaseMs,
+  });
   return {
     config,
     pool,
@@ -94,13 +101,14 @@ export async function createContext(config: Config, databaseUrl: string, overrid
     revocations: redis ? new RedisRevocationStore(redis, clock, `${redisPrefix}revoked:`) : new PostgresRevocationStore(pool, clock),
     rateLimiter: new SharedRateLimiter(redis ? { kind: 'redis', redis } : { kind: 'postgres', pool }, redisPrefix),
     rateLimits: { ...DEFAULT_RATE_LIMITS, ...overrides.rateLimits },
+    rateLimitOverrides: overrides.rateLimits ?? {},
     mailer,
-    mailQueue,
+    courier,
     metrics: overrides.metrics ?? new Metrics(),
     lookup: overrides.lookup ?? systemLookup,
     cacheTtlMs: overrides.cacheTtlMs ?? 5000,
     async close() {
-      mailQueue.close();
+      await courier.stop();
       mailer.close();
       redis?.disconnect();
       await pool.end();

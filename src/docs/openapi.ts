@@ -6,12 +6,14 @@ import type { Operation, OperationGroup } from '../http/operation.js';
 import { VERSION } from '../core/version.js';
 import { webhooksApi } from '../http/webhooks/operations.js';
 import { deliveryWebhooks } from '../http/webhooks/delivery-request.js';
+import { environmentApi } from '../http/environment/operations.js';
+import { authEventsApi, usersApi } from '../http/users/operations.js';
 
 // The OpenAPI 3.1 document of the api, generated from the operation declarations that the routers
 // register and parse with (src/http/operation.ts). Nothing here restates a schema, a path or a code.
 
 /** The groups the api serves, in the order of the reference. */
-export const API_GROUPS: readonly OperationGroup[] = [authApi, webhooksApi];
+export const API_GROUPS: readonly OperationGroup[] = [authApi, webhooksApi, environmentApi, usersApi, authEventsApi];
 
 type JsonSchema = Record<string, unknown>;
 

@@ -19,11 +19,20 @@ type Args<T> = { input: T };
 export function authResolvers(service: AuthService, environments: EnvironmentCache) {
   const op = authApi.operations;
   const env = (c: GraphQLContext) => authEnvironment(c.req, environments);
-  const meta = (c: GraphQLContext) => ({ ip: clientIp(c.req) });
+  const meta = (c: GraphQLContext) => ({
+    ip: clientIp(c.req),
+    clientAddress: c.req.ip,
+    userAgent: c.req.get('user-agent')?.slice(0, 512) ?? null,
+    deviceToken: c.req.get('x-device-token'),
+  });
+  const sessions = service.sessions;
   // Aliases must not multiply work that REST does once per request: a document runs one auth
   // mutation (each costs a limiter round trip, lookups, perhaps a password hash or strength
   // estimate), and `me` or `jwks` asked for under many aliases is worked out once.
-  const perRequest = new WeakMap<Request, { mutations: number; me?: Promise<unknown>; jwks?: Promise<unknown> }>();
+  const perRequest = new WeakMap<
+    Request,
+    { mutations: number; me?: Promise<unknown>; jwks?: Promise<unknown>; sessions?: Promise<unknown> }
+  >();
   const state = (c: GraphQLContext) => {
     let s = perRequest.get(c.req);
     if (!s) perRequest.set(c.req, (s = { mutations: 0 }));
@@ -40,7 +49,8 @@ export function authResolvers(service: AuthService, environments: EnvironmentCac
   };
   const authorization = (c: GraphQLContext) => c.req.get('authorization');
   return {
-    me: (_: unknown, c: GraphQLContext) => (state(c).me ??= env(c).then((e) => service.me(e, authorization(c)))),
+    me: (_: unknown, c: GraphQLContext) => (state(c).me ??= env(c).then((e) => sessions.me(e, authorization(c)))),
+    sessions: (_: unknown, c: GraphQLContext) => (state(c).sessions ??= env(c).then((e) => sessions.list(e, authorization(c)))),
     jwks: (_: unknown, c: GraphQLContext) => (state(c).jwks ??= env(c).then((e) => service.jwks(e))),
     signup: ({ input }: Args<unknown>, c: GraphQLContext) =>
       oneMutation(c, async () => service.signup(await env(c), parse(op.signup.body, input), meta(c))),
@@ -49,11 +59,16 @@ export function authResolvers(service: AuthService, environments: EnvironmentCac
     login: ({ input }: Args<unknown>, c: GraphQLContext) =>
       oneMutation(c, async () => service.login(await env(c), parse(op.login.body, input), meta(c))),
     recoverPassword: ({ input }: Args<unknown>, c: GraphQLContext) =>
-      oneMutation(c, async () => service.recoverPassword(await env(c), parse(op.recoverPassword.body, input))),
+      oneMutation(c, async () => service.recoverPassword(await env(c), parse(op.recoverPassword.body, input), meta(c))),
     resetPassword: ({ input }: Args<unknown>, c: GraphQLContext) =>
       oneMutation(c, async () => service.resetPassword(await env(c), parse(op.resetPassword.body, input), meta(c))),
     refreshToken: ({ input }: Args<unknown>, c: GraphQLContext) =>
-      oneMutation(c, async () => service.refresh(await env(c), parse(op.refreshToken.body, input))),
-    logout: (_: unknown, c: GraphQLContext) => oneMutation(c, async () => service.logout(await env(c), authorization(c))),
+      oneMutation(c, async () => sessions.refresh(await env(c), parse(op.refreshToken.body, input), meta(c))),
+    resendConfirmation: ({ input }: Args<unknown>, c: GraphQLContext) =>
+      oneMutation(c, async () => service.resendConfirmation(await env(c), parse(op.resendConfirmation.body, input), meta(c))),
+    logout: ({ input }: Partial<Args<unknown>>, c: GraphQLContext) =>
+      oneMutation(c, async () => sessions.logout(await env(c), authorization(c), parse(op.logout.body, input ?? {}).scope, meta(c))),
+    endSession: ({ input }: Args<unknown>, c: GraphQLContext) =>
+      oneMutation(c, async () => sessions.end(await env(c), authorization(c), parse(op.endSession.params, input).id, meta(c))),
   };
 }

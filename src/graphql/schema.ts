@@ -7,17 +7,36 @@ export const SDL = `type Query {
   me: Me!
   "The environment's public signing keys."
   jwks: Jwks!
+  "The user's live sessions (access token in the Authorization header)."
+  sessions: SessionList!
 }
 
 type Mutation {
   signup(input: SignupInput!): SignupResult!
   confirmSignup(input: ConfirmSignupInput!): ConfirmSignupResult!
-  login(input: LoginInput!): TokenPair!
+  login(input: LoginInput!): LoginResult!
   recoverPassword(input: RecoverPasswordInput!): Message!
   resetPassword(input: ResetPasswordInput!): Message!
   refreshToken(input: RefreshTokenInput!): TokenPair!
-  "Revokes the session of the access token in the Authorization header."
-  logout: Message!
+  resendConfirmation(input: RecoverPasswordInput!): Message!
+  "Revokes the session of the access token in the Authorization header (scope local), the others, or all."
+  logout(input: LogoutInput): Message!
+  "Ends one of the user's own sessions."
+  endSession(input: EndSessionInput!): Message!
+}
+
+enum LogoutScope {
+  local
+  others
+  global
+}
+
+input LogoutInput {
+  scope: LogoutScope
+}
+
+input EndSessionInput {
+  id: ID!
 }
 
 input SignupInput {
@@ -62,12 +81,34 @@ type TokenPair {
   expiresIn: Int!
 }
 
+type LoginResult {
+  accessToken: String!
+  refreshToken: String!
+  tokenType: String!
+  expiresIn: Int!
+  deviceToken: String!
+}
+
 type ConfirmSignupResult {
   accessToken: String!
   refreshToken: String!
   tokenType: String!
   expiresIn: Int!
+  deviceToken: String!
   user: User!
+}
+
+type DeviceSession {
+  id: ID!
+  createdAt: String!
+  lastUsedAt: String!
+  ip: String
+  userAgent: String
+  current: Boolean!
+}
+
+type SessionList {
+  sessions: [DeviceSession!]!
 }
 
 type User {

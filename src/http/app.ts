@@ -45,10 +45,13 @@ export function createApp(ctx: Context, mounts: Mounts): express.Express {
     });
     next();
   });
-  app.use((_req, res, next) => {
+  app.use((req, res, next) => {
     // Tokens, user data and errors must not be kept by browsers or proxies; a route whose answer
     // may be cached (the key set) says so itself.
     res.setHeader('Cache-Control', 'no-store');
+    res.setHeader('X-Content-Type-Options', 'nosniff');
+    // Over HTTPS (directly, or through a proxy that TRUST_PROXY trusts): browsers stay on HTTPS.
+    if (req.secure) res.setHeader('Strict-Transport-Security', 'max-age=31536000');
     next();
   });
   app.use(requireJsonBody);

@@ -11,6 +11,9 @@ import { apiOpsRouter, metricsRouter } from '../ops/api-ops.js';
 import { graphqlRouter } from '../graphql/router.js';
 import { EnvironmentCache } from '../projects/environments.js';
 import { webhooksRouter } from '../http/webhooks/routes.js';
+import { environmentRouter } from '../http/environment/routes.js';
+import { authEventsRouter, usersRouter } from '../http/users/routes.js';
+import { UserAdminService } from '../auth/users/service.js';
 import { WebhookService } from '../webhooks/service.js';
 import { createApp } from '../http/app.js';
 import { closeServer, listen } from '../http/server.js';
@@ -22,14 +25,18 @@ export function createApiApp(ctx: Context, events = new CacheEvents(ctx.log), se
   events.subscribe(applyCacheEvent(ctx, environments, keys));
   const auth = new AuthService(ctx, keys);
   const webhooks = webhooksRouter(ctx, service, environments);
+  const users = new UserAdminService(ctx);
   return createApp(ctx, {
     routes: [
       ['/', apiOpsRouter(ctx)],
       ['/', docsRouter()],
       ['/', consoleRouter()],
-      ['/auth', authRouter(auth, environments)],
+      ['/auth', authRouter(auth, environments, users)],
       ['/', graphqlRouter(ctx, auth, environments)],
       [['/api/rest/_webhooks', '/gw/api/rest/_webhooks'], webhooks],
+      [['/api/rest/_environment', '/gw/api/rest/_environment'], environmentRouter(ctx, environments)],
+      [['/api/rest/_users', '/gw/api/rest/_users'], usersRouter(ctx, users, environments)],
+      [['/api/rest/_auth-events', '/gw/api/rest/_auth-events'], authEventsRouter(ctx, users, environments)],
     ],
   });
 }
@@ -78,6 +85,7 @@ export async function startApi(ctx: Context, port = ctx.config.port, host = ctx.
   const metricsPort = ctx.config.metricsPort;
   const metrics =
     metricsPort === undefined ? undefined : await listen(createApp(ctx, { routes: [['/', metricsRouter(ctx)]] }), metricsPort, host);
+  ctx.courier.start();
   return {
     url,
     server,
@@ -86,6 +94,7 @@ export async function startApi(ctx: Context, port = ctx.config.port, host = ctx.
       if (metrics) await closeServer(metrics.server);
       await closeServer(server);
       await service.replays.stop();
+      await ctx.courier.stop();
     },
   };
 }

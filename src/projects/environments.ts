@@ -3,8 +3,9 @@ import { TtlCache } from '../core/cache.js';
 import type { SecretBox } from '../core/crypto/secretbox.js';
 import { defaultSchemaName, isPlainIdentifier, quoteIdent } from '../core/db/identifiers.js';
 import { selectList } from '../core/db/columns.js';
-import { PgCode, pgCode, type PoolClient, type Queryable } from '../core/db/pool.js';
+import { PgCode, pgCode, withTransaction, type Pool, type PoolClient, type Queryable } from '../core/db/pool.js';
 import { publishCacheEvent } from '../core/cache-events.js';
+import { applyPatch, COLUMN_SETTINGS, documentPart, environmentSettings, type Settings, type SettingsPatch } from './settings.js';
 
 export type TokenFormat = 'jws' | 'jwe';
 export type SigningAlg = 'ES256' | 'RS256' | 'EdDSA';
@@ -25,7 +26,11 @@ export interface Environment {
   lockoutThreshold: number;
   lockoutSeconds: number;
   createdAt: Date;
+  /** Every setting, typed columns and the JSON document together, defaults filled in (settings.ts). */
+  settings: Settings;
 }
+
+type EnvironmentRow = Omit<Environment, 'settings'> & { document: Record<string, unknown> };
 
 export const JWE_KEY_PURPOSE = 'environment-jwe-key';
 export const DEFAULT_ENVIRONMENT = 'master';
@@ -37,67 +42,44 @@ export function isValidName(name: string): boolean {
   return TENANT_NAME.test(name);
 }
 
-const COLUMNS = selectList<Environment>({
+const COLUMNS = selectList<EnvironmentRow>({
   projectId: 'project_id',
   name: 'name',
   schemaName: 'schema_name',
-  authEnabled: 'auth_enabled',
-  tokenFormat: 'token_format',
-  signingAlg: 'signing_alg',
   jweKey: 'jwe_key',
-  accessTokenTtlSeconds: 'access_token_ttl_seconds',
-  refreshTokenTtlSeconds: 'refresh_token_ttl_seconds',
-  codeTtlSeconds: 'code_ttl_seconds',
-  codeMaxAttempts: 'code_max_attempts',
-  lockoutThreshold: 'lockout_threshold',
-  lockoutSeconds: 'lockout_seconds',
+  ...COLUMN_SETTINGS,
   createdAt: 'created_at',
+  document: 'settings',
 });
 
+function toEnvironment(row: EnvironmentRow): Environment {
+  const { document, ...env } = row;
+  const columns = Object.fromEntries(Object.keys(COLUMN_SETTINGS).map((k) => [k, env[k as keyof typeof COLUMN_SETTINGS]]));
+  return { ...env, settings: environmentSettings.parse({ ...document, ...columns }) };
+}
+
 export async function findEnvironment(db: Queryable, projectId: string, name: string): Promise<Environment | undefined> {
-  const { rows } = await db.query<Environment>(`SELECT ${COLUMNS} FROM walgate.environments WHERE project_id = $1 AND name = $2`, [
+  const { rows } = await db.query<EnvironmentRow>(`SELECT ${COLUMNS} FROM walgate.environments WHERE project_id = $1 AND name = $2`, [
     projectId,
     name,
   ]);
-  return rows[0];
+  return rows[0] && toEnvironment(rows[0]);
 }
 
 export async function listEnvironments(db: Queryable, projectId?: string): Promise<Environment[]> {
-  const { rows } = await db.query<Environment>(
+  const { rows } = await db.query<EnvironmentRow>(
     `SELECT ${COLUMNS} FROM walgate.environments WHERE $1::text IS NULL OR project_id = $1 ORDER BY project_id, name`,
     [projectId ?? null],
   );
-  return rows;
+  return rows.map(toEnvironment);
 }
 
-export interface EnvironmentSettings {
-  authEnabled?: boolean;
-  tokenFormat?: TokenFormat;
-  signingAlg?: SigningAlg;
-  accessTokenTtlSeconds?: number;
-  refreshTokenTtlSeconds?: number;
-  codeTtlSeconds?: number;
-  codeMaxAttempts?: number;
-  lockoutThreshold?: number;
-  lockoutSeconds?: number;
-}
-
-/** Each setting's column. Its default lives in one place: the column's DEFAULT in sql/. */
-const SETTING_COLUMNS = {
-  authEnabled: 'auth_enabled',
-  tokenFormat: 'token_format',
-  signingAlg: 'signing_alg',
-  accessTokenTtlSeconds: 'access_token_ttl_seconds',
-  refreshTokenTtlSeconds: 'refresh_token_ttl_seconds',
-  codeTtlSeconds: 'code_ttl_seconds',
-  codeMaxAttempts: 'code_max_attempts',
-  lockoutThreshold: 'lockout_threshold',
-  lockoutSeconds: 'lockout_seconds',
-} as const satisfies Record<keyof EnvironmentSettings, string>;
+/** The settings an environment may be created with (the rest start at their defaults). */
+export type EnvironmentSettings = Partial<Pick<Settings, keyof typeof COLUMN_SETTINGS>>;
 
 /** The settings given, as [column, value] pairs (an omitted setting keeps its default or its value). */
 function givenSettings(settings: EnvironmentSettings): [string, unknown][] {
-  return Object.entries(SETTING_COLUMNS).flatMap(([key, column]) => {
+  return Object.entries(COLUMN_SETTINGS).flatMap(([key, column]) => {
     const value = settings[key as keyof EnvironmentSettings];
     return value === undefined ? [] : [[column, value] as [string, unknown]];
   });
@@ -154,12 +136,12 @@ export async function createEnvironment(client: PoolClient, secrets: SecretBox, 
   const columns = ['project_id', 'name', 'schema_name', 'jwe_key', ...settings.map(([column]) => column)];
   const values = [input.projectId, input.name, schemaName, jweKey, ...settings.map(([, value]) => value)];
   const { rows } = await insertOrTaken(client, schemaName, () =>
-    client.query<Environment>(
+    client.query<EnvironmentRow>(
       `INSERT INTO walgate.environments (${columns.join(', ')}) VALUES (${values.map((_, i) => `$${i + 1}`).join(', ')}) RETURNING ${COLUMNS}`,
       values,
     ),
   );
-  return rows[0]!;
+  return toEnvironment(rows[0]!);
 }
 
 /** A concurrent creation that took the schema between our check and our insert is the same refusal. */
@@ -175,24 +157,33 @@ async function insertOrTaken<T>(client: PoolClient, schemaName: string, insert: 
   }
 }
 
-/** Changes settings of an existing environment; returns undefined when there is no such environment. */
+/**
+ * Applies a change to an environment's settings (validated against the whole schema after the
+ * merge) and announces it to every api process; undefined when there is no such environment.
+ */
 export async function updateEnvironment(
-  db: Queryable,
+  pool: Pool,
   projectId: string,
   name: string,
-  settings: EnvironmentSettings,
+  patch: SettingsPatch,
 ): Promise<Environment | undefined> {
-  const given = givenSettings(settings);
-  const assignments = given.map(([column], i) => `${column} = $${i + 3}`);
-  const { rows } = await db.query<Environment>(
-    `UPDATE walgate.environments SET ${[...assignments, 'updated_at = now()'].join(', ')}
-     WHERE project_id = $1 AND name = $2
-     RETURNING ${COLUMNS}`,
-    [projectId, name, ...given.map(([, value]) => value)],
-  );
-  if (!rows[0]) return undefined;
-  await publishCacheEvent(db, { kind: 'environment', projectId, name });
-  return rows[0];
+  return withTransaction(pool, async (c) => {
+    const { rows: current } = await c.query<EnvironmentRow>(
+      `SELECT ${COLUMNS} FROM walgate.environments WHERE project_id = $1 AND name = $2 FOR UPDATE`,
+      [projectId, name],
+    );
+    if (!current[0]) return undefined;
+    const next = applyPatch(toEnvironment(current[0]).settings, patch);
+    const columns = Object.entries(COLUMN_SETTINGS);
+    const { rows } = await c.query<EnvironmentRow>(
+      `UPDATE walgate.environments SET ${columns.map(([, column], i) => `${column} = $${i + 4}`).join(', ')}, settings = $3, updated_at = now()
+        WHERE project_id = $1 AND name = $2
+        RETURNING ${COLUMNS}`,
+      [projectId, name, documentPart(next), ...columns.map(([key]) => next[key as keyof typeof COLUMN_SETTINGS])],
+    );
+    await publishCacheEvent(c, { kind: 'environment', projectId, name });
+    return toEnvironment(rows[0]!);
+  });
 }
 
 /**
@@ -202,12 +193,24 @@ export async function updateEnvironment(
  */
 export class EnvironmentCache {
   readonly #cache: TtlCache<string, Environment | undefined>;
+  readonly #origins: TtlCache<'', Set<string>>;
 
   constructor(
     private readonly db: Queryable,
     ttlMs: number,
   ) {
     this.#cache = new TtlCache(ttlMs);
+    this.#origins = new TtlCache(ttlMs);
+  }
+
+  /** Every browser origin some environment allows (CORS preflights name no project). */
+  originsInUse(): Promise<Set<string>> {
+    return this.#origins.get('', async () => {
+      const { rows } = await this.db.query<{ origin: string }>(
+        `SELECT DISTINCT jsonb_array_elements_text(settings->'corsOrigins') AS origin FROM walgate.environments WHERE jsonb_typeof(settings->'corsOrigins') = 'array'`,
+      );
+      return new Set(rows.map((r) => r.origin));
+    });
   }
 
   get(projectId: string, name: string): Promise<Environment | undefined> {
@@ -216,9 +219,11 @@ export class EnvironmentCache {
 
   forget(projectId: string, name: string): void {
     this.#cache.delete(`${projectId}\0${name}`);
+    this.#origins.clear();
   }
 
   clear(): void {
     this.#cache.clear();
+    this.#origins.clear();
   }
 }

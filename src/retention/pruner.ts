@@ -5,8 +5,10 @@ import {
   EVENTS_START,
   oldestHistory,
   expirePausedBacklog,
+  pruneAuthEvents,
   pruneDeliveries,
   pruneDeliveryMinutes,
+  pruneMail,
   pruneEvents,
   pruneRateLimits,
   pruneRevokedSessions,
@@ -164,6 +166,11 @@ export class Pruner {
     await this.#batches(async () => this.#counted('verification_codes', add, await pruneVerificationCodes(pool, now, this.#batch)));
     await this.#batches(async () => this.#counted('revoked_sessions', add, await pruneRevokedSessions(pool, now, this.#batch)));
     await this.#batches(async () => this.#counted('rate_limits', add, await pruneRateLimits(pool, now, this.#batch)));
+    const { authEventsRetentionMs, mail } = this.#ctx.config;
+    const eventsBefore = new Date(now.getTime() - authEventsRetentionMs);
+    await this.#batches(async () => this.#counted('auth_events', add, await pruneAuthEvents(pool, eventsBefore, this.#batch)));
+    const mailBefore = new Date(now.getTime() - mail.retentionMs);
+    await this.#batches(async () => this.#counted('mail_outbox', add, await pruneMail(pool, mailBefore, this.#batch)));
   }
 
   #counted(table: string, add: (table: string, n: number) => void, n: number): number {

@@ -184,11 +184,31 @@ export async function expirePausedBacklog(db: Queryable, before: Date, limit: nu
   return rowCount ?? 0;
 }
 
+/** Audit rows written before `before` (AUTH_EVENTS_RETENTION_MS). */
+export async function pruneAuthEvents(db: Queryable, before: Date, limit: number): Promise<number> {
+  const { rowCount } = await db.query(
+    `DELETE FROM walgate.auth_events WHERE id = ANY (ARRAY(
+       SELECT id FROM walgate.auth_events WHERE created_at < $1 ORDER BY created_at LIMIT $2 FOR UPDATE SKIP LOCKED))`,
+    [before, limit],
+  );
+  return rowCount ?? 0;
+}
+
 /** Per-minute delivery counts (the health rollup) of minutes before `before`. */
 export async function pruneDeliveryMinutes(db: Queryable, before: Date, limit: number): Promise<number> {
   const { rowCount } = await db.query(
     `DELETE FROM walgate.delivery_minutes WHERE ctid = ANY (ARRAY(
        SELECT ctid FROM walgate.delivery_minutes WHERE minute < $1 ORDER BY minute LIMIT $2 FOR UPDATE SKIP LOCKED))`,
+    [before, limit],
+  );
+  return rowCount ?? 0;
+}
+
+/** Sent and dead mails written before `before` (MAIL_RETENTION_MS); queued ones stay until they end. */
+export async function pruneMail(db: Queryable, before: Date, limit: number): Promise<number> {
+  const { rowCount } = await db.query(
+    `DELETE FROM walgate.mail_outbox WHERE id = ANY (ARRAY(
+       SELECT id FROM walgate.mail_outbox WHERE state <> 'queued' AND created_at < $1 ORDER BY created_at LIMIT $2 FOR UPDATE SKIP LOCKED))`,
     [before, limit],
   );
   return rowCount ?? 0;

@@ -25,11 +25,12 @@ export async function lockPublication(db: Queryable): Promise<void> {
   await db.query(`SELECT pg_advisory_xact_lock(hashtext('walgate-publication'))`);
 }
 
-/** The publication exists (created by migration 002; recreated here if someone dropped it). */
+/** The publication exists (created by migrations 002 and 027; recreated here if someone dropped it). */
 export async function ensurePublication(db: Queryable): Promise<void> {
   const { rowCount } = await db.query('SELECT 1 FROM pg_publication WHERE pubname = $1', [PUBLICATION]);
   if (!rowCount) {
-    await db.query(`CREATE PUBLICATION ${PUBLICATION} FOR TABLE walgate.webhooks`).catch((err: unknown) => {
+    // The audit trail is always published (subscriptions on `_auth_events`, tailer/auth-events.ts).
+    await db.query(`CREATE PUBLICATION ${PUBLICATION} FOR TABLE walgate.webhooks, walgate.auth_events`).catch((err: unknown) => {
       if (pgCode(err) !== PgCode.duplicateObject) throw err;
     });
   }

@@ -17,6 +17,7 @@ import {
 } from './subscriptions.js';
 import type { TypeRegistry } from './types.js';
 import { advancePosition } from './position.js';
+import { asAuthEvent, authEventSubscriptions, isAuthEventsRelation } from './auth-events.js';
 
 export interface SessionOptions {
   /** The connection that holds the leadership: the session's own writes go through it (fencing). */
@@ -202,7 +203,8 @@ export class ReplicationSession {
       this.#subscriptionChange(tx, rel, op, newTuple ?? oldTuple!);
       return;
     }
-    const subs = this.#view.forTable(rel.schema, rel.name);
+    const authEvent = isAuthEventsRelation(rel);
+    const subs = authEvent ? authEventSubscriptions(this.#view, rel, newTuple ?? oldTuple!) : this.#view.forTable(rel.schema, rel.name);
     if (subs.length === 0) return;
     this.stats.changes++;
     const { change, missing } = decodeChange({
@@ -214,6 +216,7 @@ export class ReplicationSession {
       oldTuple,
       oldIsKeyOnly: keyOnly,
     });
+    if (authEvent) asAuthEvent(change, subs);
     if (missing.length > 0) {
       this.#o.log.warn(
         { table: `${rel.schema}.${rel.name}`, columns: missing, event: change.eventId },

@@ -27,6 +27,9 @@ export interface SubscriptionSpec {
 export class SubscriptionView {
   readonly #byId = new Map<string, SubscriptionSpec>();
   readonly #byTable = new Map<string, SubscriptionSpec[]>();
+  /** By project, environment and table: for tables that are not in the environment's schema (auth-events.ts). */
+  readonly #byEnvironmentTable = new Map<string, SubscriptionSpec[]>();
+  readonly #tableNames = new Set<string>();
 
   constructor(specs: SubscriptionSpec[] = []) {
     for (const s of specs) this.#byId.set(s.id, s);
@@ -41,6 +44,15 @@ export class SubscriptionView {
     return this.#byTable.get(`${schema}\0${table}`) ?? [];
   }
 
+  forEnvironmentTable(projectId: string, environment: string, table: string): readonly SubscriptionSpec[] {
+    return this.#byEnvironmentTable.get(`${projectId}\0${environment}\0${table}`) ?? [];
+  }
+
+  /** Whether any subscription names a table of this name, in any schema. */
+  watchesTableByName(table: string): boolean {
+    return this.#tableNames.has(table);
+  }
+
   upsert(spec: SubscriptionSpec): void {
     this.#byId.set(spec.id, spec);
     this.#reindex();
@@ -53,11 +65,17 @@ export class SubscriptionView {
   // Subscriptions change rarely; rebuilding the index keeps the hot path a single map lookup.
   #reindex(): void {
     this.#byTable.clear();
-    for (const s of this.#byId.values()) {
-      const key = `${s.schema}\0${s.table}`;
-      const list = this.#byTable.get(key);
+    this.#byEnvironmentTable.clear();
+    this.#tableNames.clear();
+    const add = (index: Map<string, SubscriptionSpec[]>, key: string, s: SubscriptionSpec) => {
+      const list = index.get(key);
       if (list) list.push(s);
-      else this.#byTable.set(key, [s]);
+      else index.set(key, [s]);
+    };
+    for (const s of this.#byId.values()) {
+      add(this.#byTable, `${s.schema}\0${s.table}`, s);
+      add(this.#byEnvironmentTable, `${s.projectId}\0${s.environment}\0${s.table}`, s);
+      this.#tableNames.add(s.table);
     }
   }
 }

@@ -1,9 +1,11 @@
 import type { Queryable } from '../core/db/pool.js';
+import { capturedRelation } from '../tailer/capture/index.js';
 import type { Violation } from '../core/errors.js';
 import { checkHost, systemLookup, type HostLookup } from '../core/net/address-policy.js';
 
 /** The columns of a table in the schema, or undefined when there is no such table. */
-export async function tableColumns(db: Queryable, schema: string, table: string): Promise<string[] | undefined> {
+export async function tableColumns(db: Queryable, envSchema: string, envTable: string): Promise<string[] | undefined> {
+  const { schema, table } = capturedRelation(envSchema, envTable);
   const { rows } = await db.query<{ relkind: string; attname: string | null }>(
     `SELECT c.relkind, a.attname
        FROM pg_catalog.pg_class c
@@ -21,7 +23,8 @@ export async function tableColumns(db: Queryable, schema: string, table: string)
  * The primary-key columns of a table, in key order; empty when it has none. Row ordering needs
  * them: a row's changes are ordered by its key (src/tailer/order-keys.ts).
  */
-export async function primaryKeyColumns(db: Queryable, schema: string, table: string): Promise<string[]> {
+export async function primaryKeyColumns(db: Queryable, envSchema: string, envTable: string): Promise<string[]> {
+  const { schema, table } = capturedRelation(envSchema, envTable);
   const { rows } = await db.query<{ attname: string }>(
     `SELECT a.attname
        FROM pg_catalog.pg_class c

@@ -92,7 +92,7 @@ describe('auth: the flows of the seed, through HTTP', () => {
       const a = await signUpAndConfirm(t, http);
       const res = await http.post('/auth/login', { email: a.email, password: PASSWORD });
       expect(res.status).to.equal(200);
-      expect(res.body).to.have.all.keys('accessToken', 'refreshToken', 'tokenType', 'expiresIn');
+      expect(res.body).to.have.all.keys('accessToken', 'refreshToken', 'tokenType', 'expiresIn', 'deviceToken');
       expect(res.body.tokenType).to.equal('Bearer');
       expect(res.body.expiresIn).to.equal(900);
       const me = await http.get('/auth/me', bearer(res.body.accessToken));
@@ -204,7 +204,7 @@ describe('auth: the flows of the seed, through HTTP', () => {
   });
 
   describe('refresh-token and logout', () => {
-    it('exchanges a refresh token once for a new pair; using it again revokes the session', async () => {
+    it('exchanges a refresh token for a new pair; using it again after the grace revokes the session', async () => {
       const a = await signUpAndConfirm(t, http);
       const first = await http.post('/auth/refresh-token', { refreshToken: a.refreshToken });
       expect(first.status).to.equal(200);
@@ -212,6 +212,7 @@ describe('auth: the flows of the seed, through HTTP', () => {
       expect(first.body.refreshToken).not.to.equal(a.refreshToken);
       expect((await http.get('/auth/me', bearer(first.body.accessToken))).status).to.equal(200);
 
+      t.clock.advanceSeconds(t.config.refreshReuseGraceSeconds + 1);
       const reuse = await http.post('/auth/refresh-token', { refreshToken: a.refreshToken });
       expect(reuse.status).to.equal(401);
       expect(reuse.body.error).to.equal('AUTH_TOKEN_INVALID');

@@ -1,11 +1,12 @@
 import { createServer, type Server, type Socket } from 'node:net';
 import type { AddressInfo } from 'node:net';
 import { expect } from 'chai';
+import { countQueuedMail } from '../../src/core/mail/outbox.js';
 import type { TestApi } from '../support/api.js';
 import type { HttpClient } from '../support/http.js';
 import { bearer, PASSWORD, startAuthApi, uniqueEmail } from './support.js';
 
-// Issue 12 item 9: e-mail leaves after the commit, through a bounded queue. A mail server that
+// Issue 12 item 9: e-mail leaves after the commit, through the courier. A mail server that
 // accepts connections and then says nothing for 30 s must not hold requests or pooled connections.
 
 /** An SMTP server that accepts each connection and never sends its greeting. */
@@ -30,7 +31,7 @@ async function stallingSmtp(): Promise<{ url: string; connections: () => number;
   };
 }
 
-describe('auth: e-mail through a bounded queue, after the commit', function () {
+describe('auth: e-mail through the courier, after the commit', function () {
   this.timeout(60_000);
   let t: TestApi;
   let http: HttpClient;
@@ -67,7 +68,7 @@ describe('auth: e-mail through a bounded queue, after the commit', function () {
     expect(rows[0].n).to.equal(6);
     await new Promise((r) => setTimeout(r, 300));
     expect(stall.connections(), 'the mail server is being waited for').to.be.greaterThan(0);
-    expect(t.ctx.mailQueue.size, 'mails queued or in flight').to.be.greaterThan(0);
+    expect(await countQueuedMail(t.ctx.pool), 'mails queued or in flight').to.be.greaterThan(0);
 
     for (let i = 0; i < 3; i++) {
       const answers = await Promise.all([

@@ -33,6 +33,7 @@ export interface Account {
   userId: string;
   accessToken: string;
   refreshToken: string;
+  deviceToken: string;
 }
 
 /** Signs up, reads the code from the real SMTP server, confirms: a verified, logged-in account. */
@@ -43,7 +44,14 @@ export async function signUpAndConfirm(t: TestApi, http: HttpClient, email = uni
   const mail = await t.smtp.waitFor(email, { after: before });
   const confirm = await http.post('/auth/confirm-signup', { email, code: codeIn(mail) });
   expect(confirm.status, JSON.stringify(confirm.body)).to.equal(200);
-  return { email, password, userId: signup.body.userId, accessToken: confirm.body.accessToken, refreshToken: confirm.body.refreshToken };
+  return {
+    email,
+    password,
+    userId: signup.body.userId,
+    accessToken: confirm.body.accessToken,
+    refreshToken: confirm.body.refreshToken,
+    deviceToken: confirm.body.deviceToken,
+  };
 }
 
 export const bearer = (token: string) => ({ headers: { authorization: `Bearer ${token}` } });

@@ -62,7 +62,16 @@ describe('OpenAPI document: the api answers as documented', function () {
 
     const refreshed = await user.call('refreshToken', { body: { refreshToken: login.body.refreshToken } });
     expect(refreshed.status).to.equal(200);
+    // The user's sessions: listed, one ended; a new signup code on request.
+    const listed = await user.call('sessions', bearer(refreshed.body.accessToken));
+    expect(listed.status).to.equal(200);
+    const other = await user.call('login', { body: { email, password: PASSWORD } });
+    const otherId = (await user.call('sessions', bearer(other.body.accessToken))).body.sessions.find((s: { current: boolean }) => s.current).id;
+    expect((await user.call('endSession', { params: { id: otherId }, ...bearer(refreshed.body.accessToken) })).status).to.equal(200);
+    expect((await user.call('resendConfirmation', { body: { email } })).status).to.equal(200);
+    t.clock.advanceSeconds(t.config.refreshReuseGraceSeconds + 1);
     expect((await user.call('refreshToken', { body: { refreshToken: login.body.refreshToken } })).body.error).to.equal('AUTH_TOKEN_INVALID');
+
 
     const again = await user.call('login', { body: { email, password: PASSWORD } });
     expect((await user.call('logout', bearer(again.body.accessToken))).status).to.equal(200);
@@ -101,6 +110,8 @@ describe('OpenAPI document: the api answers as documented', function () {
 
   it('webhook subscriptions: create, list, get, update, replay, delete', async () => {
     const body = { projectId: 'shop', environment: 'master', table: 'orders', events: ['INSERT'], url: HOOK_URL, secret: SECRET, filter: { status: 'paid' } };
+    expect((await manager.call('getEnvironment')).body.lockoutThreshold).to.equal(5);
+    expect((await manager.call('updateEnvironment', { body: { corsOrigins: ['https://shop.example'] } })).body.corsOrigins).to.deep.equal(['https://shop.example']);
     const created = await manager.call('createWebhook', { body });
     expect(created.status).to.equal(201);
     const id = created.body.webhook.id as string;
@@ -156,20 +167,44 @@ describe('OpenAPI document: the api answers as documented', function () {
     }
   });
 
+  it('users: search, create, get, update, log out, events, delete; userMetadata', async () => {
+    const email = uniqueEmail('admin');
+    const created = await manager.call('createUser', { body: { email, password: PASSWORD, emailVerified: true, appMetadata: { plan: 'pro' } } });
+    expect(created.status).to.equal(201);
+    const id = created.body.user.id as string;
+    expect((await manager.call('createUser', { body: { email, password: PASSWORD } })).body.error).to.equal('AUTH_EMAIL_EXISTS');
+    expect((await manager.call('listUsers', { query: { query: email, status: 'active' } })).body.users).to.have.length(1);
+    expect((await manager.call('listUsers', { query: { status: 'gone' } })).body.error).to.equal('VALIDATION_ERROR');
+    const login = await user.call('login', { body: { email, password: PASSWORD } });
+    expect((await user.call('updateMe', { ...bearer(login.body.accessToken), body: { userMetadata: { theme: 'dark' } } })).status).to.equal(200);
+    expect((await manager.call('getUser', { params: { id } })).body.sessions).to.have.length(1);
+    expect((await manager.call('updateUser', { params: { id }, body: { disabled: true } })).body.user.status).to.equal('disabled');
+    expect((await user.call('login', { body: { email, password: PASSWORD } })).body.error).to.equal('AUTH_USER_DISABLED');
+    expect((await manager.call('logoutUser', { params: { id } })).body).to.deep.equal({ sessionsEnded: 0 });
+    expect((await manager.call('listUserEvents', { params: { id } })).body.events.length).to.be.greaterThan(2);
+    expect((await manager.call('listAuthEvents', { query: { type: 'user.created' } })).body.events).to.have.length(1);
+    expect((await manager.call('deleteUser', { params: { id } })).status).to.equal(204);
+    for (const op of ['getUser', 'updateUser', 'deleteUser', 'logoutUser']) {
+      const res = await manager.call(op, { params: { id }, ...(op === 'updateUser' ? { body: { disabled: false } } : {}) });
+      expect(res.body.error, op).to.equal('USER_NOT_FOUND');
+    }
+  });
+
   describe('the failures every operation of a kind shares', () => {
     const params = { id: 'wh_nonexistent', deliveryId: 'del_nonexistent', replayId: 'rpl_nonexistent' };
     const bodyless = (id: string) => !documentedOperations(doc).find((o) => o.id === id)!.operation.requestBody;
     const all = () => documentedOperations(doc).map((o) => o.id);
     const auth = () => documentedOperations(doc).filter((o) => o.path.startsWith('/auth/')).map((o) => o.id);
-    const management = () => documentedOperations(doc).filter((o) => o.path.startsWith('/api/rest/_webhooks')).map((o) => o.id);
+    const management = () => documentedOperations(doc).filter((o) => /^\/api\/rest\/_(webhooks|users|auth-events)/.test(o.path)).map((o) => o.id);
     const isManagement = (id: string) => management().includes(id);
 
     it('auth: no project header → 400, an unknown project → 404', async () => {
+      const sessionParams = { id: '00000000-0000-4000-8000-000000000000' };
       for (const id of auth()) {
         const anonymous = new ContractClient(doc, new HttpClient(t.url));
-        expect((await anonymous.call(id, { body: bodyless(id) ? undefined : {} })).body.error, id).to.equal('VALIDATION_ERROR');
+        expect((await anonymous.call(id, { params: sessionParams, body: bodyless(id) ? undefined : {} })).body.error, id).to.equal('VALIDATION_ERROR');
         const unknown = new ContractClient(doc, new HttpClient(t.url, { 'x-project-id': 'nobody' }));
-        expect((await unknown.call(id, { body: bodyless(id) ? undefined : {} })).body.error, id).to.equal('AUTH_NOT_CONFIGURED');
+        expect((await unknown.call(id, { params: sessionParams, body: bodyless(id) ? undefined : {} })).body.error, id).to.equal('AUTH_NOT_CONFIGURED');
         mergeSeen(anonymous, unknown);
       }
     });

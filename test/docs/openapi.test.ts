@@ -8,6 +8,9 @@ import { ERRORS } from '../../src/core/errors.js';
 import { projectHeaders } from '../../src/http/scope.js';
 import { managementHeaders } from '../../src/http/webhooks/access.js';
 import * as webhookRequests from '../../src/webhooks/schemas.js';
+import { settingsPatch } from '../../src/projects/settings.js';
+import * as userRequests from '../../src/http/users/schemas.js';
+import { userMetadataBody } from '../../src/auth/users/metadata.js';
 import { startTestApi, type TestApi } from '../support/api.js';
 import { documentedOperations, type DocumentedOperation } from '../support/openapi.js';
 import { registeredRoutes, type RegisteredRoute } from '../support/routes.js';
@@ -71,6 +74,11 @@ describe('OpenAPI document: /openapi.json', function () {
       'POST /auth/logout',
       'GET /auth/me',
       'GET /auth/.well-known/jwks.json',
+      'POST /auth/resend-confirmation',
+      'GET /auth/sessions',
+      'DELETE /auth/sessions/{id}',
+      'GET /api/rest/_environment',
+      'PATCH /api/rest/_environment',
       'POST /api/rest/_webhooks',
       'GET /api/rest/_webhooks',
       'GET /api/rest/_webhooks/{id}',
@@ -87,6 +95,15 @@ describe('OpenAPI document: /openapi.json', function () {
       'GET /api/rest/_webhooks/_deliveries',
       'GET /api/rest/_webhooks/{id}/health',
       'POST /api/rest/_webhooks/{id}/test',
+      'PATCH /auth/me',
+      'GET /api/rest/_users',
+      'POST /api/rest/_users',
+      'GET /api/rest/_users/{id}',
+      'PATCH /api/rest/_users/{id}',
+      'DELETE /api/rest/_users/{id}',
+      'POST /api/rest/_users/{id}/logout',
+      'GET /api/rest/_users/{id}/events',
+      'GET /api/rest/_auth-events',
     ]);
   });
 
@@ -123,7 +140,15 @@ describe('OpenAPI document: /openapi.json', function () {
   });
 
   it('request bodies, queries, paths and headers are the JSON Schema of the zod schemas the routes parse with', () => {
-    const exported = [...Object.values(authRequests), ...Object.values(webhookRequests), projectHeaders, managementHeaders];
+    const exported = [
+      ...Object.values(authRequests),
+      ...Object.values(webhookRequests),
+      ...Object.values(userRequests),
+      userMetadataBody,
+      settingsPatch,
+      projectHeaders,
+      managementHeaders,
+    ];
     const json = (schema: z.ZodType) => {
       const { $schema: _, ...rest } = z.toJSONSchema(schema, { io: 'input' }) as Record<string, unknown>;
       return rest;
@@ -206,11 +231,12 @@ describe('OpenAPI document: /openapi.json', function () {
       if (o.operation.requestBody) expect(has, `${o.id}: a JSON body`).to.include.members(['VALIDATION_ERROR', 'PAYLOAD_TOO_LARGE', 'UNSUPPORTED_MEDIA_TYPE']);
       if (o.path.startsWith('/auth/')) expect(has, `${o.id}: the project headers`).to.include.members(['VALIDATION_ERROR', 'AUTH_NOT_CONFIGURED']);
       if (o.operation.security?.[0]?.accessToken) expect(has, `${o.id}: an access token`).to.include.members(['AUTH_TOKEN_INVALID', 'AUTH_TOKEN_EXPIRED']);
-      if (o.path.startsWith('/api/rest/_webhooks')) {
+      if (/^\/api\/rest\/_(webhooks|users|auth-events)/.test(o.path)) {
         expect(o.operation.security, o.id).to.deep.equal([{ managementToken: [] }]);
         expect(has, `${o.id}: the management scope`).to.include.members(['AUTH_TOKEN_INVALID', 'VALIDATION_ERROR', 'FORBIDDEN', 'RATE_LIMIT_EXCEEDED']);
       }
-      if (o.path.includes('{id}')) expect(has, o.id).to.include('WEBHOOK_NOT_FOUND');
+      if (o.path.includes('{id}')) expect(has, o.id).to.include(o.path.startsWith('/api/rest/_users') ? 'USER_NOT_FOUND' : 'WEBHOOK_NOT_FOUND');
+      if (o.path.startsWith('/api/rest/_environment')) expect(has, `${o.id}: the management scope`).to.include.members(['AUTH_TOKEN_INVALID', 'FORBIDDEN']);
     }
   });
 });

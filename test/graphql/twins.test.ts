@@ -156,13 +156,14 @@ const CASES: Array<[string, (w: World) => Promise<void>]> = [
     },
   ],
   [
-    'a refresh token is exchanged once; presenting it again revokes the session',
+    'a refresh token is exchanged; presenting it again after the grace revokes the session',
     async (w) => {
       const a = await account(w);
       const first = await w.via.refreshToken(w.http, { refreshToken: a.refreshToken });
       expect(first.code).to.equal(null);
       expect(first.body.refreshToken).to.not.equal(a.refreshToken);
       expect((await w.via.me(w.http, first.body.accessToken)).code).to.equal(null);
+      w.t.clock.advanceSeconds(w.t.config.refreshReuseGraceSeconds + 1);
       expect((await w.via.refreshToken(w.http, { refreshToken: a.refreshToken })).code).to.equal('AUTH_TOKEN_INVALID');
       expect((await w.via.me(w.http, first.body.accessToken)).code).to.equal('AUTH_TOKEN_INVALID');
       expect((await w.via.refreshToken(w.http, { refreshToken: first.body.refreshToken })).code).to.equal('AUTH_TOKEN_INVALID');

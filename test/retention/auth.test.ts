@@ -1,3 +1,4 @@
+import { updateEnvironment } from '../../src/projects/environments.js';
 import { expect } from 'chai';
 import { hashToken } from '../../src/core/crypto/tokens.js';
 import { Pruner } from '../../src/retention/pruner.js';
@@ -19,6 +20,8 @@ describe('retention: expired sessions, refresh tokens, codes, revocation entries
   before(async () => {
     t = await startAuthApi();
     ({ http } = await t.provision({ projectId: 'shop', name: 'master' }));
+    // Sessions here live by their idle lifetime alone (the absolute one is tested with sessions).
+    await updateEnvironment(t.ctx.pool, 'shop', 'master', { sessionLifetimeSeconds: 365 * 86_400 });
     pruner = new Pruner(t.ctx, { scopes: ['auth'] });
   });
   after(() => t?.close());

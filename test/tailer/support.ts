@@ -124,3 +124,11 @@ export async function spawnTailerDaemon(t: TestApi, extra: Record<string, string
   child.stderr!.on('data', (d: Buffer) => process.stderr.write(d));
   return child;
 }
+
+/** SIGKILLs a daemon (no clean-up of any kind, as a crash) and waits until it is gone. */
+export async function killDaemon(child: ChildProcess | undefined): Promise<void> {
+  if (!child || child.exitCode !== null || child.signalCode !== null) return;
+  const exited = new Promise((resolve) => child.once('exit', resolve));
+  child.kill('SIGKILL');
+  await exited;
+}

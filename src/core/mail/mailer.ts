@@ -1,4 +1,4 @@
-import { mkdir, writeFile } from 'node:fs/promises';
+import { mkdirSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import nodemailer from 'nodemailer';
 import type { Logger } from '../log.js';
@@ -46,10 +46,12 @@ export function devMailbox(dataDir: string, from: string, log: Logger, productio
     destination: `dev mailbox ${dir}`,
     async send(mail) {
       const info = await transport.sendMail({ from, ...mail });
-      await mkdir(dir, { recursive: true });
+      // Written synchronously (a few KB to the page cache): fs/promises would queue the write on
+      // libuv's thread pool behind password hashes, and mail would wait for every signup's hash.
+      mkdirSync(dir, { recursive: true });
       const safeTo = mail.to.replace(/[^\w.@-]/g, '_');
       const file = path.join(dir, `${Date.now()}-${++sequence}-${safeTo}.eml`);
-      await writeFile(file, info.message as Buffer, { mode: 0o600 });
+      writeFileSync(file, info.message as Buffer, { mode: 0o600 });
       // The subject carries the code: fine on a developer's machine, never in production logs.
       log.info({ mail: { to: mail.to, file, ...(production ? {} : { subjectLine: mail.subject }) } }, 'e-mail written to dev mailbox');
     },

@@ -21,6 +21,9 @@ export interface RateLimitSettings {
   resetPasswordPerIp: RateLimitPolicy;
   resetPasswordPerEmail: RateLimitPolicy;
   management: RateLimitPolicy;
+  /** recover-password and resend-confirmation per client address, besides per e-mail. */
+  recoverPasswordPerIp: RateLimitPolicy;
+  refreshTokenPerIp: RateLimitPolicy;
 }
 
 export const DEFAULT_RATE_LIMITS: RateLimitSettings = {
@@ -32,6 +35,8 @@ export const DEFAULT_RATE_LIMITS: RateLimitSettings = {
   resetPasswordPerIp: { name: 'reset-password-ip', points: 20, durationSeconds: 60 },
   resetPasswordPerEmail: { name: 'reset-password-email', points: 10, durationSeconds: 60 },
   management: { name: 'management', points: 600, durationSeconds: 60 },
+  recoverPasswordPerIp: { name: 'recover-password-ip', points: 20, durationSeconds: 60 },
+  refreshTokenPerIp: { name: 'refresh-token-ip', points: 300, durationSeconds: 60 },
 };
 
 export type RateLimitDecision = { allowed: true } | { allowed: false; retryAfterSeconds: number };

@@ -4,6 +4,7 @@ import { ANY_REQUEST_ERRORS, JSON_BODY_ERRORS, type Operation, type OperationGro
 import { projectHeaders } from '../scope.js';
 import * as res from './responses.js';
 import * as body from '../../auth/schemas.js';
+import { userMetadataBody } from '../../auth/users/metadata.js';
 
 // The authentication API under /auth, declared once for the router (routes.ts) and the reference.
 
@@ -14,6 +15,10 @@ const AUTH_SCOPE = ['VALIDATION_ERROR', 'AUTH_NOT_CONFIGURED'] as const satisfie
 const ACCESS_TOKEN = ['AUTH_TOKEN_INVALID', 'AUTH_TOKEN_EXPIRED'] as const satisfies readonly ErrorCode[];
 
 const common = [...AUTH_SCOPE, ...ANY_REQUEST_ERRORS] as const;
+
+const loginHeaders = projectHeaders.extend({
+  'x-device-token': z.string().max(200).optional().meta({ description: 'The `deviceToken` of an earlier login or confirmation.' }),
+});
 const withBody = [...common, ...JSON_BODY_ERRORS] as const;
 
 const operations = {
@@ -37,25 +42,32 @@ const operations = {
     headers: projectHeaders,
     body: body.confirmSignupBody,
     success: { status: 200, description: 'Verified; a token pair and the user.', schema: res.confirmSignupResponse },
-    errors: [...withBody, 'AUTH_INVALID_CODE', 'RATE_LIMIT_EXCEEDED'],
+    errors: [...withBody, 'AUTH_INVALID_CODE', 'RATE_LIMIT_EXCEEDED', 'AUTH_USER_DISABLED'],
   },
   login: {
     method: 'post',
     path: '/login',
     summary: 'Log in',
     description:
-      'Five failures from one client lock that client out of the account for 15 minutes (423 with `lockedUntil`); fifty from all clients together lock it for everyone. An unknown address is answered, counted and locked exactly like a wrong password. Limited to 20 a minute per client IP.',
-    headers: projectHeaders,
+      'Five failures from one client lock that client out of the account for 15 minutes (423 with `lockedUntil`); fifty from all clients together lock it for every client without a device token. A client that sends the `deviceToken` of an earlier login as `X-Device-Token` is judged by its own failures only. An unknown address is answered, counted and locked exactly like a wrong password. Limited to 20 a minute per client IP. Every number here is a setting of the environment.',
+    headers: loginHeaders,
     body: body.loginBody,
-    success: { status: 200, description: 'A token pair.', schema: res.tokenPair },
-    errors: [...withBody, 'AUTH_INVALID_CREDENTIALS', 'AUTH_EMAIL_NOT_VERIFIED', 'AUTH_ACCOUNT_LOCKED', 'RATE_LIMIT_EXCEEDED'],
+    success: { status: 200, description: 'A token pair and a device token.', schema: res.loginResponse },
+    errors: [
+      ...withBody,
+      'AUTH_INVALID_CREDENTIALS',
+      'AUTH_EMAIL_NOT_VERIFIED',
+      'AUTH_ACCOUNT_LOCKED',
+      'RATE_LIMIT_EXCEEDED',
+      'AUTH_USER_DISABLED',
+    ],
   },
   recoverPassword: {
     method: 'post',
     path: '/recover-password',
     summary: 'Ask for a password reset code',
     description:
-      'The same answer whether or not the address is registered; a code is e-mailed if it is. Limited to 5 a minute per address.',
+      'The same answer whether or not the address is registered; a code is e-mailed if it is. Limited to 5 a minute per address and 20 per client IP.',
     headers: projectHeaders,
     body: body.recoverPasswordBody,
     success: { status: 200, description: 'Always.', schema: res.messageResponse },
@@ -76,21 +88,57 @@ const operations = {
     method: 'post',
     path: '/refresh-token',
     summary: 'Exchange a refresh token',
-    description: 'Single use: presenting a used refresh token again revokes its whole session, access tokens included.',
+    description:
+      'Single use, with a grace: presented again within 10 seconds of its first use (concurrent tabs, a retried request) it gives another working pair of the same session; after that, reuse revokes the whole session, access tokens included. Limited to 300 a minute per client IP.',
     headers: projectHeaders,
     body: body.refreshTokenBody,
     success: { status: 200, description: 'A new token pair.', schema: res.tokenPair },
-    errors: [...withBody, 'AUTH_TOKEN_INVALID'],
+    errors: [...withBody, 'AUTH_TOKEN_INVALID', 'RATE_LIMIT_EXCEEDED'],
+  },
+  resendConfirmation: {
+    method: 'post',
+    path: '/resend-confirmation',
+    summary: 'Ask for a new sign-up code',
+    description:
+      'The same answer for any address; a new code (with fresh attempts) is e-mailed if the address awaits confirmation. Limited like recover-password.',
+    headers: projectHeaders,
+    body: body.recoverPasswordBody,
+    success: { status: 200, description: 'Always.', schema: res.messageResponse },
+    errors: [...withBody, 'RATE_LIMIT_EXCEEDED'],
+  },
+  sessions: {
+    method: 'get',
+    path: '/sessions',
+    summary: "The user's live sessions",
+    description: 'One per login still alive, on any device; `current` marks the one asking.',
+    security: 'accessToken',
+    headers: projectHeaders,
+    success: { status: 200, description: 'The sessions, most recently used first.', schema: res.sessionsResponse },
+    errors: [...common, ...ACCESS_TOKEN],
+  },
+  endSession: {
+    method: 'delete',
+    path: '/sessions/:id',
+    summary: 'End one of your sessions',
+    description: 'Its refresh token and access tokens are refused from the next request on.',
+    security: 'accessToken',
+    headers: projectHeaders,
+    params: body.sessionParams,
+    success: { status: 200, description: 'Ended.', schema: res.messageResponse },
+    errors: [...common, ...ACCESS_TOKEN, 'SESSION_NOT_FOUND'],
   },
   logout: {
     method: 'post',
     path: '/logout',
     summary: 'Log out',
-    description: 'Revokes the session of the access token: it and its refresh token are refused from the next request on. No body.',
+    description:
+      'Revokes the session of the access token (`scope` `local`, the default), every other session of the user (`others`), or all of them (`global`): their refresh and access tokens are refused from the next request on. The body is optional.',
     security: 'accessToken',
     headers: projectHeaders,
+    body: body.logoutBody,
+    bodyRequired: false,
     success: { status: 200, description: 'Logged out.', schema: res.messageResponse },
-    errors: [...common, ...ACCESS_TOKEN],
+    errors: [...withBody, ...ACCESS_TOKEN],
   },
   me: {
     method: 'get',
@@ -102,6 +150,17 @@ const operations = {
     headers: projectHeaders,
     success: { status: 200, description: 'The user and the session.', schema: res.meResponse },
     errors: [...common, ...ACCESS_TOKEN],
+  },
+  updateMe: {
+    method: 'patch',
+    path: '/me',
+    summary: "Set the current user's userMetadata",
+    description: 'Replaces `userMetadata`, a JSON object of at most 16 KB (`appMetadata` is set by operators only, through the admin API).',
+    security: 'accessToken',
+    headers: projectHeaders,
+    body: userMetadataBody,
+    success: { status: 200, description: 'The user as it now is.', schema: res.meUserResponse },
+    errors: [...withBody, ...ACCESS_TOKEN],
   },
   jwks: {
     method: 'get',

@@ -12,6 +12,12 @@ export const user = z.object({
   name: z.string().nullable(),
   emailVerified: z.boolean(),
   createdAt: timestamp,
+  userMetadata: z
+    .record(z.string(), z.unknown())
+    .meta({ description: "The user's own data (`PATCH /auth/me`), a JSON object of at most 16 KB." }),
+  appMetadata: z
+    .record(z.string(), z.unknown())
+    .meta({ description: 'Set by operators only (the admin API); copied into access tokens as the `app_metadata` claim.' }),
 });
 
 export const tokenPair = z.object({
@@ -29,11 +35,20 @@ export const tokenPair = z.object({
     .meta({ description: 'Seconds until the access token expires.', examples: [900] }),
 });
 
+const deviceToken = z.string().meta({
+  description:
+    "Keep it, and send it as `X-Device-Token` with later logins to this account: a known device keeps logging in while strangers' failures lock the account for unknown clients.",
+});
+
+export const loginResponse = tokenPair.extend({ deviceToken });
+
 export const signupResponse = z.object({ userId: z.uuid(), message: z.string() });
 
-export const confirmSignupResponse = tokenPair.extend({ user });
+export const confirmSignupResponse = tokenPair.extend({ deviceToken, user });
 
 export const messageResponse = z.object({ message: z.string() });
+
+export const meUserResponse = z.object({ user });
 
 export const meResponse = z.object({
   user,
@@ -49,3 +64,16 @@ const publicKey = z.looseObject({
 });
 
 export const jwksResponse = z.object({ keys: z.array(publicKey) });
+
+export const sessionsResponse = z.object({
+  sessions: z.array(
+    z.object({
+      id: z.uuid(),
+      createdAt: timestamp.meta({ description: 'When the session began (its login).' }),
+      lastUsedAt: timestamp.meta({ description: 'Its last login or refresh.' }),
+      ip: z.string().nullable().meta({ description: 'The client address of its last login or refresh (IPv6: its /64).' }),
+      userAgent: z.string().nullable(),
+      current: z.boolean().meta({ description: 'True for the session of the access token that asks.' }),
+    }),
+  ),
+});

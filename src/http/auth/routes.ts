@@ -4,15 +4,25 @@ import { handle, refuseOtherMethods, reply } from '../operation.js';
 import { authEnvironment } from '../scope.js';
 import { parse } from '../validate.js';
 import type { EnvironmentCache } from '../../projects/environments.js';
+import { authCors } from './cors.js';
 import { authApi } from './operations.js';
 import type { AuthService } from '../../auth/service.js';
+import { userView } from '../../auth/users.js';
+import type { UserAdminService } from '../../auth/users/service.js';
 
 /** The authentication API under /auth: parse, call the service, shape the response. */
-export function authRouter(service: AuthService, environments: EnvironmentCache): Router {
+export function authRouter(service: AuthService, environments: EnvironmentCache, users: UserAdminService): Router {
   const r = Router();
+  r.use(authCors(environments));
   const op = authApi.operations;
   const env = (req: Request) => authEnvironment(req, environments);
-  const meta = (req: Request) => ({ ip: clientIp(req) });
+  const meta = (req: Request) => ({
+    ip: clientIp(req),
+    clientAddress: req.ip,
+    userAgent: req.get('user-agent')?.slice(0, 512) ?? null,
+    deviceToken: req.get('x-device-token'),
+  });
+  const sessions = service.sessions;
 
   handle(r, op.signup, async (req, res) => {
     const e = await env(req);
@@ -28,7 +38,7 @@ export function authRouter(service: AuthService, environments: EnvironmentCache)
   });
   handle(r, op.recoverPassword, async (req, res) => {
     const e = await env(req);
-    reply(res, op.recoverPassword, await service.recoverPassword(e, parse(op.recoverPassword.body, req.body)));
+    reply(res, op.recoverPassword, await service.recoverPassword(e, parse(op.recoverPassword.body, req.body), meta(req)));
   });
   handle(r, op.resetPassword, async (req, res) => {
     const e = await env(req);
@@ -36,15 +46,37 @@ export function authRouter(service: AuthService, environments: EnvironmentCache)
   });
   handle(r, op.refreshToken, async (req, res) => {
     const e = await env(req);
-    reply(res, op.refreshToken, await service.refresh(e, parse(op.refreshToken.body, req.body)));
+    reply(res, op.refreshToken, await sessions.refresh(e, parse(op.refreshToken.body, req.body), meta(req)));
+  });
+  handle(r, op.resendConfirmation, async (req, res) => {
+    const e = await env(req);
+    reply(res, op.resendConfirmation, await service.resendConfirmation(e, parse(op.resendConfirmation.body, req.body), meta(req)));
   });
   handle(r, op.logout, async (req, res) => {
     const e = await env(req);
-    reply(res, op.logout, await service.logout(e, req.get('authorization')));
+    const { scope } = parse(op.logout.body, req.body ?? {});
+    reply(res, op.logout, await sessions.logout(e, req.get('authorization'), scope, meta(req)));
   });
   handle(r, op.me, async (req, res) => {
     const e = await env(req);
-    reply(res, op.me, await service.me(e, req.get('authorization')));
+    reply(res, op.me, await sessions.me(e, req.get('authorization')));
+  });
+  handle(r, op.sessions, async (req, res) => {
+    const e = await env(req);
+    reply(res, op.sessions, await sessions.list(e, req.get('authorization')));
+  });
+  handle(r, op.endSession, async (req, res) => {
+    const e = await env(req);
+    const { id } = parse(op.endSession.params, req.params);
+    reply(res, op.endSession, await sessions.end(e, req.get('authorization'), id, meta(req)));
+  });
+  handle(r, op.updateMe, async (req, res) => {
+    const e = await env(req);
+    const { userMetadata } = parse(op.updateMe.body, req.body);
+    const claims = await service.authenticate(e, req.get('authorization'));
+    const user = await users.setUserMetadata(e, claims.sub, userMetadata, meta(req));
+    service.forgetProfile(claims.sid);
+    reply(res, op.updateMe, { user: userView(user) });
   });
   handle(r, op.jwks, async (req, res) => {
     const q = parse(op.jwks.query, req.query);
@@ -54,6 +86,8 @@ export function authRouter(service: AuthService, environments: EnvironmentCache)
     }
     const e = await env(req);
     res.set('Cache-Control', 'public, max-age=300');
+    // Public keys: any page may read them, whatever the environment's origins.
+    res.set('Access-Control-Allow-Origin', '*');
     reply(res, op.jwks, await service.jwks(e));
   });
 

@@ -1,12 +1,20 @@
 import type { Request } from 'express';
 import type { Context } from '../../core/context.js';
 import { bearerToken } from '../../auth/tokens.js';
-import { AppError, validationError } from '../../core/errors.js';
+import { AppError, validationError, type ErrorCode } from '../../core/errors.js';
 import { enforceRateLimit } from '../../core/store/rate-limits.js';
 import { projectHeaders } from '../scope.js';
 import { parse } from '../validate.js';
 import type { Environment, EnvironmentCache } from '../../projects/environments.js';
 import { authenticateManagementToken } from '../../webhooks/management-tokens.js';
+
+/** managementScope: no live token (401), bad headers or environment (400), another project's token (403), 600/min per token (429). */
+export const MANAGEMENT_SCOPE = [
+  'AUTH_TOKEN_INVALID',
+  'VALIDATION_ERROR',
+  'FORBIDDEN',
+  'RATE_LIMIT_EXCEEDED',
+] as const satisfies readonly ErrorCode[];
 
 export interface ManagementScope {
   tokenId: string;

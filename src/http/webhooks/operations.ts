@@ -1,18 +1,9 @@
-import type { ErrorCode } from '../../core/errors.js';
 import { ANY_REQUEST_ERRORS, JSON_BODY_ERRORS, type Operation, type OperationGroup } from '../operation.js';
-import { managementHeaders } from './access.js';
+import { MANAGEMENT_SCOPE, managementHeaders } from './access.js';
 import * as res from './responses.js';
 import * as body from '../../webhooks/schemas.js';
 
 // The webhook management API, declared once for the router (routes.ts) and the reference.
-
-/** managementScope (access.ts): no live token (401), bad headers or environment (400), another project's token (403), 600/min per token (429). */
-const MANAGEMENT_SCOPE = [
-  'AUTH_TOKEN_INVALID',
-  'VALIDATION_ERROR',
-  'FORBIDDEN',
-  'RATE_LIMIT_EXCEEDED',
-] as const satisfies readonly ErrorCode[];
 
 const common = [...MANAGEMENT_SCOPE, ...ANY_REQUEST_ERRORS] as const;
 const withBody = [...common, ...JSON_BODY_ERRORS] as const;

@@ -6,6 +6,14 @@
 import type { Queryable } from '../../core/db/pool.js';
 import { lockPublication, unwatchTable, watchTable } from '../publication.js';
 import { ensureSlot } from '../slot.js';
+import { AUTH_EVENTS_SOURCE, AUTH_EVENTS_TABLE } from '../auth-events.js';
+
+export { AUTH_EVENTS_TABLE };
+
+/** Where a subscription's table really is: `_auth_events` is walgate's audit table (tailer/auth-events.ts), any other the environment's. */
+export function capturedRelation(schema: string, table: string): { schema: string; table: string } {
+  return table === AUTH_EVENTS_TABLE ? AUTH_EVENTS_SOURCE : { schema, table };
+}
 
 export { WatchError as CaptureError } from '../publication.js';
 
@@ -16,7 +24,9 @@ export { WatchError as CaptureError } from '../publication.js';
 export const lockCapturedTables = (db: Queryable): Promise<void> => lockPublication(db);
 
 /** Captures a table's changes from this transaction's commit on, with its old rows (replica identity full). */
-export const captureTable = (db: Queryable, schema: string, table: string): Promise<void> => watchTable(db, schema, table);
+export const captureTable = (db: Queryable, schema: string, table: string): Promise<void> =>
+  // The audit table is in the publication from its migration on.
+  table === AUTH_EVENTS_TABLE ? Promise.resolve() : watchTable(db, schema, table);
 
 /** Stops capturing a table that no subscription watches any more. */
 export const releaseTable = (db: Queryable, schema: string, table: string): Promise<void> => unwatchTable(db, schema, table);

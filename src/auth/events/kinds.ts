@@ -1,0 +1,25 @@
+// The audit trail's event types: what happened to an account, one constant each. Subscribers
+// filter on these strings (`{"type": "user.signed_up"}`), so they are a contract: add, never rename.
+
+export const AUTH_EVENT = {
+  signedUp: 'user.signed_up',
+  confirmed: 'user.confirmed',
+  loggedIn: 'user.logged_in',
+  loginFailed: 'user.login_failed',
+  locked: 'user.locked',
+  recoveryRequested: 'user.recovery_requested',
+  passwordReset: 'user.password_reset',
+  loggedOut: 'user.logged_out',
+  sessionRevoked: 'user.session_revoked',
+  disabled: 'user.disabled',
+  enabled: 'user.enabled',
+  deleted: 'user.deleted',
+  metadataChanged: 'user.metadata_changed',
+  created: 'user.created',
+  invited: 'user.invited',
+  emailVerified: 'user.email_verified',
+} as const;
+
+export type AuthEventType = (typeof AUTH_EVENT)[keyof typeof AUTH_EVENT];
+
+export const AUTH_EVENT_TYPES: readonly AuthEventType[] = Object.values(AUTH_EVENT);

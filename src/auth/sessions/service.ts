@@ -1,0 +1,245 @@
+import { TtlCache } from '../../core/cache.js';
+import type { Context } from '../../core/context.js';
+import { withTransaction, type Queryable } from '../../core/db/pool.js';
+import { AppError } from '../../core/errors.js';
+import type { Environment } from '../../projects/environments.js';
+import { append, type EventOrigin } from '../events/append.js';
+import { AUTH_EVENT, type AuthEventType } from '../events/kinds.js';
+import type { KeyRing } from '../keyring.js';
+import { spendLimit } from '../limits.js';
+import { bearerToken, issueAccessToken, verifyAccessToken, type AccessClaims } from '../tokens.js';
+import * as users from '../users.js';
+import { decideRefresh } from './decision.js';
+import {
+  createSession,
+  exchangeRefreshToken,
+  findRefreshToken,
+  listUserSessions,
+  revokeOwnSession,
+  revokeSessionRow,
+  revokeUserSessions,
+  type SessionClient,
+} from './store.js';
+
+// Sessions as the user lives them: starting one, refreshing it (with a grace for concurrent tabs
+// and retries), checking access tokens, and seeing and ending one's own sessions on every device.
+
+export interface TokenPair {
+  accessToken: string;
+  refreshToken: string;
+  tokenType: 'Bearer';
+  expiresIn: number;
+}
+
+export type LogoutScope = 'local' | 'others' | 'global';
+
+export const LOGOUT_MESSAGE = 'You have been logged out.';
+
+/** A refresh that raced another one and lost more than this many times is refused (never happens in practice). */
+const EXCHANGE_ROUNDS = 5;
+
+type Profile = { user: users.UserView; session: { id: string; expiresAt: string } };
+
+export class SessionService {
+  /**
+   * Tokens whose signature (and, for JWE, encryption) has been checked, by token: a client sends
+   * one token with every request for its lifetime, and repeating the check buys nothing. Expiry
+   * and the revocation list are still checked on every request.
+   */
+  readonly #verified: TtlCache<string, AccessClaims>;
+
+  /**
+   * What `/auth/me` shows of a session, briefly remembered: nothing in it can change while the
+   * session lives but the name (no API changes it), and a revoked session is refused by the
+   * revocation list before this is read.
+   */
+  readonly #profiles: TtlCache<string, Profile | undefined>;
+
+  constructor(
+    private readonly ctx: Context,
+    private readonly keys: KeyRing,
+  ) {
+    this.#profiles = new TtlCache(ctx.cacheTtlMs);
+    this.#verified = new TtlCache(ctx.cacheTtlMs);
+  }
+
+  /**
+   * A new session for a user who just proved who they are (login, confirmed signup); its audit row
+   * commits with it. A disabled user gets none.
+   */
+  async start(
+    env: Environment,
+    user: users.User,
+    client: SessionClient & EventOrigin,
+    now: Date,
+    event: AuthEventType = AUTH_EVENT.loggedIn,
+  ): Promise<TokenPair> {
+    if (user.disabledAt) throw new AppError('AUTH_USER_DISABLED');
+    const session = await withTransaction(this.ctx.pool, async (c) => {
+      const created = await createSession(c, user.id, env, client, lifetimes(env), now);
+      await append(c, env, { type: event, userId: user.id, sessionId: created.sessionId, ...origin(client) }, now);
+      return created;
+    });
+    const who = { userId: user.id, email: user.email, sessionId: session.sessionId, appMetadata: user.appMetadata };
+    return this.#pair(env, who, session.refreshToken, now);
+  }
+
+  async refresh(env: Environment, input: { refreshToken: string }, client: SessionClient): Promise<TokenPair> {
+    await spendLimit(this.ctx, env, 'refreshTokenPerIp', client.ip);
+    const now = this.ctx.clock();
+    const grace = this.ctx.config.refreshReuseGraceSeconds;
+    const exchange = (usedAt: Date | null) =>
+      exchangeRefreshToken(this.ctx.pool, input.refreshToken, usedAt, env, client, env.refreshTokenTtlSeconds, now);
+    // The common case in one statement: an unused token of a live session. Anything else (a
+    // reuse, a race with a concurrent exchange, a dead token) is read and decided (decision.ts);
+    // an exchange then succeeds only if the token is still as read, else we decide again.
+    let exchanged = await exchange(null);
+    for (let round = 0; !exchanged && round < EXCHANGE_ROUNDS; round++) {
+      const seen = await findRefreshToken(this.ctx.pool, input.refreshToken, env);
+      const decision = decideRefresh(seen, now, grace);
+      if (decision.kind === 'invalid') {
+        this.#count(`refresh_invalid_${decision.reason}`);
+        throw invalidRefresh();
+      }
+      if (decision.kind === 'reuse') {
+        this.#count('refresh_reuse');
+        await withTransaction(this.ctx.pool, async (c) => {
+          await revokeSessionRow(c, seen!.sessionId, 'refresh token reused', now);
+          const event = { type: AUTH_EVENT.sessionRevoked, userId: seen!.userId, sessionId: seen!.sessionId, ...origin(client) };
+          await append(c, env, { ...event, details: { reason: 'refresh token reused' } }, now);
+        });
+        await this.revokeAccess(env, [seen!.sessionId], now);
+        this.ctx.log.warn({ sessionId: seen!.sessionId }, 'a used refresh token was presented again after the grace: session revoked');
+        throw invalidRefresh();
+      }
+      exchanged = await exchange(seen!.usedAt);
+      if (exchanged && seen!.usedAt) this.#count('refresh_grace');
+    }
+    if (!exchanged) throw invalidRefresh();
+    this.#count('refresh_ok');
+    this.#profiles.delete(exchanged.sessionId); // its expiry moved
+    return this.#pair(env, exchanged, exchanged.refreshToken, now);
+  }
+
+  /** The claims of a valid, unrevoked access token (every protected request goes through here). */
+  async authenticate(env: Environment, authorization: string | undefined): Promise<AccessClaims> {
+    const token = bearerToken(authorization);
+    const now = this.ctx.clock();
+    const skew = this.ctx.config.tokenClockSkewSeconds;
+    const claims = await this.#verified.get(`${env.projectId}\0${env.name}\0${token}`, () =>
+      verifyAccessToken(this.keys, env, token, this.ctx.config.publicUrl, now, skew),
+    );
+    if ((claims.exp + skew) * 1000 <= now.getTime()) throw new AppError('AUTH_TOKEN_EXPIRED');
+    // A signature cannot say that the session was logged out: the revocation list can.
+    if (await this.ctx.revocations.isRevoked(claims.sid)) throw new AppError('AUTH_TOKEN_INVALID', 'The token has been revoked.');
+    return claims;
+  }
+
+  /** `local`: this session; `others`: every other session of the user; `global`: all of them. */
+  async logout(env: Environment, authorization: string | undefined, scope: LogoutScope = 'local', client: EventOrigin = {}) {
+    const claims = await this.authenticate(env, authorization);
+    const now = this.ctx.clock();
+    const ended = await withTransaction(this.ctx.pool, async (c) => {
+      const event = { type: AUTH_EVENT.loggedOut, userId: claims.sub, sessionId: claims.sid, ...origin(client), details: { scope } };
+      await append(c, env, event, now);
+      if (scope !== 'local') return revokeUserSessions(c, claims.sub, `logout (${scope})`, now, scope === 'others' ? claims.sid : undefined);
+      await revokeSessionRow(c, claims.sid, 'logout', now);
+      return [claims.sid];
+    });
+    await this.revokeAccess(env, ended, now);
+    this.#count(`logout_${scope}`);
+    return { message: LOGOUT_MESSAGE };
+  }
+
+  async me(env: Environment, authorization: string | undefined) {
+    const claims = await this.authenticate(env, authorization);
+    const profile = await this.#profiles.get(claims.sid, async () => {
+      const found = await users.findSessionUser(this.ctx.pool, claims.sid);
+      return found && { user: users.userView(found.user), session: { id: claims.sid, expiresAt: found.sessionExpiresAt.toISOString() } };
+    });
+    if (!profile || profile.user.id !== claims.sub) throw new AppError('AUTH_TOKEN_INVALID');
+    return profile;
+  }
+
+  /** The user's live sessions, the caller's own marked `current`. */
+  async list(env: Environment, authorization: string | undefined) {
+    const claims = await this.authenticate(env, authorization);
+    const rows = await listUserSessions(this.ctx.pool, claims.sub, this.ctx.clock());
+    return {
+      sessions: rows.map((r) => ({
+        id: r.id,
+        createdAt: r.createdAt.toISOString(),
+        lastUsedAt: r.lastUsedAt.toISOString(),
+        ip: r.ip,
+        userAgent: r.userAgent,
+        current: r.id === claims.sid,
+      })),
+    };
+  }
+
+  /** Ends one of the caller's own sessions; another user's session id is as unknown as a made-up one. */
+  async end(env: Environment, authorization: string | undefined, sessionId: string, client: EventOrigin = {}) {
+    const claims = await this.authenticate(env, authorization);
+    const now = this.ctx.clock();
+    const ended = await withTransaction(this.ctx.pool, async (c) => {
+      if (!(await revokeOwnSession(c, claims.sub, sessionId, 'ended by the user', now))) return false;
+      const event = { type: AUTH_EVENT.sessionRevoked, userId: claims.sub, sessionId, ...origin(client) };
+      await append(c, env, { ...event, details: { reason: 'ended by the user' } }, now);
+      return true;
+    });
+    if (!ended) throw new AppError('SESSION_NOT_FOUND');
+    await this.revokeAccess(env, [sessionId], now);
+    this.#count('session_ended');
+    return { message: LOGOUT_MESSAGE };
+  }
+
+  /** /auth/me shows a change of the user at once (userMetadata was set). */
+  forgetProfile(sessionId: string): void {
+    this.#profiles.delete(sessionId);
+  }
+
+  /** Ends every session of a user (password reset, forced logout), inside the caller's transaction when given one. */
+  async endAll(env: Environment, userId: string, reason: string, now: Date, db: Queryable = this.ctx.pool): Promise<string[]> {
+    return revokeUserSessions(db, userId, reason, now);
+  }
+
+  /**
+   * Access tokens of these sessions stop working now, although they would verify until they
+   * expire: the entries live as long as any such token could still be accepted, its lifetime
+   * plus the clock-skew grace that authenticate() gives.
+   */
+  async revokeAccess(env: Environment, sessionIds: string[], now: Date): Promise<void> {
+    const until = new Date(now.getTime() + (env.accessTokenTtlSeconds + this.ctx.config.tokenClockSkewSeconds) * 1000);
+    for (const sid of sessionIds) {
+      this.#profiles.delete(sid);
+      await this.ctx.revocations.revoke(sid, until);
+    }
+  }
+
+  async #pair(
+    env: Environment,
+    who: { userId: string; email: string; sessionId: string; appMetadata?: Record<string, unknown> },
+    refreshToken: string,
+    now: Date,
+  ): Promise<TokenPair> {
+    const access = await issueAccessToken(this.keys, env, { ...who, issuer: this.ctx.config.publicUrl, now });
+    return { accessToken: access.token, refreshToken, tokenType: 'Bearer', expiresIn: access.expiresIn };
+  }
+
+  #count(event: string): void {
+    this.ctx.metrics.authEvents.inc({ event });
+  }
+}
+
+/** What the audit trail keeps of a client. */
+function origin(client: EventOrigin): EventOrigin {
+  return { clientAddress: client.clientAddress ?? null, userAgent: client.userAgent ?? null };
+}
+
+function lifetimes(env: Environment) {
+  return { idleSeconds: env.refreshTokenTtlSeconds, absoluteSeconds: env.settings.sessionLifetimeSeconds };
+}
+
+function invalidRefresh(): AppError {
+  return new AppError('AUTH_TOKEN_INVALID', 'The refresh token is invalid, expired or already used.');
+}

@@ -1,0 +1,212 @@
+import { randomUUID } from 'node:crypto';
+import { hashToken, randomToken } from '../../core/crypto/tokens.js';
+import type { Queryable } from '../../core/db/pool.js';
+import type { PresentedToken } from './decision.js';
+
+// Sessions and their refresh tokens. A session is one login on one device; its id is the access
+// tokens' `sid`. Refresh tokens are opaque 256-bit values, stored hashed; each exchange marks the
+// token used and issues the next one of the session (decision.ts says when an exchange is allowed).
+
+/** The environment a session belongs to (an `Environment` will do). */
+export interface SessionScope {
+  projectId: string;
+  name: string;
+}
+
+/** Where a session is used from, as the user sees it in their list of devices. */
+export interface SessionClient {
+  ip: string;
+  userAgent?: string | null;
+}
+
+export interface Lifetimes {
+  /** Idle: the session ends when not refreshed for this long. */
+  idleSeconds: number;
+  /** Absolute: the session ends this long after login. */
+  absoluteSeconds: number;
+}
+
+export interface NewSession {
+  sessionId: string;
+  refreshToken: string;
+  expiresAt: Date;
+}
+
+const later = (now: Date, seconds: number) => new Date(now.getTime() + seconds * 1000);
+
+export async function createSession(
+  db: Queryable,
+  userId: string,
+  scope: SessionScope,
+  client: SessionClient,
+  lifetimes: Lifetimes,
+  now: Date,
+): Promise<NewSession> {
+  const sessionId = randomUUID();
+  const absolute = later(now, lifetimes.absoluteSeconds);
+  const expiresAt = new Date(Math.min(later(now, lifetimes.idleSeconds).getTime(), absolute.getTime()));
+  const refreshToken = randomToken();
+  // One statement: the session and its first token commit together, in one round trip.
+  await db.query(
+    `WITH s AS (
+       INSERT INTO walgate.sessions (id, user_id, project_id, environment, created_at, last_used_at, expires_at, absolute_expires_at, ip, user_agent)
+       VALUES ($1, $2, $3, $4, $5, $5, $6, $7, $8, $9) RETURNING id
+     )
+     INSERT INTO walgate.refresh_tokens (token_hash, session_id, issued_at, expires_at) SELECT $10, id, $5, $6 FROM s`,
+    [
+      sessionId,
+      userId,
+      scope.projectId,
+      scope.name,
+      now,
+      expiresAt,
+      absolute,
+      client.ip,
+      client.userAgent ?? null,
+      hashToken(refreshToken),
+    ],
+  );
+  return { sessionId, refreshToken, expiresAt };
+}
+
+export interface StoredToken extends PresentedToken {
+  sessionId: string;
+  userId: string;
+}
+
+/** The presented token and its session, if it belongs to this environment. */
+export async function findRefreshToken(db: Queryable, token: string, scope: SessionScope): Promise<StoredToken | undefined> {
+  const hash = hashToken(token);
+  const { rows } = await db.query(
+    `SELECT rt.used_at, rt.expires_at, s.id, s.user_id, s.revoked_at, s.expires_at AS session_expires_at, s.absolute_expires_at
+       FROM walgate.refresh_tokens rt JOIN walgate.sessions s ON s.id = rt.session_id
+      WHERE rt.token_hash = $1 AND s.project_id = $2 AND s.environment = $3`,
+    [hash, scope.projectId, scope.name],
+  );
+  const r = rows[0];
+  if (!r) return undefined;
+  return {
+    sessionId: r.id,
+    userId: r.user_id,
+    usedAt: r.used_at,
+    expiresAt: r.expires_at,
+    session: { revokedAt: r.revoked_at, expiresAt: r.session_expires_at, absoluteExpiresAt: r.absolute_expires_at },
+  };
+}
+
+export interface Exchanged {
+  sessionId: string;
+  userId: string;
+  email: string;
+  /** Operators' data on the user, copied into the access token. */
+  appMetadata: Record<string, unknown>;
+  refreshToken: string;
+}
+
+/**
+ * Marks the token used (keeping the time of its first use), moves the session's idle end and
+ * issues the next token, in one statement — provided the token's `used_at` is still `usedAt` (null:
+ * unused), the token unexpired and its session live and of this environment. Undefined otherwise
+ * (a concurrent exchange got there first, or the token is worth nothing): the caller reads the
+ * token and decides (decision.ts).
+ */
+export async function exchangeRefreshToken(
+  db: Queryable,
+  token: string,
+  usedAt: Date | null,
+  scope: SessionScope,
+  client: SessionClient,
+  idleSeconds: number,
+  now: Date,
+): Promise<Exchanged | undefined> {
+  const next = randomToken();
+  const { rows } = await db.query(
+    `WITH used AS (
+       UPDATE walgate.refresh_tokens rt SET used_at = coalesce(rt.used_at, $2)
+         FROM walgate.sessions s
+        WHERE rt.token_hash = $1 AND rt.used_at IS NOT DISTINCT FROM $3 AND rt.expires_at > $2
+          AND s.id = rt.session_id AND s.revoked_at IS NULL AND s.expires_at > $2 AND s.absolute_expires_at > $2
+          AND s.project_id = $8 AND s.environment = $9
+        RETURNING s.id AS session_id, s.user_id, least($4::timestamptz, s.absolute_expires_at) AS expires_at
+     ), extended AS (
+       UPDATE walgate.sessions s SET expires_at = used.expires_at, last_used_at = $2, ip = $6, user_agent = coalesce($7, s.user_agent)
+         FROM used WHERE s.id = used.session_id
+     ), issued AS (
+       INSERT INTO walgate.refresh_tokens (token_hash, session_id, issued_at, expires_at) SELECT $5, session_id, $2, expires_at FROM used
+     )
+     SELECT used.session_id, used.user_id, u.email, u.app_metadata FROM used JOIN walgate.users u ON u.id = used.user_id`,
+    [
+      hashToken(token),
+      now,
+      usedAt,
+      later(now, idleSeconds),
+      hashToken(next),
+      client.ip,
+      client.userAgent ?? null,
+      scope.projectId,
+      scope.name,
+    ],
+  );
+  const r = rows[0];
+  return r && { sessionId: r.session_id, userId: r.user_id, email: r.email, appMetadata: r.app_metadata, refreshToken: next };
+}
+
+export async function revokeSessionRow(db: Queryable, sessionId: string, reason: string, now: Date): Promise<void> {
+  await db.query(
+    `WITH s AS (
+       UPDATE walgate.sessions SET revoked_at = coalesce(revoked_at, $2), revoked_reason = coalesce(revoked_reason, $3) WHERE id = $1
+     )
+     UPDATE walgate.refresh_tokens SET used_at = coalesce(used_at, $2) WHERE session_id = $1`,
+    [sessionId, now, reason],
+  );
+}
+
+/** Revokes the user's live sessions, all of them or all but one; returns their ids (for the revocation list). */
+export async function revokeUserSessions(db: Queryable, userId: string, reason: string, now: Date, except?: string): Promise<string[]> {
+  const { rows } = await db.query<{ id: string }>(
+    `WITH s AS (
+       UPDATE walgate.sessions SET revoked_at = $2, revoked_reason = $3
+        WHERE user_id = $1 AND revoked_at IS NULL AND id IS DISTINCT FROM $4::uuid RETURNING id
+     ), t AS (
+       UPDATE walgate.refresh_tokens SET used_at = $2 WHERE used_at IS NULL AND session_id IN (SELECT id FROM s)
+     )
+     SELECT id FROM s`,
+    [userId, now, reason, except ?? null],
+  );
+  return rows.map((r) => r.id);
+}
+
+/** Revokes one live session of this user (never another user's); false when there is none. */
+export async function revokeOwnSession(db: Queryable, userId: string, sessionId: string, reason: string, now: Date): Promise<boolean> {
+  const { rowCount } = await db.query(
+    `WITH s AS (
+         UPDATE walgate.sessions SET revoked_at = $3, revoked_reason = $4 WHERE id = $2 AND user_id = $1 AND revoked_at IS NULL RETURNING id
+       ), t AS (
+         UPDATE walgate.refresh_tokens SET used_at = $3 WHERE used_at IS NULL AND session_id IN (SELECT id FROM s)
+       )
+       SELECT id FROM s`,
+    [userId, sessionId, now, reason],
+  );
+  return (rowCount ?? 0) === 1;
+}
+
+export interface SessionRow {
+  id: string;
+  createdAt: Date;
+  lastUsedAt: Date;
+  ip: string | null;
+  userAgent: string | null;
+}
+
+/** The user's live sessions, most recently used first. */
+export async function listUserSessions(db: Queryable, userId: string, now: Date): Promise<SessionRow[]> {
+  const { rows } = await db.query<SessionRow>(
+    `SELECT id, created_at AS "createdAt", coalesce(last_used_at, created_at) AS "lastUsedAt", ip, user_agent AS "userAgent"
+       FROM walgate.sessions
+      WHERE user_id = $1 AND revoked_at IS NULL AND expires_at > $2 AND absolute_expires_at > $2
+      ORDER BY coalesce(last_used_at, created_at) DESC, id
+      LIMIT 500`,
+    [userId, now],
+  );
+  return rows;
+}

@@ -1,0 +1,110 @@
+import { z } from 'zod';
+import { DEFAULT_RATE_LIMITS } from '../core/store/rate-limits.js';
+
+// An environment's settings: ONE schema, whose defaults are the seed's values. The CLI
+// (`walgate project set`) and the management API (`/api/rest/_environment`) write through it, the
+// api reads it through the environment cache. A capability that needs settings of its own adds a
+// key here with its default; stored environments without the key get the default, nothing else
+// changes. Settings the first release kept in typed columns (COLUMN_SETTINGS) stay there; every
+// other key lives in the `settings` JSON document of the environment row (sql/019).
+
+const seconds = (max: number) => z.int().min(1).max(max);
+/** The typed columns' own bound (a positive int4): a stored value always reads back. */
+const INT4 = 2_147_483_647;
+const DAY = 86_400;
+
+/** A rate limit: `points` requests per `durationSeconds`, per key (client address or e-mail). */
+const rate = z.strictObject({ points: z.int().min(1).max(1_000_000), durationSeconds: seconds(DAY) });
+const limit = (d: { points: number; durationSeconds: number }) => rate.default({ points: d.points, durationSeconds: d.durationSeconds });
+const ratePatch = rate.partial().optional();
+
+/** Auth limits that an environment may set (the management API's limit is the platform's). */
+export const LIMIT_KEYS = [
+  'signup',
+  'login',
+  'recoverPassword',
+  'recoverPasswordPerIp',
+  'confirmSignupPerIp',
+  'confirmSignupPerEmail',
+  'resetPasswordPerIp',
+  'resetPasswordPerEmail',
+  'refreshTokenPerIp',
+] as const;
+export type LimitKey = (typeof LIMIT_KEYS)[number];
+
+const limits = z
+  .object(Object.fromEntries(LIMIT_KEYS.map((k) => [k, limit(DEFAULT_RATE_LIMITS[k])])) as Record<LimitKey, ReturnType<typeof limit>>)
+  .prefault({});
+
+/** A browser origin: scheme, host and port, nothing else (what the Origin header carries). */
+const origin = z.string().refine((s) => {
+  try {
+    const u = new URL(s);
+    return (u.protocol === 'https:' || u.protocol === 'http:') && u.origin === s;
+  } catch {
+    return false;
+  }
+}, 'must be an origin such as https://app.example.com (scheme, host and port; no path, no trailing slash)');
+
+export const environmentSettings = z.object({
+  authEnabled: z.boolean().default(true),
+  tokenFormat: z.enum(['jws', 'jwe']).default('jws'),
+  signingAlg: z.enum(['ES256', 'RS256', 'EdDSA']).default('ES256'),
+  accessTokenTtlSeconds: seconds(INT4).default(900),
+  /** Idle lifetime: a session not refreshed for this long ends. */
+  refreshTokenTtlSeconds: seconds(INT4).default(30 * DAY),
+  /** Absolute lifetime: a session ends this long after its login, however often it is refreshed. */
+  sessionLifetimeSeconds: seconds(365 * DAY).default(30 * DAY),
+  codeTtlSeconds: seconds(INT4).default(600),
+  codeMaxAttempts: seconds(INT4).default(5),
+  lockoutThreshold: seconds(INT4).default(5),
+  lockoutSeconds: seconds(INT4).default(900),
+  /** Browser origins allowed to call the auth API (CORS); `*` allows any, without credentials. */
+  corsOrigins: z
+    .array(z.union([z.literal('*'), origin]))
+    .max(100)
+    .default([]),
+  limits,
+});
+
+export type Settings = z.infer<typeof environmentSettings>;
+
+/** A change: any subset of the keys, each limit on its own. Unknown keys are refused, not ignored. */
+type Plain = Omit<typeof environmentSettings.shape, 'limits'>;
+/** Each setting without its default: a key left out of a change must stay as it is, not fall back to its default. */
+const withoutDefaults = Object.fromEntries(
+  Object.entries(environmentSettings.omit({ limits: true }).shape).map(([k, field]) => [k, field.unwrap().optional()]),
+) as { [K in keyof Plain]: z.ZodOptional<ReturnType<Plain[K]['unwrap']>> };
+
+export const settingsPatch = z.strictObject({
+  ...withoutDefaults,
+  limits: z.strictObject(Object.fromEntries(LIMIT_KEYS.map((k) => [k, ratePatch])) as Record<LimitKey, typeof ratePatch>).optional(),
+});
+export type SettingsPatch = z.infer<typeof settingsPatch>;
+
+/** Keys stored in typed columns of walgate.environments (sql/001), by column. */
+export const COLUMN_SETTINGS = {
+  authEnabled: 'auth_enabled',
+  tokenFormat: 'token_format',
+  signingAlg: 'signing_alg',
+  accessTokenTtlSeconds: 'access_token_ttl_seconds',
+  refreshTokenTtlSeconds: 'refresh_token_ttl_seconds',
+  codeTtlSeconds: 'code_ttl_seconds',
+  codeMaxAttempts: 'code_max_attempts',
+  lockoutThreshold: 'lockout_threshold',
+  lockoutSeconds: 'lockout_seconds',
+} as const satisfies Partial<Record<keyof Settings, string>>;
+
+export type ColumnSetting = keyof typeof COLUMN_SETTINGS;
+
+/** The settings after a change: limits merge per entry, everything else replaces. */
+export function applyPatch(current: Settings, patch: SettingsPatch): Settings {
+  const mergedLimits = Object.fromEntries(LIMIT_KEYS.map((k) => [k, { ...current.limits[k], ...patch.limits?.[k] }]));
+  const defined = Object.fromEntries(Object.entries(patch).filter(([k, v]) => v !== undefined && k !== 'limits'));
+  return environmentSettings.parse({ ...current, ...defined, limits: mergedLimits });
+}
+
+/** What goes into the JSON document: every key that has no column of its own. */
+export function documentPart(settings: Settings): Record<string, unknown> {
+  return Object.fromEntries(Object.entries(settings).filter(([k]) => !(k in COLUMN_SETTINGS)));
+}
