@@ -26,9 +26,3 @@ export function h(tag, attrs, ...children) {
 export function s(tag, attrs, ...children) {
   return build(document.createElementNS(SVG, tag), attrs, children);
 }
-
-export function time(iso) {
-  if (!iso) return '—';
-  const d = new Date(iso);
-  return h('time', { datetime: iso, title: iso }, d.toLocaleString());
-}

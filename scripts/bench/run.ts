@@ -21,6 +21,7 @@ import type { Summary } from './stats.js';
 import { walPaths } from './wal-paths.js';
 import { postgresCpuUs } from './cpu.js';
 import { orderingPaths } from './ordering.js';
+import { payloadPaths } from './payloads.js';
 import { healthCall } from './health.js';
 import { noisyNeighbour } from './noisy-neighbour.js';
 
@@ -55,7 +56,8 @@ export interface Bench {
   freePort(): Promise<number>;
   passwordHash(): Promise<string>;
   startApi(store: 'redis' | 'postgres'): Promise<{ url: string; daemon: Daemon; stop(): Promise<void> }>;
-  startTailer(): Promise<{ daemon: Daemon; stop(): Promise<void> }>;
+  /** `env`: settings for this tailer only (e.g. WEBHOOK_KEEP_PAYLOADS=false). */
+  startTailer(env?: Record<string, string>): Promise<{ daemon: Daemon; stop(): Promise<void> }>;
   record(result: Result): void;
 }
 
@@ -121,9 +123,9 @@ const bench: Bench = {
     );
     return { url, daemon, stop: () => daemon.stop() };
   },
-  async startTailer() {
+  async startTailer(env = {}) {
     const port = await freePort();
-    const daemon = await Daemon.start('tailer', daemonEnv({ TAILER_PORT: String(port), HOST: '127.0.0.1' }), `http://127.0.0.1:${port}/metrics`);
+    const daemon = await Daemon.start('tailer', daemonEnv({ TAILER_PORT: String(port), HOST: '127.0.0.1', ...env }), `http://127.0.0.1:${port}/metrics`);
     return { daemon, stop: () => daemon.stop() };
   },
   record(result) {
@@ -142,6 +144,7 @@ try {
     ['refresh', () => refresh(bench, results.find((r) => r.path.includes('postgres revocation list'))?.value.median)],
     ...walPaths(bench),
     ...orderingPaths(bench),
+    ...payloadPaths(bench),
     ['health', () => healthCall(bench)],
     ['noisy-neighbour', () => noisyNeighbour(bench)],
   ];

@@ -46,7 +46,7 @@ async function rawPostRate(b: Bench, seconds: number): Promise<number> {
 }
 
 /** Inserts 1 KB rows as fast as deliveries keep up (at most `backlog` ahead), until stopped. */
-function writer(client: pg.Client, table: string, fanout: number, received: () => Promise<number>, backlog = 10_000) {
+export function writer(client: pg.Client, table: string, fanout: number, received: () => Promise<number>, backlog = 10_000) {
   let inserted = 0;
   let stopped = false;
   const done = (async () => {
@@ -71,7 +71,7 @@ function writer(client: pg.Client, table: string, fanout: number, received: () =
   };
 }
 
-async function waitForAll(b: Bench, expected: number, timeoutMs = 300_000): Promise<ReceiverStats> {
+export async function waitForAll(b: Bench, expected: number, timeoutMs = 300_000): Promise<ReceiverStats> {
   let s: ReceiverStats | undefined;
   await until(
     async () => {

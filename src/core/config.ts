@@ -79,6 +79,7 @@ const schema = z.object({
   GRAPHQL_MAX_COST: z.coerce.number().int().min(1).default(100),
   GRAPHQL_MAX_DOCUMENT_BYTES: z.coerce.number().int().min(64).default(8192),
   TOKEN_CLOCK_SKEW_SECONDS: z.coerce.number().int().min(0).max(300).default(30),
+  WEBHOOK_KEEP_PAYLOADS: bool.default(true),
   METRICS_PORT: port.optional(),
   REFRESH_REUSE_GRACE_SECONDS: z.coerce.number().int().min(0).max(300).default(10),
   AUTH_EVENTS_RETENTION_MS: retentionMs.default(90 * DAY_MS),
@@ -138,6 +139,8 @@ const configSchema = schema.superRefine(checkTogether).transform((e) => ({
     secretGraceMs: e.WEBHOOK_SECRET_GRACE_MS,
     /** A delivery not delivered this long after the tailer read it is parked in the retry queue. */
     parkAfterMs: e.WEBHOOK_PARK_AFTER_MS,
+    /** Every delivery keeps the body and request headers it sent, on its own row, for the retention window. */
+    keepPayloads: e.WEBHOOK_KEEP_PAYLOADS,
     /** Requests in flight at once to one endpoint (subscription), per tailer process; also its pool's sockets. */
     endpointConcurrency: e.WEBHOOK_ENDPOINT_CONCURRENCY,
     /** A paused subscription's deliveries older than this are dead (visible, replayable): its backlog is bounded. */

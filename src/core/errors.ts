@@ -25,7 +25,7 @@ export const ERRORS = {
   DELIVERY_NOT_FINISHED: [409, 'The delivery is pending or retrying; only a delivered or dead one can be retried.'],
   DELIVERY_PAYLOAD_GONE: [
     409,
-    'The change this delivery carried is no longer stored (delivered at its first attempt, or past retention): it cannot be sent again.',
+    'The change this delivery carried is no longer stored (not kept with WEBHOOK_KEEP_PAYLOADS=false, or past retention): it cannot be sent again.',
   ],
   PAYLOAD_TOO_LARGE: [413, 'The request body is too large.'],
   UNSUPPORTED_MEDIA_TYPE: [415, 'The request body must be application/json.'],

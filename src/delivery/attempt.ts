@@ -5,6 +5,8 @@ import type { BreakerKey, EndpointBreakers } from './breaker.js';
 import { classifyAnswer } from './outcome.js';
 import type { SendResult, Sender } from './sender.js';
 import { signatureHeaders } from './signing.js';
+import { isTestEvent, TEST_EVENT_HEADER } from './custom-headers.js';
+import { USER_AGENT } from './sender.js';
 import type { AttemptResult } from './sql/queue.js';
 
 // One attempt of one delivery, the same from the stream and from the retry queue: through the
@@ -21,6 +23,8 @@ export interface AttemptRequest {
   eventId: string;
   operation: Operation;
   body: string;
+  /** The subscription's custom request headers (names lower case). */
+  headers?: Readonly<Record<string, string>>;
 }
 
 /**
@@ -28,7 +32,17 @@ export interface AttemptRequest {
  * endpoint's breaker is open (`skipped`: no request, `error: "breaker open"`). Either way it counts
  * as an attempt of the schedule, so a dead endpoint's deliveries end instead of waiting forever.
  */
-export type SentAttempt = { kind: 'sent'; result: SendResult; startedAt: Date; skipped: boolean };
+export type SentAttempt = {
+  kind: 'sent';
+  result: SendResult;
+  startedAt: Date;
+  skipped: boolean;
+  /** The request's headers as the delivery log keeps them: no signature, custom values masked. */
+  requestHeaders: Record<string, string>;
+};
+
+/** What the delivery log shows instead of a custom header's value. */
+export const HIDDEN = '[hidden]';
 
 export type AttemptOutcome = SentAttempt;
 
@@ -46,24 +60,27 @@ export interface AttemptDeps {
 export async function attempt(deps: AttemptDeps, r: AttemptRequest): Promise<AttemptOutcome> {
   let admission = await deps.breakers.admit(r.endpoint);
   const startedAt = deps.clock();
-  const headers = {
-    'x-service-event': r.operation,
-    'x-service-delivery': r.eventId,
-    ...signatureHeaders(r.secrets, r.eventId, r.body, Math.floor(startedAt.getTime() / 1000)),
-  };
+  // Custom headers first: walgate's own come after and win (reserved names are refused anyway).
+  const own: Record<string, string> = { 'x-service-event': r.operation, 'x-service-delivery': r.eventId };
+  if (isTestEvent(r.eventId)) own[TEST_EVENT_HEADER] = 'true';
+  const signed = signatureHeaders(r.secrets, r.eventId, r.body, Math.floor(startedAt.getTime() / 1000));
+  const headers = { ...r.headers, ...own, ...signed };
   // Checked again with nothing awaited before the request starts: a failure that opened the
   // breaker while this one was being admitted stops it here.
   admission = deps.breakers.confirm(r.endpoint, admission);
+  const requestHeaders: Record<string, string> = { 'content-type': 'application/json', 'user-agent': USER_AGENT };
+  for (const name of Object.keys(r.headers ?? {})) requestHeaders[name] = HIDDEN;
+  Object.assign(requestHeaders, own, { 'webhook-id': signed['webhook-id']!, 'webhook-timestamp': signed['webhook-timestamp']! });
   if (admission.kind === 'wait') {
     const result: SendResult = { status: null, ok: false, error: BREAKER_OPEN, durationMs: 0, responseBody: null };
-    return { kind: 'sent', result, startedAt, skipped: true };
+    return { kind: 'sent', result, startedAt, skipped: true, requestHeaders };
   }
   const result = await deps.sender.post(r.pool, r.url, headers, r.body);
   // The next attempt follows the schedule even when this failure opened the breaker: if it comes
   // due while still open it is skipped, so the delivery's life stays bounded by its schedule.
   if (result.ok) await deps.breakers.recordSuccess(r.endpoint, admission.probe);
   else await deps.breakers.recordFailure(r.endpoint, admission.probe);
-  return { kind: 'sent', result, startedAt, skipped: false };
+  return { kind: 'sent', result, startedAt, skipped: false, requestHeaders };
 }
 
 export interface NextStep {
@@ -117,6 +134,21 @@ export async function conclude(
   return { step, at };
 }
 
+/** What a delivery keeps of its request (WEBHOOK_KEEP_PAYLOADS): the body as sent and the headers. */
+export interface KeptRequest {
+  payload: string;
+  requestHeaders: Record<string, string>;
+  /** The answer's headers; null without an answer. */
+  responseHeaders: Record<string, string> | null;
+}
+
+export function keptRequest(keep: boolean, body: string, sent: SentAttempt): KeptRequest | null {
+  // A skipped attempt (breaker open) sent nothing: what the latest real one sent stays.
+  return keep && !sent.skipped
+    ? { payload: body, requestHeaders: sent.requestHeaders, responseHeaders: sent.result.responseHeaders ?? null }
+    : null;
+}
+
 /** The attempt as the retry queue records it on its leased row (store.ts recordAttempts). */
 export function attemptRecord(
   deliveryId: string,
@@ -124,6 +156,7 @@ export function attemptRecord(
   attemptNo: number,
   sent: SentAttempt,
   { step, at }: Concluded,
+  kept: KeptRequest | null = null,
 ): AttemptResult {
   const { result } = sent;
   return {
@@ -138,5 +171,6 @@ export function attemptRecord(
     status: step.status,
     nextAttemptAt: step.nextAttemptAt,
     deliveredAt: result.ok ? at : null,
+    kept,
   };
 }

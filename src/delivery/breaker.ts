@@ -238,12 +238,16 @@ export interface BreakerKey {
  * delivery worker alone changes it). Half-open: the cool-down is over, a probe is due or running.
  */
 export async function breakerState(db: Pick<Pool, 'query'>, key: BreakerKey, now: Date): Promise<BreakerView> {
-  const r = await readBreaker(db, key);
+  return breakerView(await readBreaker(db, key), now);
+}
+
+/** A breaker's shared row as the API shows it (no row: closed, no failure). */
+export function breakerView(r: { consecutive_failures: number | null; opened_until: Date | null } | undefined, now: Date): BreakerView {
   if (!r?.opened_until) return { state: 'closed', openUntil: null, consecutiveFailures: r?.consecutive_failures ?? 0 };
   const until = r.opened_until;
   return {
     state: until > now ? 'open' : 'half-open',
     openUntil: until > now ? until.toISOString() : null,
-    consecutiveFailures: r.consecutive_failures,
+    consecutiveFailures: r.consecutive_failures ?? 0,
   };
 }

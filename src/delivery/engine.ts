@@ -5,6 +5,7 @@ import type { DeliverySink, DeliveryStream } from '../tailer/sink.js';
 import type { AttemptDeps } from './attempt.js';
 import { EndpointBreakers } from './breaker.js';
 import { openWebhookSecret } from './secret.js';
+import { openHeaders } from './custom-headers.js';
 import { Sender } from './sender.js';
 import { countTailers } from './sql/peers.js';
 import { StreamDelivery } from './stream.js';
@@ -73,7 +74,7 @@ export class DeliveryEngine implements DeliverySink {
       ctx.log.child({ component: 'delivery' }),
     );
     const openSecret = (sealed: Buffer) => openWebhookSecret(ctx.secrets, sealed);
-    this.#targets = new Targets(ctx.pool, openSecret);
+    this.#targets = new Targets(ctx.pool, openSecret, (sealed) => openHeaders(ctx.secrets, sealed));
     this.#deps = { sender: this.#sender, breakers: this.#breakers, clock: ctx.clock, disableSubscription: options.disableSubscription };
     this.#worker = new QueueWorker(ctx, this.#deps, {
       concurrency: Math.max(1, Math.floor(this.#o.concurrency / 2)),

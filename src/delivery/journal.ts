@@ -1,4 +1,5 @@
 import { PgCode, pgCode, type Queryable } from '../core/db/pool.js';
+import type { KeptRequest } from './attempt.js';
 import type { CapturedDelivery, CapturedEvent } from '../tailer/sink.js';
 import { notifyDue, writeDelivered, writeParked } from './sql/journal.js';
 
@@ -15,6 +16,8 @@ export interface DeliveredEntry {
   durationMs: number;
   /** The first KiB of the receiver's answer. */
   responseBody: string | null;
+  /** The request as sent (WEBHOOK_KEEP_PAYLOADS), in the history row itself. */
+  kept: KeptRequest | null;
   deliveredAt: Date;
   done: () => void;
 }
@@ -29,7 +32,14 @@ export interface ParkedEntry {
   httpStatus: number | null;
   lastError: string | null;
   nextAttemptAt: Date;
-  attempt: { startedAt: Date; durationMs: number; httpStatus: number | null; error: string | null; responseBody: string | null } | null;
+  attempt: {
+    startedAt: Date;
+    durationMs: number;
+    httpStatus: number | null;
+    error: string | null;
+    responseBody: string | null;
+    kept: KeptRequest | null;
+  } | null;
   done: () => void;
 }
 

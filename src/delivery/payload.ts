@@ -1,4 +1,5 @@
 import type { CapturedEvent, Operation } from '../tailer/sink.js';
+import { isTestEvent } from './custom-headers.js';
 
 // A delivery's body, rendered from its event, its subscription and the selection it was matched
 // with. Deterministic: the same event, subscription and selection give the same bytes on every
@@ -35,7 +36,9 @@ export function buildPayload(target: PayloadTarget, event: CapturedEvent): strin
     `,"table":${JSON.stringify(event.table)}` +
     `,"event":"${event.operation}"` +
     `,"record":${record},"data":${record},"old_record":${old}` +
-    `,"changed_fields":${JSON.stringify(changed)}}`
+    `,"changed_fields":${JSON.stringify(changed)}` +
+    // A test event (POST …/{id}/test) says so, so a receiver can tell it from a real change.
+    `${isTestEvent(event.id) ? ',"test":true' : ''}}`
   );
 }
 

@@ -15,6 +15,21 @@ export interface SendResult {
   retryAfter?: string;
   /** The first KiB of the answer's body as text (for the delivery log); null without an answer. */
   responseBody: string | null;
+  /** The answer's headers (at most RESPONSE_HEADERS_KEPT, values cut at 256 characters); absent without an answer. */
+  responseHeaders?: Record<string, string>;
+}
+
+const RESPONSE_HEADERS_KEPT = 50;
+
+function keptHeaders(raw: Record<string, string | string[] | undefined>): Record<string, string> {
+  const out: Record<string, string> = {};
+  let n = 0;
+  for (const [name, value] of Object.entries(raw)) {
+    if (value === undefined || n++ >= RESPONSE_HEADERS_KEPT) continue;
+    const text = Array.isArray(value) ? value.join(', ') : value;
+    out[name.toLowerCase()] = text.length > 256 ? `${text.slice(0, 255)}…` : text;
+  }
+  return out;
 }
 
 export interface SenderOptions {
@@ -32,6 +47,8 @@ export interface SenderOptions {
 }
 
 const MAX_ERROR = 200;
+/** Every request's User-Agent. */
+export const USER_AGENT = `walgate/${VERSION}`;
 /** An IPv4 or IPv6 address (with its port) in an error message. */
 const ADDRESS = /\[?(?:\d{1,3}(?:\.\d{1,3}){3}|[0-9a-f]{0,4}(?::[0-9a-f]{0,4}){2,7})\]?(?::\d+)?/gi;
 /** An endpoint's pool closes after this long unused. */
@@ -51,7 +68,7 @@ export class Sender {
   readonly #pools = new Map<string, { origin: string; pool: Pool; usedAt: number }>();
   readonly #options: SenderOptions;
   readonly #timeoutMs: number;
-  readonly #userAgent = `walgate/${VERSION}`;
+  readonly #userAgent = USER_AGENT;
   readonly #sweeper: NodeJS.Timeout;
 
   constructor(options: SenderOptions) {
@@ -107,6 +124,7 @@ export class Sender {
       let seen = 0;
       let status: number | null = null;
       let retryAfter: string | undefined;
+      let responseHeaders: Record<string, string> | undefined;
       let controller: Dispatcher.DispatchController | null = null;
       let done = false;
       const finish = (result: SendResult) => {
@@ -125,6 +143,7 @@ export class Sender {
           error: ok ? null : `HTTP ${status}`,
           durationMs: elapsed(),
           responseBody,
+          ...(responseHeaders === undefined ? {} : { responseHeaders }),
           ...(retryAfter === undefined ? {} : { retryAfter }),
         });
       };
@@ -152,6 +171,7 @@ export class Sender {
           },
           onResponseStart: (c, statusCode, resHeaders) => {
             status = statusCode;
+            responseHeaders = keptHeaders(resHeaders as Record<string, string | string[] | undefined>);
             const ra = resHeaders['retry-after'];
             if (ra !== undefined) retryAfter = Array.isArray(ra) ? ra[0] : ra;
           },

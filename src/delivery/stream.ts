@@ -1,7 +1,7 @@
 import type { Context } from '../core/context.js';
 import type { Queryable } from '../core/db/pool.js';
 import type { CapturedDelivery, CapturedEvent, DeliveryStream } from '../tailer/sink.js';
-import { attempt, attemptRecord, conclude, type AttemptDeps } from './attempt.js';
+import { attempt, attemptRecord, conclude, keptRequest, type AttemptDeps } from './attempt.js';
 import { count, fairShare, tenantsOf } from './fair-share.js';
 import { move, type Job, type Lane, type StreamLimits } from './job.js';
 import { Journal, type ParkedEntry } from './journal.js';
@@ -290,9 +290,12 @@ export class StreamDelivery implements DeliveryStream {
       eventId: event.id,
       operation: event.operation,
       body,
+      headers: target.headers,
     });
     if (this.#closed) return;
     const { result, startedAt } = outcome;
+    // Kept in the write this delivery makes anyway (its history row, or its parked row): no extra row.
+    const kept = keptRequest(this.#ctx.config.webhooks.keepPayloads, body, outcome);
     const concluded = await conclude(this.#ctx, this.#deps, outcome, {
       webhookId: delivery.webhookId,
       attemptNo: 1,
@@ -304,7 +307,7 @@ export class StreamDelivery implements DeliveryStream {
       // Parked while in flight: its row is in the retry queue, leased to this attempt; record the
       // attempt there unless a worker has taken the row since (the lease is the token).
       this.stats.late++;
-      await recordAttempts(this.#ctx.pool, [attemptRecord(delivery.id, job.lease, 1, outcome, concluded)]);
+      await recordAttempts(this.#ctx.pool, [attemptRecord(delivery.id, job.lease, 1, outcome, concluded, kept)]);
       if (delivery.orderKeys && step.status !== 'retrying') this.#order.refreshSoon();
       return;
     }
@@ -320,6 +323,7 @@ export class StreamDelivery implements DeliveryStream {
         startedAt,
         durationMs: result.durationMs,
         responseBody: result.responseBody,
+        kept,
         deliveredAt: done,
         done: () => this.#finish(job),
       });
@@ -334,7 +338,7 @@ export class StreamDelivery implements DeliveryStream {
         httpStatus: result.status,
         lastError: result.error,
       },
-      { startedAt, durationMs: result.durationMs, httpStatus: result.status, error: result.error, responseBody: result.responseBody },
+      { startedAt, durationMs: result.durationMs, httpStatus: result.status, error: result.error, responseBody: result.responseBody, kept },
     );
   }
 

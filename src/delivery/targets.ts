@@ -19,6 +19,8 @@ export interface Target {
   secrets: string[];
   /** When the previous secret stops signing (the cached target is read again then); null without one. */
   secretsChangeAt: Date | null;
+  /** Custom request headers, sent on every attempt. */
+  headers: Record<string, string>;
 }
 
 export class Targets {
@@ -29,6 +31,7 @@ export class Targets {
   constructor(
     private readonly pool: Pool,
     private readonly openSecret: (sealed: Buffer) => string,
+    private readonly openHeaders: (sealed: Buffer | null) => Record<string, string> = () => ({}),
   ) {}
 
   /** The target if known (null: the subscription is gone); undefined when it must be loaded. */
@@ -57,6 +60,7 @@ export class Targets {
                 active: r.active,
                 secrets: [r.secret, ...(r.previous_secret ? [r.previous_secret] : [])].map((sealed) => this.openSecret(sealed)),
                 secretsChangeAt: r.previous_secret_until,
+                headers: this.openHeaders(r.header_values),
               }
             : null;
           // A change announced while this read ran may not be in it: keep it only if none was.

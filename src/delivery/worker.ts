@@ -1,11 +1,12 @@
 import { setTimeout as sleep } from 'node:timers/promises';
 import pg from 'pg';
 import type { Context } from '../core/context.js';
-import { attempt as attemptOnce, attemptRecord, conclude, type AttemptDeps } from './attempt.js';
+import { attempt as attemptOnce, attemptRecord, conclude, keptRequest, type AttemptDeps } from './attempt.js';
 import type { BreakerKey } from './breaker.js';
 import { keepReconnecting } from '../core/db/reconnect.js';
 import { count, fairShare } from './fair-share.js';
 import { renderPayload } from './payload.js';
+import { openHeaders } from './custom-headers.js';
 import { OpenedSecrets } from './secret.js';
 import {
   claimDue,
@@ -249,14 +250,18 @@ export class QueueWorker {
       if (!renewed) return;
       lease = renewed;
     }
+    // The event rendered as on the first attempt; once its event row is gone (delivered at its
+    // first attempt, then retried by hand), the body kept on the delivery's row.
+    const body = d.event_id === null ? d.kept_payload! : renderPayload(d);
     const outcome = await attemptOnce(this.#deps, {
       endpoint: endpointOf(d),
       pool: d.webhook_id,
       url: new URL(d.url),
       secrets: d.previous_secret ? [this.#opened.open(d.secret), this.#opened.open(d.previous_secret)] : [this.#opened.open(d.secret)],
-      eventId: d.event_id,
-      operation: d.operation,
-      body: renderPayload(d),
+      eventId: d.delivery_event_id,
+      operation: (d.operation ?? d.event_type) as ClaimedDelivery['operation'],
+      body,
+      headers: openHeaders(this.#ctx.secrets, d.header_values),
     });
     if (outcome.skipped) this.stats.skipped++;
     const attempt = d.attempts + 1;
@@ -264,7 +269,7 @@ export class QueueWorker {
       webhookId: d.webhook_id,
       attemptNo: attempt,
       delaysMs: this.#ctx.config.webhooks.retryDelaysMs,
-      committedAt: d.committed_at,
+      committedAt: d.committed_at ?? d.lease,
     });
     const { step } = concluded;
     this.stats.attempts++;
@@ -274,7 +279,9 @@ export class QueueWorker {
     if (d.ordered && step.status !== 'retrying') this.#releasing.add(d.id);
     // A retry due before the next poll: look for it then (a row-ordered row waits on it).
     if (step.status === 'retrying' && step.nextAttemptAt) this.#nudgeAt(step.nextAttemptAt.getTime());
-    this.#results.push(attemptRecord(d.id, lease, attempt, outcome, concluded));
+    this.#results.push(
+      attemptRecord(d.id, lease, attempt, outcome, concluded, keptRequest(this.#ctx.config.webhooks.keepPayloads, body, outcome)),
+    );
     // The slot frees as soon as the receiver has answered; results are written behind, many per
     // statement. Until its result is written a delivery stays leased, so a crash means another
     // attempt (at least once), never a lost one. A database slower than the receivers makes

@@ -1,4 +1,5 @@
 import { z } from 'zod';
+import { headersSchema } from './headers.js';
 
 // Bodies of the management API. Unknown fields are refused: a typo (`filters`, `actve`) must not
 // silently create a subscription that does something else.
@@ -64,6 +65,7 @@ export const createBody = z.strictObject({
   filter: filter.nullish(),
   select: select.nullish(),
   ordering: ordering.default('none'),
+  headers: headersSchema.nullish(),
 });
 
 export const updateBody = z
@@ -78,6 +80,7 @@ export const updateBody = z
     filter: filter.nullish(),
     select: select.nullish(),
     ordering: ordering.optional(),
+    headers: headersSchema.nullish(),
   })
   .refine((b) => Object.keys(b).length > 0, 'must change at least one field');
 
@@ -114,6 +117,14 @@ export const deliveryListQuery = z.strictObject({
   until: isoTime.optional().meta({ description: 'Only deliveries created before this time.' }),
   limit: z.coerce.number().int('must be a whole number').min(1, 'must be at least 1').max(100, 'must be at most 100').default(50),
   cursor: z.string().max(512).optional(),
+});
+
+export const eventSearchQuery = z.strictObject({
+  eventId: z
+    .string()
+    .min(1, 'is required')
+    .max(256, 'must be at most 256 characters')
+    .meta({ description: 'The event id (`id` of the payload, `webhook-id` header).', examples: ['evt_0000000001A2B3C4_000003'] }),
 });
 
 export const deliveryParams = z.object({

@@ -22,6 +22,11 @@ import type { Environment } from '../projects/environments.js';
 import { CaptureError, captureTable, lockCapturedTables, releaseTable, retainChanges } from '../tailer/capture/index.js';
 import { representable, type CreateBody, type UpdateBody } from './schemas.js';
 import { sealWebhookSecret } from '../delivery/secret.js';
+import { sealHeaders } from '../delivery/custom-headers.js';
+import { breakerStates, endpointHealth, eventDeliveries, type EventDelivery, type HealthWindow } from '../delivery/sql/health.js';
+import { queueTestEvent } from '../delivery/sql/test-events.js';
+import { listEnvironments } from '../projects/environments.js';
+import type { BreakerView } from '../delivery/breaker.js';
 import * as store from './store.js';
 import { columnViolations, primaryKeyColumns, schemaTables, tableColumns, urlViolations, type TableInfo } from './validation.js';
 import { webhookView, type WebhookHealth, type WebhookView } from './view.js';
@@ -65,6 +70,10 @@ function decodeCursor(s: string, ids = /^wh_\w{1,125}$/): Cursor {
   }
 }
 
+function sealedHeaders(h: { names: string[]; values: Buffer | null }): Pick<store.WebhookRow, 'headerNames' | 'headerValues'> {
+  return { headerNames: h.names, headerValues: h.values };
+}
+
 export class WebhookService {
   /** Replays as jobs: the api daemon starts and stops it (it takes up jobs whose process stopped). */
   readonly replays: ReplayJobs;
@@ -97,6 +106,7 @@ export class WebhookService {
         previousSecretUntil: null,
         disabledReason: null,
         disabledAt: null,
+        ...sealedHeaders(sealHeaders(this.ctx.secrets, body.headers)),
       });
       await captureTable(c, env.schemaName, body.table);
       return created;
@@ -104,16 +114,53 @@ export class WebhookService {
     return webhookView(row);
   }
 
-  async list(env: Environment, limit: number, cursor: string | undefined): Promise<{ webhooks: WebhookView[]; nextCursor: string | null }> {
+  /** A page of subscriptions, each with its breaker: what a list needs, in one request. */
+  async list(
+    env: Environment,
+    limit: number,
+    cursor: string | undefined,
+  ): Promise<{ webhooks: Array<WebhookView & { breaker: BreakerView }>; nextCursor: string | null }> {
     const after = cursor ? decodeCursor(cursor) : undefined;
     const rows = await store.listWebhooks(this.ctx.pool, env.projectId, env.name, limit + 1, after);
     const page = rows.slice(0, limit);
     const last = page[page.length - 1];
+    const breakers = await breakerStates(this.ctx.pool, page, this.ctx.clock());
     const problems = await webhookProblems(this.ctx.pool, page, this.ctx.clock());
     return {
-      webhooks: page.map((w) => webhookView(w, problems.get(w.id))),
+      webhooks: page.map((w, i) => ({ ...webhookView(w, problems.get(w.id)), breaker: breakers[i]! })),
       nextCursor: rows.length > limit && last ? encodeCursor(last) : null,
     };
+  }
+
+  /** The environments of the token's project, for switching between them. */
+  async environments(env: Environment): Promise<{ environments: Array<{ name: string }> }> {
+    return { environments: (await listEnvironments(this.ctx.pool, env.projectId)).map((e) => ({ name: e.name })) };
+  }
+
+  /** An event's deliveries across the environment's subscriptions. */
+  async eventSearch(env: Environment, eventId: string): Promise<{ deliveries: EventDelivery[] }> {
+    const ids = await store.webhookIds(this.ctx.pool, env.projectId, env.name);
+    return { deliveries: await eventDeliveries(this.ctx.pool, eventId, ids) };
+  }
+
+  /** Success rate and latency over the last 24 hours and 7 days. */
+  async health(env: Environment, id: string): Promise<{ windows: HealthWindow[] }> {
+    const row = await this.#find(env, id);
+    return { windows: await endpointHealth(this.ctx.pool, row.id, this.ctx.clock()) };
+  }
+
+  /** Queues a signed sample event of the subscription's table, marked as a test. */
+  async test(env: Environment, id: string): Promise<{ delivery: DeliveryView }> {
+    const row = await this.#find(env, id);
+    const table = (await schemaTables(this.ctx.pool, env.schemaName)).find((t) => t.name === row.table);
+    if (!table) throw new AppError('SERVICE_UNAVAILABLE', `The table ${row.table} no longer exists in schema ${env.schemaName}.`);
+    const delivery = await queueTestEvent(
+      this.ctx.pool,
+      { webhookId: row.id, schemaName: env.schemaName, table: row.table, select: row.select },
+      table.columns,
+      this.ctx.clock(),
+    );
+    return { delivery };
   }
 
   async get(env: Environment, id: string): Promise<{ webhook: WebhookView; health: WebhookHealth; deliveries: DeliveryView[] }> {
@@ -216,6 +263,8 @@ export class WebhookService {
         select,
         ordering,
         updatedAt: now,
+        // Replaced as a whole (the values are never shown, so there is nothing to merge with).
+        ...(body.headers === undefined ? {} : sealedHeaders(sealHeaders(this.ctx.secrets, body.headers))),
       });
       if (table !== locked.table) {
         await captureTable(c, env.schemaName, table);

@@ -25,6 +25,9 @@ export interface WebhookRow {
   /** The secret before the last rotation, and until when it still signs. */
   previousSecret: Buffer | null;
   previousSecretUntil: Date | null;
+  /** Custom request headers: the names (lower case) in clear, the values sealed together (delivery/custom-headers.ts). */
+  headerNames: string[];
+  headerValues: Buffer | null;
 }
 
 const COLUMNS = selectList<WebhookRow>({
@@ -46,13 +49,15 @@ const COLUMNS = selectList<WebhookRow>({
   disabledAt: 'disabled_at',
   previousSecret: 'previous_secret',
   previousSecretUntil: 'previous_secret_until',
+  headerNames: 'header_names',
+  headerValues: 'header_values',
 });
 
 export async function insertWebhook(db: Queryable, w: WebhookRow): Promise<WebhookRow> {
   const { rows } = await db.query<WebhookRow>(
     `INSERT INTO walgate.webhooks (id, project_id, environment, schema_name, table_name, events, url, secret, active, filter, select_fields, ordering,
-                                   created_at, updated_at)
-     VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14) RETURNING ${COLUMNS}`,
+                                   created_at, updated_at, header_names, header_values)
+     VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16) RETURNING ${COLUMNS}`,
     [
       w.id,
       w.projectId,
@@ -68,6 +73,8 @@ export async function insertWebhook(db: Queryable, w: WebhookRow): Promise<Webho
       w.ordering,
       w.createdAt,
       w.updatedAt,
+      w.headerNames,
+      w.headerValues,
     ],
   );
   return rows[0]!;
@@ -104,11 +111,20 @@ export async function listWebhooks(
   return rows;
 }
 
+/** Every subscription id of an environment (a search across them). */
+export async function webhookIds(db: Queryable, projectId: string, environment: string): Promise<string[]> {
+  const { rows } = await db.query<{ id: string }>('SELECT id FROM walgate.webhooks WHERE project_id = $1 AND environment = $2', [
+    projectId,
+    environment,
+  ]);
+  return rows.map((r) => r.id);
+}
+
 export async function updateWebhook(db: Queryable, w: WebhookRow): Promise<WebhookRow> {
   const { rows } = await db.query<WebhookRow>(
     `UPDATE walgate.webhooks SET table_name = $2, events = $3, url = $4, secret = $5, active = $6, filter = $7, select_fields = $8, updated_at = $9, ordering = $12,
             disabled_reason = CASE WHEN $6 THEN NULL ELSE disabled_reason END, disabled_at = CASE WHEN $6 THEN NULL ELSE disabled_at END,
-            previous_secret = $10, previous_secret_until = $11
+            previous_secret = $10, previous_secret_until = $11, header_names = $13, header_values = $14
       WHERE id = $1 RETURNING ${COLUMNS}`,
     [
       w.id,
@@ -123,6 +139,8 @@ export async function updateWebhook(db: Queryable, w: WebhookRow): Promise<Webho
       w.previousSecret,
       w.previousSecretUntil,
       w.ordering,
+      w.headerNames,
+      w.headerValues,
     ],
   );
   return rows[0]!;

@@ -28,6 +28,8 @@ export interface WebhookView {
   disabledAt: string | null;
   /** What it cannot follow any more (problems.ts); empty when healthy. */
   problems: Problem[];
+  /** The names of its custom request headers; their values are never returned. */
+  headers: string[];
 }
 
 export function webhookView(w: WebhookRow, problems: Problem[] = []): WebhookView {
@@ -45,5 +47,6 @@ export function webhookView(w: WebhookRow, problems: Problem[] = []): WebhookVie
     disabledReason: w.disabledReason ?? null,
     disabledAt: w.disabledAt?.toISOString() ?? null,
     problems,
+    headers: w.headerNames,
   };
 }

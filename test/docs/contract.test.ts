@@ -155,8 +155,13 @@ describe('OpenAPI document: the api answers as documented', function () {
     );
     expect((await manager.call('retryDelivery', { params: { id, deliveryId: 'del_first_try' } })).body.error).to.equal('DELIVERY_PAYLOAD_GONE');
     expect((await manager.call('getDeliveryMinutes', { params: { id } })).body.minutes).to.have.length(60);
+    expect((await manager.call('getWebhookHealth', { params: { id } })).body.windows).to.have.length(2);
+    expect((await manager.call('listEnvironments')).body.environments).to.deep.equal([{ name: 'master' }]);
+    expect((await manager.call('searchEvent', { query: { eventId: 'evt_contract' } })).body.deliveries).to.deep.equal([]);
+    expect((await manager.call('searchEvent', {})).body.error).to.equal('VALIDATION_ERROR');
+    expect((await manager.call('testWebhook', { params: { id } })).body.delivery.status).to.equal('pending');
     expect((await manager.call('deleteWebhook', { params: { id } })).status).to.equal(204);
-    for (const op of ['getWebhook', 'updateWebhook', 'deleteWebhook', 'replayWebhook', 'listDeliveries', 'getDeliveryMinutes']) {
+    for (const op of ['getWebhook', 'updateWebhook', 'deleteWebhook', 'replayWebhook', 'listDeliveries', 'getDeliveryMinutes', 'getWebhookHealth', 'testWebhook']) {
       const res = await manager.call(op, { params: { id }, ...(op === 'updateWebhook' ? { body: { active: true } } : {}) });
       expect(res.body.error, op).to.equal('WEBHOOK_NOT_FOUND');
     }

@@ -30,6 +30,7 @@ const NOT_DOCUMENTED = new Set([
   'get /docs/assets/:file',
   'get /console', // the delivery console's page and modules (docs/console.md)
   'get /console/assets/:file',
+  'get /console/assets/views/:file',
   'post /graphql', // GraphQL (DESIGN.md) is described by its own schema, not by OpenAPI
   'get /graphql',
 ]);
@@ -90,6 +91,10 @@ describe('OpenAPI document: /openapi.json', function () {
       'GET /api/rest/_webhooks/{id}/deliveries/{deliveryId}',
       'POST /api/rest/_webhooks/{id}/deliveries/{deliveryId}/retry',
       'GET /api/rest/_webhooks/{id}/minutes',
+      'GET /api/rest/_webhooks/_environments',
+      'GET /api/rest/_webhooks/_deliveries',
+      'GET /api/rest/_webhooks/{id}/health',
+      'POST /api/rest/_webhooks/{id}/test',
       'PATCH /auth/me',
       'GET /api/rest/_users',
       'POST /api/rest/_users',

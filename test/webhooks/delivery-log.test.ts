@@ -58,7 +58,7 @@ describe('delivery log API and secret rotation', function () {
     ]);
   });
 
-  it('a delivered delivery: listed, with its attempt, the answer and the payload', async () => {
+  it('a delivered delivery: listed, with its attempt, the answer, the payload and request headers kept; retried with the same event id', async () => {
     p.receiver.behave = () => ({ status: 200, body: `thanks ${'x'.repeat(2000)}` });
     await insertRow();
     const list = await eventually(
@@ -76,16 +76,45 @@ describe('delivery log API and secret rotation', function () {
     expect(got.attemptLog[0]).to.include({ attempt: 1, httpStatus: 200, error: null });
     expect(got.attemptLog[0].responseBody).to.equal(`thanks ${'x'.repeat(1024 - 7)}`); // the first KiB
     expect(got.attemptLog[0].durationMs).to.be.a('number');
-    // Delivered at its first attempt, a change is not stored: its one write is this history row
-    // (a failed or parked delivery keeps its payload, as the failing-receiver test shows).
-    expect(got.payload).to.equal(null);
-    // …so it cannot be sent again.
+    // Delivered at its first attempt, its change is not stored, but its one write (this history
+    // row) keeps what was sent: the body exactly, the headers without the signatures.
+    const sent = p.receiver.requests[p.receiver.requests.length - 1]!;
+    expect(got.payload).to.deep.equal(JSON.parse(sent.body));
+    expect(got.requestHeaders).to.deep.equal({
+      'content-type': 'application/json',
+      'user-agent': sent.headers['user-agent'],
+      'x-service-event': 'INSERT',
+      'x-service-delivery': got.eventId,
+      'webhook-id': got.eventId,
+      'webhook-timestamp': sent.headers['webhook-timestamp'],
+    });
+    expect(got.responseHeaders).to.include({ 'content-type': 'text/plain', 'content-length': '2007' });
+    const { rows } = await p.t.ctx.pool.query('SELECT count(*)::int AS n FROM walgate.events WHERE id = $1', [got.eventId]);
+    expect(rows[0].n, 'no events row for a first-try delivery').to.equal(0);
+    // …so it can be sent again: the same event id and body.
+    const before = p.receiver.requests.length;
     const retry = await api.post(`${base()}/deliveries/${d.id}/retry`, {});
-    expect(retry.status).to.equal(409);
-    expect(retry.body.error).to.equal('DELIVERY_PAYLOAD_GONE');
+    expect(retry.status, retry.text).to.equal(202);
+    const [again] = (await p.receiver.waitFor(before + 1)).slice(before);
+    expect(again!.headers['webhook-id']).to.equal(got.eventId);
+    expect(again!.body).to.equal(sent.body);
+    expect(verifies(firstSecret, again!)).to.equal(true);
+    const retried = await eventually(
+      () => api.get(`${base()}/deliveries/${d.id}`),
+      (r) => r.body.delivery.status === 'delivered' && r.body.delivery.attemptLog.length === 2,
+    );
+    expect(retried.body.delivery.attemptLog.map((a: any) => [a.attempt, a.httpStatus])).to.deep.equal([
+      [1, 200],
+      [2, 200],
+    ]);
 
     const health = (await api.get(base())).body.health;
-    expect(health).to.deep.include({ disabledReason: null, disabledAt: null, failuresLastHour: 0, lastSuccessAt: got.deliveredAt });
+    expect(health).to.deep.include({
+      disabledReason: null,
+      disabledAt: null,
+      failuresLastHour: 0,
+      lastSuccessAt: retried.body.delivery.deliveredAt,
+    });
     expect(health.breaker).to.deep.equal({ state: 'closed', openUntil: null, consecutiveFailures: 0 });
   });
 
@@ -109,7 +138,8 @@ describe('delivery log API and secret rotation', function () {
     const minutes = (await api.get(`${base()}/minutes`)).body.minutes;
     expect(minutes).to.have.length(60);
     expect(minutes.reduce((n: number, m: any) => n + m.failed, 0)).to.equal(5);
-    expect(minutes.reduce((n: number, m: any) => n + m.delivered, 0)).to.equal(1);
+    // The first test's delivery, delivered at its first attempt and again by its retry.
+    expect(minutes.reduce((n: number, m: any) => n + m.delivered, 0)).to.equal(2);
     expect(Date.parse(minutes[59].minute))
       .to.be.at.most(Date.now())
       .and.above(Date.now() - 60_000);
@@ -250,5 +280,39 @@ describe('delivery log API and secret rotation', function () {
 
     const logged = p.t.logs.text;
     for (const s of [newSecret, firstSecret]) expect(logged).not.to.contain(s.slice(6));
+  });
+});
+
+describe('delivery log with WEBHOOK_KEEP_PAYLOADS=false', function () {
+  this.timeout(60_000);
+  let p: Pipeline;
+
+  before(async () => {
+    p = await startPipeline({ WEBHOOK_KEEP_PAYLOADS: 'false' });
+  });
+  after(() => p?.close());
+
+  it('keeps neither body nor headers of a first-try delivery: it cannot be sent again', async () => {
+    const api = new HttpClient(p.t.url, {
+      authorization: `Bearer ${await p.t.managementToken('shop')}`,
+      'x-project-id': 'shop',
+      environment: 'master',
+    });
+    const webhookId = await p.subscribe();
+    await p.writer.query("INSERT INTO shop_master.orders (id, status, amount) VALUES (1, 'paid', 1)");
+    const list = await eventually(
+      () => api.get(`/api/rest/_webhooks/${webhookId}/deliveries`),
+      (r) => r.body.deliveries?.[0]?.status === 'delivered',
+    );
+    const id = list.body.deliveries[0].id;
+    const got = (await api.get(`/api/rest/_webhooks/${webhookId}/deliveries/${id}`)).body.delivery;
+    expect(got).to.include({ payload: null, requestHeaders: null, responseHeaders: null });
+    const { rows } = await p.t.ctx.pool.query('SELECT payload, request_headers, response_headers FROM walgate.deliveries WHERE id = $1', [
+      id,
+    ]);
+    expect(rows[0]).to.deep.equal({ payload: null, request_headers: null, response_headers: null });
+    const retry = await api.post(`/api/rest/_webhooks/${webhookId}/deliveries/${id}/retry`);
+    expect(retry.status).to.equal(409);
+    expect(retry.body.error).to.equal('DELIVERY_PAYLOAD_GONE');
   });
 });

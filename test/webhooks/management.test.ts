@@ -68,6 +68,7 @@ describe('webhook management API', function () {
       'disabledReason',
       'disabledAt',
       'problems',
+      'headers',
     );
     expect(w).to.include({ disabledReason: null, disabledAt: null, ordering: 'none' });
     expect(w.id).to.match(/^wh_[0-9a-f]{32}$/);

@@ -34,11 +34,15 @@ export interface AttemptView {
 
 export type DeliveryDetail = DeliveryView & {
   attemptLog: AttemptView[];
-  /** The body as sent; null once its event is no longer kept. */
+  /** The body as sent: kept on the delivery's row (WEBHOOK_KEEP_PAYLOADS), or rendered from its event while that is stored; else null. */
   payload: object | null;
+  /** The request headers of its latest attempt, signatures left out and custom values masked; null when not kept. */
+  requestHeaders: Record<string, string> | null;
+  /** The headers of the latest answer, kept with the request; null when not kept or never answered. */
+  responseHeaders: Record<string, string> | null;
 };
 
-const DELIVERY_COLUMNS =
+export const DELIVERY_COLUMNS =
   'd.id, d.event_id, d.event_type, d.status, d.http_status, d.attempts, d.last_error, d.next_attempt_at, d.delivered_at, d.created_at';
 
 /** The first attempt, when the stream folded it into the delivery's row. */
@@ -48,7 +52,14 @@ interface FoldedAttempt {
   first_attempt_response_body: string | null;
 }
 
-interface DeliveryRow {
+/** What the delivery's row kept of its request. */
+interface KeptColumns {
+  kept_payload: string | null;
+  request_headers: Record<string, string> | null;
+  response_headers: Record<string, string> | null;
+}
+
+export interface DeliveryRow {
   id: string;
   event_id: string;
   event_type: string;
@@ -61,7 +72,7 @@ interface DeliveryRow {
   created_at: Date;
 }
 
-function deliveryView(r: DeliveryRow): DeliveryView {
+export function deliveryView(r: DeliveryRow): DeliveryView {
   return {
     id: r.id,
     eventId: r.event_id,
@@ -108,10 +119,10 @@ export async function listDeliveries(db: Queryable, webhookId: string, q: Delive
 
 /** One delivery with every attempt (oldest first, replays included) and its payload while kept. */
 export async function getDelivery(db: Queryable, webhookId: string, deliveryId: string): Promise<DeliveryDetail | undefined> {
-  const { rows } = await db.query<DeliveryRow & PayloadRow & FoldedAttempt & { kept: boolean }>(
+  const { rows } = await db.query<DeliveryRow & PayloadRow & FoldedAttempt & KeptColumns & { kept: boolean }>(
     // PAYLOAD_COLUMNS first: its e.id AS event_id is null once the event is gone, d.event_id is not.
     `SELECT ${PAYLOAD_COLUMNS}, e.id IS NOT NULL AS kept, ${DELIVERY_COLUMNS}, d.first_attempt_started_at, d.first_attempt_duration_ms,
-            d.first_attempt_response_body
+            d.first_attempt_response_body, d.payload AS kept_payload, d.request_headers, d.response_headers
        FROM walgate.deliveries d JOIN walgate.webhooks w ON w.id = d.webhook_id LEFT JOIN walgate.events e ON e.id = d.event_id
       WHERE d.id = $1 AND d.webhook_id = $2`,
     [deliveryId, webhookId],
@@ -130,10 +141,10 @@ export async function getDelivery(db: Queryable, webhookId: string, deliveryId: 
       WHERE delivery_id = $1 ORDER BY id`,
     [deliveryId],
   );
-  // Delivered at its first attempt, the delivery has no attempt row: the stream folds that attempt
-  // into the delivery's own row (one write per delivered change).
+  // Delivered at its first attempt, the delivery has no row for that attempt: the stream folds it
+  // into the delivery's own row (one write per delivered change). A retry's attempts follow it.
   const folded: AttemptView[] =
-    attempts.rows.length === 0 && r.first_attempt_started_at
+    r.first_attempt_started_at
       ? [
           {
             attempt: 1,
@@ -158,7 +169,9 @@ export async function getDelivery(db: Queryable, webhookId: string, deliveryId: 
         responseBody: a.response_body,
       })),
     ],
-    payload: r.kept ? (JSON.parse(renderPayload(r)) as object) : null,
+    payload: r.kept_payload !== null ? (JSON.parse(r.kept_payload) as object) : r.kept ? (JSON.parse(renderPayload(r)) as object) : null,
+    requestHeaders: r.request_headers,
+    responseHeaders: r.response_headers,
   };
 }
 
@@ -174,14 +187,14 @@ export async function retryDelivery(
   deliveryId: string,
   now: Date,
 ): Promise<DeliveryView | 'unfinished' | 'payload-gone' | undefined> {
-  // Only a delivery whose change is still stored can be sent again: one delivered at its first
-  // attempt never stored it (its one write is its history row), and retention removes old ones.
+  // Only a delivery whose body is at hand can be sent again: kept on its row (WEBHOOK_KEEP_PAYLOADS),
+  // or its event still stored. With keeping off, one delivered at its first attempt has neither.
   const { rows } = await db.query<DeliveryRow>(
     // Its row keys go (row ordering): sent again now, it neither waits for the row's later
     // changes nor holds them back (README: Ordering).
     `UPDATE walgate.deliveries d SET status = 'pending', next_attempt_at = $3, order_key = NULL, order_key_old = NULL
       WHERE d.id = $1 AND d.webhook_id = $2 AND d.status IN ('delivered', 'dead')
-        AND EXISTS (SELECT 1 FROM walgate.events e WHERE e.id = d.event_id)
+        AND (d.payload IS NOT NULL OR EXISTS (SELECT 1 FROM walgate.events e WHERE e.id = d.event_id))
       RETURNING ${DELIVERY_COLUMNS}`,
     [deliveryId, webhookId, now],
   );

@@ -1,5 +1,6 @@
 import type { Pool, Queryable } from '../../core/db/pool.js';
 import { PAYLOAD_COLUMNS, type PayloadRow } from '../payload.js';
+import type { KeptRequest } from '../attempt.js';
 
 // The retry queue's statements on walgate.deliveries and walgate.delivery_attempts (the stream
 // parks into it through journal.ts).
@@ -24,6 +25,13 @@ export interface ClaimedDelivery extends PayloadRow {
   secret: Buffer;
   /** The secret before the last rotation, while its grace lasts (it signs too). */
   previous_secret: Buffer | null;
+  /** The subscription's custom header values, sealed (custom-headers.ts). */
+  header_values: Buffer | null;
+  event_type: string;
+  /** The body as first sent, when kept: what is sent again once its event is gone (delivered at its first attempt, or pruned). */
+  kept_payload: string | null;
+  /** The delivery's event id (event_id, from the events row, is null once that row is gone). */
+  delivery_event_id: string;
 }
 
 export interface ClaimOptions {
@@ -89,11 +97,14 @@ export async function claimDue(pool: Pool, o: ClaimOptions): Promise<ClaimedDeli
        -- = ANY(ARRAY(...)): an index lookup per id. A join is planned as a scan of every delivery
        -- kept, which made claims slower as the history grew.
        UPDATE walgate.deliveries d SET next_attempt_at = $2 WHERE d.id = ANY (ARRAY(SELECT id FROM candidates))
-       RETURNING d.id, d.webhook_id, d.event_id, d.attempts, d.select_fields, d.next_attempt_at AS lease, d.order_key IS NOT NULL AS ordered
+       RETURNING d.id, d.webhook_id, d.event_id, d.event_type, d.attempts, d.select_fields, d.next_attempt_at AS lease,
+                 d.order_key IS NOT NULL AS ordered, d.payload AS kept_payload
      )
-     SELECT d.id, d.webhook_id, d.attempts, d.lease, d.ordered, w.url, w.secret,
+     SELECT d.id, d.webhook_id, d.attempts, d.lease, d.ordered, w.url, w.secret, w.header_values, d.event_type, d.kept_payload,
+            d.event_id AS delivery_event_id,
             CASE WHEN w.previous_secret_until > $1 THEN w.previous_secret END AS previous_secret, ${PAYLOAD_COLUMNS}
-       FROM leased d JOIN walgate.events e ON e.id = d.event_id JOIN walgate.webhooks w ON w.id = d.webhook_id
+       FROM leased d LEFT JOIN walgate.events e ON e.id = d.event_id JOIN walgate.webhooks w ON w.id = d.webhook_id
+      WHERE e.id IS NOT NULL OR d.kept_payload IS NOT NULL
       ORDER BY d.event_id`, // dispatched in WAL order, as far as concurrency allows (no order is promised)
     [o.now, o.leaseUntil, o.limit, o.perWebhook, [...o.inflight.keys()], [...o.inflight.values()]],
   );
@@ -115,6 +126,8 @@ export interface AttemptResult {
   status: 'delivered' | 'retrying' | 'dead';
   nextAttemptAt: Date | null;
   deliveredAt: Date | null;
+  /** The request as sent, kept on the delivery's row (WEBHOOK_KEEP_PAYLOADS); null keeps what is there. */
+  kept?: KeptRequest | null;
 }
 
 /**
@@ -127,11 +140,15 @@ export async function recordAttempts(pool: Pool, results: AttemptResult[]): Prom
   await pool.query(
     `WITH r AS (
        SELECT * FROM unnest($1::text[], $2::timestamptz[], $3::int[], $4::text[], $5::int[], $6::text[], $7::timestamptz[],
-                            $8::timestamptz[], $9::timestamptz[], $10::int[], $11::text[])
-              AS r(id, lease, attempt, status, http_status, error, next_attempt_at, delivered_at, started_at, duration_ms, response_body)
+                            $8::timestamptz[], $9::timestamptz[], $10::int[], $11::text[], $12::text[], $13::text[], $14::text[])
+              AS r(id, lease, attempt, status, http_status, error, next_attempt_at, delivered_at, started_at, duration_ms, response_body,
+                   payload, request_headers, response_headers)
      ), updated AS (
        UPDATE walgate.deliveries d SET status = r.status, attempts = r.attempt, http_status = r.http_status,
-              last_error = r.error, next_attempt_at = coalesce(r.next_attempt_at, d.next_attempt_at), delivered_at = r.delivered_at
+              last_error = r.error, next_attempt_at = coalesce(r.next_attempt_at, d.next_attempt_at), delivered_at = r.delivered_at,
+              payload = coalesce(r.payload, d.payload), request_headers = coalesce(r.request_headers::json, d.request_headers),
+              -- The latest answer's headers go with the latest request's (none without an answer).
+              response_headers = CASE WHEN r.request_headers IS NULL THEN d.response_headers ELSE r.response_headers::json END
          FROM r WHERE d.id = r.id AND d.next_attempt_at = r.lease
        RETURNING d.id
      )
@@ -149,6 +166,9 @@ export async function recordAttempts(pool: Pool, results: AttemptResult[]): Prom
       results.map((r) => r.startedAt),
       results.map((r) => r.durationMs),
       results.map((r) => r.responseBody),
+      results.map((r) => r.kept?.payload ?? null),
+      results.map((r) => (r.kept ? JSON.stringify(r.kept.requestHeaders) : null)),
+      results.map((r) => (r.kept?.responseHeaders ? JSON.stringify(r.kept.responseHeaders) : null)),
     ],
   );
 }

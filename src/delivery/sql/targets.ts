@@ -10,11 +10,12 @@ export interface TargetRow {
   secret: Buffer;
   previous_secret: Buffer | null;
   previous_secret_until: Date | null;
+  header_values: Buffer | null;
 }
 
 export async function readTarget(pool: Pool, webhookId: string): Promise<TargetRow | undefined> {
   const { rows } = await pool.query<TargetRow>(
-    `SELECT project_id, environment, url, active, secret,
+    `SELECT project_id, environment, url, active, secret, header_values,
             CASE WHEN previous_secret_until > now() THEN previous_secret END AS previous_secret,
             CASE WHEN previous_secret_until > now() THEN previous_secret_until END AS previous_secret_until
        FROM walgate.webhooks WHERE id = $1`,

@@ -1,5 +1,5 @@
 import { fileURLToPath } from 'node:url';
-import { Router, type Response } from 'express';
+import { Router, type NextFunction, type Request, type Response } from 'express';
 
 // The delivery console at /console: a static page and hand-written ES modules (console/ at the
 // repository's root, no build step), which call the management API from the browser with the
@@ -7,8 +7,11 @@ import { Router, type Response } from 'express';
 
 const ASSETS_DIR = fileURLToPath(new URL('../../../../console/', import.meta.url));
 
-/** The files the page loads, by name: nothing else under console/ is served. */
-const ASSETS = new Set(['app.js', 'api.js', 'dom.js', 'chart.js', 'console.css', 'users.js']);
+/**
+ * What the page may load: scripts and the style sheet of console/ and its views/, by a plain name
+ * (no dot segment can climb out). A view added under views/ is served without a change here.
+ */
+const ASSET_NAME = /^[a-z][a-z0-9-]*\.(?:js|css)$/;
 
 /** Only what the page loads from walgate itself; no inline script or style, no other origin. */
 export const CONSOLE_CSP = [
@@ -37,9 +40,12 @@ export function consoleRouter(): Router {
   r.get('/console', (_req, res) => {
     pageHeaders(res).sendFile('index.html', { root: ASSETS_DIR, cacheControl: false });
   });
-  r.get('/console/assets/:file', (req, res, next) => {
-    if (!ASSETS.has(req.params.file)) return next();
-    pageHeaders(res).sendFile(req.params.file, { root: ASSETS_DIR, cacheControl: false });
-  });
+  const asset = (dir: string) => (req: Request<{ file: string }>, res: Response, next: NextFunction) => {
+    if (!ASSET_NAME.test(req.params.file)) return next();
+    // A plain name that is not there is a 404 like any unknown route (next, not an error).
+    pageHeaders(res).sendFile(`${dir}${req.params.file}`, { root: ASSETS_DIR, cacheControl: false }, (err) => (err ? next() : undefined));
+  };
+  r.get('/console/assets/:file', asset(''));
+  r.get('/console/assets/views/:file', asset('views/'));
   return r;
 }

@@ -21,6 +21,25 @@ const operations = {
     success: { status: 200, description: 'The tables, by name.', schema: res.tablesResponse },
     errors: common,
   },
+  listEnvironments: {
+    ...shared,
+    method: 'get',
+    path: '/_environments',
+    summary: "The project's environments",
+    description: 'The environments the management token may name in the `environment` header.',
+    success: { status: 200, description: 'By name.', schema: res.environmentsResponse },
+    errors: common,
+  },
+  searchEvent: {
+    ...shared,
+    method: 'get',
+    path: '/_deliveries',
+    summary: "An event's deliveries across subscriptions",
+    description: "Every delivery of the event (`id` of the payload, `webhook-id` header) among the environment's subscriptions.",
+    query: body.eventSearchQuery,
+    success: { status: 200, description: 'One per subscription that took the event.', schema: res.eventDeliveriesResponse },
+    errors: common,
+  },
   createWebhook: {
     ...shared,
     method: 'post',
@@ -134,6 +153,29 @@ const operations = {
     params: body.webhookParams,
     success: { status: 200, description: 'Sixty buckets, oldest first.', schema: res.deliveryMinutesResponse },
     errors: [...common, 'WEBHOOK_NOT_FOUND'],
+  },
+  getWebhookHealth: {
+    ...shared,
+    method: 'get',
+    path: '/:id/health',
+    summary: 'Success rate and latency, last 24 hours and 7 days',
+    description:
+      'Deliveries created in each window by where they stand (delivered, dead, unfinished), and their attempts apart: answered 2xx or not, with the p50 and p95 of their durations.',
+    params: body.webhookParams,
+    success: { status: 200, description: 'Two windows.', schema: res.webhookHealthResponse },
+    errors: [...common, 'WEBHOOK_NOT_FOUND'],
+  },
+  testWebhook: {
+    ...shared,
+    method: 'post',
+    path: '/:id/test',
+    summary: 'Send a test event',
+    description:
+      'A sample INSERT of the subscription\'s table (a row shaped by its columns) is delivered like any other: signed, retried, in the delivery log. Its payload has `"test": true` and the request an `x-walgate-test: true` header. A paused subscription keeps it pending until resumed.',
+    params: body.webhookParams,
+    bodyRequired: false,
+    success: { status: 202, description: 'Queued.', schema: res.deliveryResponse },
+    errors: [...common, 'WEBHOOK_NOT_FOUND', 'SERVICE_UNAVAILABLE'],
   },
 } satisfies Record<string, Operation>;
 

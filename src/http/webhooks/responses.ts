@@ -35,8 +35,11 @@ const webhook = z
         }),
       )
       .meta({ description: 'What walgate cannot follow any more (docs: Schema changes); `[]` when healthy.' }),
+    headers: z
+      .array(z.string())
+      .meta({ description: 'The names of its custom request headers (lower case); their values are never returned.' }),
   })
-  .meta({ description: 'A subscription. The secret is never returned.' });
+  .meta({ description: 'A subscription. The secret and the custom header values are never returned.' });
 
 const delivery = z.object({
   id: z.string().meta({ examples: ['del_…'] }),
@@ -65,19 +68,31 @@ const attempt = z.object({
 
 const deliveryDetail = delivery.extend({
   attemptLog: z.array(attempt).meta({ description: 'Every attempt, oldest first.' }),
-  payload: z.record(z.string(), z.unknown()).nullable().meta({ description: 'The body as sent; null once its event is no longer kept.' }),
+  payload: z
+    .record(z.string(), z.unknown())
+    .nullable()
+    .meta({ description: 'The body as sent, kept for the retention window (WEBHOOK_KEEP_PAYLOADS); null when not kept.' }),
+  requestHeaders: z.record(z.string(), z.string()).nullable().meta({
+    description:
+      'The request headers of the latest attempt, without the signatures; custom header values show as `[hidden]`. Null when not kept.',
+  }),
+  responseHeaders: z.record(z.string(), z.string()).nullable().meta({
+    description: 'The headers of the latest answer (up to 50, values cut at 256 characters); null when not kept or not answered.',
+  }),
+});
+
+const breaker = z.object({
+  state: z.enum(['closed', 'open', 'half-open']).meta({
+    description:
+      '`open`: no request is sent to this endpoint (attempts that come due are recorded as skipped); `half-open`: one probe is due.',
+  }),
+  openUntil: timestamp.nullable(),
+  consecutiveFailures: z.int().nonnegative(),
 });
 
 const health = z
   .object({
-    breaker: z.object({
-      state: z.enum(['closed', 'open', 'half-open']).meta({
-        description:
-          '`open`: no request is sent to this endpoint (attempts that come due are recorded as skipped); `half-open`: one probe is due.',
-      }),
-      openUntil: timestamp.nullable(),
-      consecutiveFailures: z.int().nonnegative(),
-    }),
+    breaker,
     disabledReason: z
       .string()
       .nullable()
@@ -92,7 +107,7 @@ const health = z
 export const webhookResponse = z.object({ webhook });
 
 export const webhookListResponse = z.object({
-  webhooks: z.array(webhook).meta({ description: 'Newest first.' }),
+  webhooks: z.array(webhook.extend({ breaker })).meta({ description: "Newest first, each with its endpoint's breaker." }),
   nextCursor: z.string().nullable().meta({ description: 'Pass as `cursor` for the next page; `null` on the last.' }),
 });
 
@@ -155,4 +170,35 @@ export const tablesResponse = z.object({
       }),
     )
     .meta({ description: "The environment's tables (not views), by name; columns in their order." }),
+});
+
+export const environmentsResponse = z.object({
+  environments: z.array(z.object({ name: z.string() })).meta({ description: "The project's environments, by name." }),
+});
+
+export const eventDeliveriesResponse = z.object({
+  deliveries: z
+    .array(delivery.extend({ webhookId: z.string(), table: z.string(), url: z.string() }))
+    .meta({ description: 'One per subscription that took the event; empty when none did.' }),
+});
+
+const rate = z.number().min(0).max(1).nullable();
+const ms = z.int().nonnegative().nullable();
+
+export const webhookHealthResponse = z.object({
+  windows: z
+    .array(
+      z.object({
+        window: z.enum(['24h', '7d']),
+        delivered: z.int().nonnegative(),
+        dead: z.int().nonnegative(),
+        unfinished: z.int().nonnegative(),
+        attemptsSucceeded: z.int().nonnegative(),
+        attemptsFailed: z.int().nonnegative(),
+        successRate: rate.meta({ description: 'Attempts answered 2xx over all attempts; null without an attempt.' }),
+        latencyP50Ms: ms,
+        latencyP95Ms: ms,
+      }),
+    )
+    .meta({ description: 'The last 24 hours, then the last 7 days.' }),
 });

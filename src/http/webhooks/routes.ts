@@ -17,6 +17,15 @@ export function webhooksRouter(ctx: Context, service: WebhookService, environmen
     const { env } = await scope(req);
     reply(res, op.listWebhookTables, await service.tables(env));
   });
+  handle(r, op.listEnvironments, async (req, res) => {
+    const { env } = await scope(req);
+    reply(res, op.listEnvironments, await service.environments(env));
+  });
+  handle(r, op.searchEvent, async (req, res) => {
+    const { env } = await scope(req);
+    const { eventId } = parse(op.searchEvent.query, req.query);
+    reply(res, op.searchEvent, await service.eventSearch(env, eventId));
+  });
   handle(r, op.createWebhook, async (req, res) => {
     const { env } = await scope(req);
     reply(res, op.createWebhook, { webhook: await service.create(env, parse(op.createWebhook.body, req.body)) });
@@ -95,6 +104,17 @@ export function webhooksRouter(ctx: Context, service: WebhookService, environmen
     const { env } = await scope(req);
     const { id } = parse(op.getDeliveryMinutes.params, req.params);
     reply(res, op.getDeliveryMinutes, await service.minutes(env, id));
+  });
+
+  handle(r, op.getWebhookHealth, async (req, res) => {
+    const { env } = await scope(req);
+    const { id } = parse(op.getWebhookHealth.params, req.params);
+    reply(res, op.getWebhookHealth, await service.health(env, id));
+  });
+  handle(r, op.testWebhook, async (req, res) => {
+    const { env } = await scope(req);
+    const { id } = parse(op.testWebhook.params, req.params);
+    reply(res, op.testWebhook, await service.test(env, id));
   });
 
   refuseOtherMethods(r, webhooksApi);

@@ -1,25 +1,16 @@
-import { callApi, enc } from './api.js';
-import { h, time } from './dom.js';
+import { callApi, enc } from '../api.js';
+import { h } from '../dom.js';
+import { scrollTable, time } from '../format.js';
+import { registerNav, registerRoute } from '../routing.js';
+import { ask, problem, say, show } from '../shell.js';
 
 // The Users page: search the environment's end users, open one to see their sessions, e-mails and
 // events, disable or enable them, log them out everywhere, delete them (after a confirmation).
-// Views by the URL's fragment: #/users, #/users/<id>. `ui` is the console's shell (app.js).
+// Views by the URL's fragment: #/users, #/users/<id>. `ui` is the console's shell (shell.js).
 
 const users = (method, path, body) => callApi(method, `/api/rest/_users${path}`, body);
 
 const STATUSES = ['', 'unverified', 'active', 'locked', 'disabled'];
-
-/** Shows the view for `hash` when it is a Users view; false otherwise. */
-export async function usersRoute(hash, ui) {
-  if (hash === '/users' || hash.startsWith('/users?')) {
-    await listView(ui, new URLSearchParams(hash.split('?')[1] ?? ''));
-    return true;
-  }
-  const m = /^\/users\/([^/?]+)$/.exec(hash);
-  if (!m) return false;
-  await detailView(ui, decodeURIComponent(m[1]));
-  return true;
-}
 
 async function listView(ui, params) {
   const query = h('input', { id: 'user-query', name: 'query', type: 'search', value: params.get('query') ?? '', autocomplete: 'off' });
@@ -63,9 +54,7 @@ async function listView(ui, params) {
       h('td', {}, time(u.createdAt)),
     ),
   );
-  loading.replaceWith(
-    rows.length ? ui.scrollTable('Users', ['E-mail', 'Status', 'Created'], rows) : h('p', {}, 'No user matches.'),
-  );
+  loading.replaceWith(rows.length ? ui.scrollTable('Users', ['E-mail', 'Status', 'Created'], rows) : h('p', {}, 'No user matches.'));
 }
 
 async function detailView(ui, id) {
@@ -87,7 +76,10 @@ async function detailView(ui, id) {
     {
       type: 'button',
       class: u.disabled ? '' : 'danger',
-      onclick: () => act(u.disabled ? 'User enabled.' : 'User disabled: every session ended.', () => users('PATCH', `/${enc(id)}`, { disabled: !u.disabled })),
+      onclick: () =>
+        act(u.disabled ? 'User enabled.' : 'User disabled: every session ended.', () =>
+          users('PATCH', `/${enc(id)}`, { disabled: !u.disabled }),
+        ),
     },
     u.disabled ? 'Enable' : 'Disable',
   );
@@ -131,9 +123,17 @@ async function detailView(ui, id) {
     h('dd', {}, h('code', {}, JSON.stringify(u.appMetadata))),
   );
   const sessions = detail.sessions.map((s) =>
-    h('tr', {}, h('td', {}, time(s.createdAt)), h('td', {}, time(s.expiresAt)), h('td', {}, s.revokedAt ? `ended (${s.revokedReason ?? ''})` : 'live')),
+    h(
+      'tr',
+      {},
+      h('td', {}, time(s.createdAt)),
+      h('td', {}, time(s.expiresAt)),
+      h('td', {}, s.revokedAt ? `ended (${s.revokedReason ?? ''})` : 'live'),
+    ),
   );
-  const emails = detail.emails.map((m) => h('tr', {}, h('td', {}, m.purpose), h('td', {}, m.state), h('td', {}, String(m.attempts)), h('td', {}, time(m.createdAt))));
+  const emails = detail.emails.map((m) =>
+    h('tr', {}, h('td', {}, m.purpose), h('td', {}, m.state), h('td', {}, String(m.attempts)), h('td', {}, time(m.createdAt))),
+  );
   const events = trail.events.map((e) =>
     h('tr', {}, h('td', {}, time(e.createdAt)), h('td', {}, e.type), h('td', {}, e.clientAddress ?? '—'), h('td', {}, e.actor ?? '—')),
   );
@@ -150,3 +150,8 @@ async function detailView(ui, id) {
     events.length ? ui.scrollTable('Events', ['When', 'Type', 'Client', 'By'], events) : h('p', {}, 'No event.'),
   );
 }
+
+const ui = { show, say, problem, ask, scrollTable };
+registerRoute(/^\/users$/, (query) => listView(ui, query));
+registerRoute(/^\/users\/([^/]+)$/, (id) => detailView(ui, id));
+registerNav('Users', '#/users');
