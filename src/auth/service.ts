@@ -3,15 +3,15 @@ import { PgCode, pgCode, withTransaction } from '../core/db/pool.js';
 import { AppError, validationError } from '../core/errors.js';
 import type { Environment } from '../projects/environments.js';
 import { consumeCode, matchCode, takeCode, type CodePurpose } from './codes.js';
-import { append, appendIfUser, type EventOrigin } from './events/append.js';
-import { AUTH_EVENT as EVENT, type AuthEventType } from './events/kinds.js';
+import { append } from './events/append.js';
+import { AUTH_EVENT as EVENT } from './events/kinds.js';
 import type { KeyRing } from './keyring.js';
 import { spendLimit } from './limits.js';
 import { accountKey, clearLoginFailures, deviceClient, recordLoginSuccess, reserveLoginAttempt } from './lockout.js';
 import { queueCodeMail } from './mail.js';
 import { hashPassword, lengthViolations, needsRehash, passwordViolations, spendVerificationTime, verifyPassword } from './passwords.js';
 import { issueDeviceToken, trustedDevice } from './sessions/devices.js';
-import { LOGOUT_MESSAGE, SessionService, type TokenPair } from './sessions/service.js';
+import { LOGOUT_MESSAGE, origin, SessionService, type TokenPair } from './sessions/service.js';
 import type { AccessClaims } from './tokens.js';
 import * as users from './users.js';
 
@@ -35,8 +35,6 @@ export interface RequestMeta {
   /** The `X-Device-Token` header of a client that logged in to the account before. */
   deviceToken?: string;
 }
-
-export type { TokenPair };
 
 /** A user id that matches no row: unknown addresses run the same statements as known ones. */
 const NOBODY = '00000000-0000-0000-0000-000000000000';
@@ -135,10 +133,10 @@ export class AuthService {
     const right = user ? await verifyPassword(user.passwordHash, input.password) : await spendVerificationTime(input.password);
     if (!user || !right) {
       this.#count(attempt.lockedHere ? 'login_locked' : 'login_failed');
-      // Known accounts only (an audit row per unknown address would be a table anyone can fill),
-      // through statements that cost the same for unknown ones.
-      await this.#audit(env, attempt.lockedHere ? EVENT.locked : EVENT.loginFailed, user?.id ?? null, meta, now);
-      if (attempt.lockedHere) await users.markLocked(this.ctx.pool, user?.id ?? NOBODY, attempt.lockedHere);
+      // Known accounts only (an audit row per unknown address would be a table anyone can fill).
+      // Written after the answer: a row written for a known address and none for an unknown one
+      // would otherwise differ in time (a commit that flushes WAL, or not) and name the address.
+      if (user) this.#afterAnswer(() => this.#recordFailure(env, user.id, attempt.lockedHere, meta, now));
       if (attempt.lockedHere) throw locked(attempt.lockedHere);
       throw new AppError('AUTH_INVALID_CREDENTIALS');
     }
@@ -232,19 +230,22 @@ export class AuthService {
     this.sessions.forgetProfile(sessionId);
   }
 
-  /** An audit row for an outcome that changes nothing else (a failed login, a lockout). */
-  async #audit(env: Environment, type: AuthEventType, userId: string | null, meta: RequestMeta, now: Date) {
-    await appendIfUser(this.ctx.pool, env, { type, userId, ...origin(meta) }, now);
+  /** A failed login's audit row, and the lock it set (what operators filter on), together. */
+  async #recordFailure(env: Environment, userId: string, lockedUntil: Date | null, meta: RequestMeta, now: Date) {
+    await withTransaction(this.ctx.pool, async (c) => {
+      await append(c, env, { type: lockedUntil ? EVENT.locked : EVENT.loginFailed, userId, ...origin(meta) }, now);
+      if (lockedUntil) await users.markLocked(c, userId, lockedUntil);
+    });
+  }
+
+  /** Work that must not delay, or show in, the answer; a failure is logged. */
+  #afterAnswer(work: () => Promise<void>): void {
+    setImmediate(() => void work().catch((err: unknown) => this.ctx.log.error({ err }, 'could not record an auth event')));
   }
 
   #count(event: string): void {
     this.ctx.metrics.authEvents.inc({ event });
   }
-}
-
-/** What the audit trail keeps of a request's client. */
-export function origin(meta: Partial<RequestMeta>): EventOrigin {
-  return { clientAddress: meta.clientAddress ?? null, userAgent: meta.userAgent ?? null };
 }
 
 function locked(until: Date): AppError {

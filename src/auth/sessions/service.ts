@@ -76,11 +76,13 @@ export class SessionService {
   ): Promise<TokenPair> {
     if (user.disabledAt) throw new AppError('AUTH_USER_DISABLED');
     const session = await withTransaction(this.ctx.pool, async (c) => {
+      // Disabled (or deleted) since it was read: no session.
       const created = await createSession(c, user.id, env, client, lifetimes(env), now);
+      if (!created) throw new AppError('AUTH_USER_DISABLED');
       await append(c, env, { type: event, userId: user.id, sessionId: created.sessionId, ...origin(client) }, now);
       return created;
     });
-    const who = { userId: user.id, email: user.email, sessionId: session.sessionId, appMetadata: user.appMetadata };
+    const who = { userId: user.id, email: user.email, sessionId: session.sessionId, appMetadata: session.appMetadata };
     return this.#pair(env, who, session.refreshToken, now);
   }
 
@@ -233,7 +235,7 @@ export class SessionService {
 }
 
 /** What the audit trail keeps of a client. */
-function origin(client: EventOrigin): EventOrigin {
+export function origin(client: EventOrigin): EventOrigin {
   return { clientAddress: client.clientAddress ?? null, userAgent: client.userAgent ?? null };
 }
 

@@ -30,6 +30,8 @@ export interface NewSession {
   sessionId: string;
   refreshToken: string;
   expiresAt: Date;
+  /** Operators' data on the user as it stands at the session's start (for the access token). */
+  appMetadata: Record<string, unknown>;
 }
 
 const later = (now: Date, seconds: number) => new Date(now.getTime() + seconds * 1000);
@@ -41,18 +43,24 @@ export async function createSession(
   client: SessionClient,
   lifetimes: Lifetimes,
   now: Date,
-): Promise<NewSession> {
+): Promise<NewSession | undefined> {
   const sessionId = randomUUID();
   const absolute = later(now, lifetimes.absoluteSeconds);
   const expiresAt = new Date(Math.min(later(now, lifetimes.idleSeconds).getTime(), absolute.getTime()));
   const refreshToken = randomToken();
-  // One statement: the session and its first token commit together, in one round trip.
-  await db.query(
-    `WITH s AS (
+  // One statement: the session and its first token commit together, in one round trip. The user
+  // row is share-locked and must not be disabled: an operator's disable that commits meanwhile
+  // either waits for this session and then ends it, or is seen here and no session starts.
+  const { rows } = await db.query<{ app_metadata: Record<string, unknown> }>(
+    `WITH u AS (
+       SELECT id, app_metadata FROM walgate.users WHERE id = $2 AND disabled_at IS NULL FOR SHARE
+     ), s AS (
        INSERT INTO walgate.sessions (id, user_id, project_id, environment, created_at, last_used_at, expires_at, absolute_expires_at, ip, user_agent)
-       VALUES ($1, $2, $3, $4, $5, $5, $6, $7, $8, $9) RETURNING id
+       SELECT $1, u.id, $3, $4, $5, $5, $6, $7, $8, $9 FROM u RETURNING id
+     ), t AS (
+       INSERT INTO walgate.refresh_tokens (token_hash, session_id, issued_at, expires_at) SELECT $10, id, $5, $6 FROM s
      )
-     INSERT INTO walgate.refresh_tokens (token_hash, session_id, issued_at, expires_at) SELECT $10, id, $5, $6 FROM s`,
+     SELECT u.app_metadata FROM u JOIN s ON true`,
     [
       sessionId,
       userId,
@@ -66,7 +74,7 @@ export async function createSession(
       hashToken(refreshToken),
     ],
   );
-  return { sessionId, refreshToken, expiresAt };
+  return rows[0] && { sessionId, refreshToken, expiresAt, appMetadata: rows[0].app_metadata };
 }
 
 export interface StoredToken extends PresentedToken {
@@ -127,6 +135,7 @@ export async function exchangeRefreshToken(
         WHERE rt.token_hash = $1 AND rt.used_at IS NOT DISTINCT FROM $3 AND rt.expires_at > $2
           AND s.id = rt.session_id AND s.revoked_at IS NULL AND s.expires_at > $2 AND s.absolute_expires_at > $2
           AND s.project_id = $8 AND s.environment = $9
+          AND NOT EXISTS (SELECT 1 FROM walgate.users u WHERE u.id = s.user_id AND u.disabled_at IS NOT NULL)
         RETURNING s.id AS session_id, s.user_id, least($4::timestamptz, s.absolute_expires_at) AS expires_at
      ), extended AS (
        UPDATE walgate.sessions s SET expires_at = used.expires_at, last_used_at = $2, ip = $6, user_agent = coalesce($7, s.user_agent)

@@ -112,9 +112,10 @@ export class UserAdminService {
   }
 
   async update(env: Environment, id: string, change: UpdateUserInput, origin: EventOrigin) {
-    const before = await this.#find(env, id);
     const now = this.ctx.clock();
     const ended = await withTransaction(this.ctx.pool, async (c) => {
+      // Read and locked in the transaction: two PATCHes at once decide their events in turn.
+      const before = await this.#find(env, id, c);
       await store.updateUser(c, id, change, now);
       if (change.disabled === true && !before.disabledAt) await this.#event(c, env, EVENT.disabled, id, origin, now);
       if (change.disabled === false && before.disabledAt) await this.#event(c, env, EVENT.enabled, id, origin, now);
@@ -157,6 +158,8 @@ export class UserAdminService {
   async setUserMetadata(env: Environment, userId: string, userMetadata: Record<string, unknown>, origin: EventOrigin) {
     const now = this.ctx.clock();
     return withTransaction(this.ctx.pool, async (c) => {
+      // The user deleted since their token was checked: no row, no event, and the token is dead.
+      if (!(await store.findUser(c, env, userId, true))) throw new AppError('AUTH_TOKEN_INVALID');
       const user = await store.updateUser(c, userId, { userMetadata }, now);
       await this.#event(c, env, EVENT.metadataChanged, userId, origin, now, { field: 'userMetadata' });
       return user;
@@ -190,8 +193,9 @@ export class UserAdminService {
     return rows[0]?.id;
   }
 
-  async #find(env: Environment, id: string): Promise<store.ListedUser> {
-    const user = await store.findUser(this.ctx.pool, env, id);
+  /** The user, or 404; inside a transaction (`lockIn`), locked until it ends. */
+  async #find(env: Environment, id: string, lockIn?: Queryable): Promise<store.ListedUser> {
+    const user = await store.findUser(lockIn ?? this.ctx.pool, env, id, lockIn !== undefined);
     if (!user) throw new AppError('USER_NOT_FOUND');
     return user;
   }
@@ -220,7 +224,8 @@ export class UserAdminService {
   }
 
   #accessEnd(env: Environment, now: Date): Date {
-    return new Date(now.getTime() + env.accessTokenTtlSeconds * 1000);
+    // As long as authenticate() may still accept a token: its lifetime plus the clock-skew grace.
+    return new Date(now.getTime() + (env.accessTokenTtlSeconds + this.ctx.config.tokenClockSkewSeconds) * 1000);
   }
 }
 

@@ -48,9 +48,15 @@ export async function listUsers(db: Queryable, env: { projectId: string; name: s
   return rows;
 }
 
-export async function findUser(db: Queryable, env: { projectId: string; name: string }, id: string): Promise<ListedUser | undefined> {
+/** The user; `lock`: locked for the rest of the caller's transaction (a change decided from what was read). */
+export async function findUser(
+  db: Queryable,
+  env: { projectId: string; name: string },
+  id: string,
+  lock = false,
+): Promise<ListedUser | undefined> {
   const { rows } = await db.query<ListedUser>(
-    `SELECT ${LISTED} FROM walgate.users WHERE project_id = $1 AND environment = $2 AND id = $3`,
+    `SELECT ${LISTED} FROM walgate.users WHERE project_id = $1 AND environment = $2 AND id = $3${lock ? ' FOR UPDATE' : ''}`,
     [env.projectId, env.name, id],
   );
   return rows[0];
