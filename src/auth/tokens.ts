@@ -47,7 +47,9 @@ export async function issueAccessToken(ring: KeyRing, env: Environment, input: I
 }
 
 const invalid = () => new AppError('AUTH_TOKEN_INVALID');
-const MAX_TOKEN_LENGTH = 8192;
+// The largest token walgate issues: 4 KB of appMetadata (users/metadata.ts) nested in a JWE is
+// about 8.3 KB; anything longer is refused before any parsing. Node accepts 16 KB of headers.
+const MAX_TOKEN_LENGTH = 12 * 1024;
 
 /**
  * Verifies an access token for this environment. Keys are looked up only among the environment's

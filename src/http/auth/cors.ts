@@ -10,7 +10,7 @@ import { DEFAULT_ENVIRONMENT, isValidName, type EnvironmentCache } from '../../p
 
 const ALLOWED_HEADERS = 'Authorization, Content-Type, X-Project-Id, environment, X-Device-Token, X-Request-Id';
 const EXPOSED_HEADERS = 'Retry-After, X-Request-Id, WWW-Authenticate';
-const METHODS = 'GET, POST, DELETE';
+const METHODS = 'GET, POST, PATCH, DELETE';
 
 export function authCors(environments: EnvironmentCache): RequestHandler {
   return (req: Request, res: Response, next: NextFunction) => {

@@ -1,11 +1,11 @@
 import { z } from 'zod';
+import { timestamp } from '../timestamp.js';
 import { email } from '../../auth/schemas.js';
 import { AUTH_EVENT_TYPES } from '../../auth/events/kinds.js';
-import { metadataObject } from '../../auth/users/metadata.js';
+import { appMetadataObject } from '../../auth/users/metadata.js';
 
 // Requests and answers of the admin API (/api/rest/_users, /api/rest/_auth-events).
 
-const timestamp = z.iso.datetime();
 const cursor = z.string().max(200).optional().meta({ description: 'The `nextCursor` of the previous page.' });
 
 export const userParams = z.object({ id: z.uuid({ message: 'must be a user id (a UUID)' }) });
@@ -18,8 +18,14 @@ export const listUsersQuery = z.object({
 
 export const eventsQuery = z.object({
   type: z.enum(AUTH_EVENT_TYPES as [string, ...string[]]).optional(),
-  since: z.iso.datetime({ offset: true }).optional().meta({ description: 'Events at or after this time.' }),
-  until: z.iso.datetime({ offset: true }).optional().meta({ description: 'Events before this time.' }),
+  since: z.iso
+    .datetime({ offset: true })
+    .optional()
+    .meta({ description: 'Events at or after this time.', examples: ['2026-11-24T10:00:00.000Z'] }),
+  until: z.iso
+    .datetime({ offset: true })
+    .optional()
+    .meta({ description: 'Events before this time.', examples: ['2026-11-25T10:00:00.000Z'] }),
   cursor,
 });
 
@@ -30,12 +36,12 @@ export const createUserBody = z
     password: z.string().min(1).max(4096).optional(),
     emailVerified: z.boolean().optional(),
     invite: z.boolean().optional().meta({ description: 'E-mail a code with which the user chooses a password (`/auth/reset-password`).' }),
-    appMetadata: metadataObject.optional(),
+    appMetadata: appMetadataObject.optional(),
   })
   .strict();
 
 export const updateUserBody = z
-  .object({ disabled: z.boolean().optional(), emailVerified: z.boolean().optional(), appMetadata: metadataObject.optional() })
+  .object({ disabled: z.boolean().optional(), emailVerified: z.boolean().optional(), appMetadata: appMetadataObject.optional() })
   .strict();
 
 const metadata = z.record(z.string(), z.unknown());

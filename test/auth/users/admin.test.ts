@@ -239,6 +239,14 @@ describe('users: the admin API and its CLI twins', function () {
     const notObject = await http.patch('/auth/me', { userMetadata: [1, 2] }, bearer(refreshed.body.accessToken));
     expect(notObject.status).to.equal(400);
     expect((await http.patch('/auth/me', { userMetadata: {} })).status).to.equal(401);
+    // appMetadata travels in every token: its bound (4 KB) keeps the largest token usable.
+    const largest = { blob: 'x'.repeat(4 * 1024 - 20) };
+    expect((await admin.patch(`/api/rest/_users/${account.userId}`, { appMetadata: largest })).status).to.equal(200);
+    const heavy = await http.post('/auth/refresh-token', { refreshToken: refreshed.body.refreshToken });
+    expect(decodeJwt(heavy.body.accessToken).app_metadata).to.deep.equal(largest);
+    expect((await http.get('/auth/me', bearer(heavy.body.accessToken))).status).to.equal(200);
+    const tooBig = await admin.patch(`/api/rest/_users/${account.userId}`, { appMetadata: { blob: 'x'.repeat(4 * 1024) } });
+    expect([tooBig.status, tooBig.body.error]).to.deep.equal([400, 'VALIDATION_ERROR']);
   });
 
   it('logout everywhere: REST and CLI end every session', async () => {
