@@ -8,6 +8,7 @@ import type { DeliveryEngine } from '../../src/delivery/engine.js';
 import { Metrics } from '../../src/core/metrics.js';
 import { registerTailerGauges } from '../../src/ops/tailer-ops.js';
 import type { WalTailer } from '../../src/tailer/tailer.js';
+import { registerProblemGauge } from '../../src/webhooks/problems-metric.js';
 
 // The user documentation against the code and itself: every metric either daemon registers is in
 // the Operations page's table with its labels (and nothing else is), every variable is in the
@@ -53,6 +54,8 @@ function registeredMetrics(): Array<{ name: string; labelNames: string[] }> {
   const ctx = { metrics, pool: {}, config: {} } as unknown as Context;
   const tailer = { status: () => ({ slotName: 'walgate_x', role: 'leader' }) } as unknown as WalTailer;
   registerTailerGauges(ctx, tailer, { breakerStates: () => new Map() } as unknown as DeliveryEngine);
+  registerProblemGauge(ctx); // the api's
+
   return metrics.registry.getMetricsAsArray().map((m) => {
     const named = m as unknown as { name: string; labelNames?: string[] };
     return { name: named.name, labelNames: named.labelNames ?? [] };

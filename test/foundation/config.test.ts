@@ -17,6 +17,9 @@ describe('configuration', () => {
       timeoutMs: 10000,
       secretGraceMs: 86_400_000,
       parkAfterMs: 60000,
+      endpointConcurrency: 16,
+      pausedBacklogMs: 259_200_000,
+      keepPayloads: true,
     });
     expect(c.tailerPort).to.equal(3001);
     expect(c.logLevel).to.equal('info');

@@ -74,9 +74,9 @@ describe('retention: every batch reads an index range, not the table', function 
       INSERT INTO walgate.users (id, project_id, environment, email, password_hash, created_at, updated_at)
         SELECT ('00000000-0000-0000-0000-' || lpad(g::text, 12, '0'))::uuid, 'p', 'e', 'u' || g || '@x.test', 'h', now(), now()
           FROM generate_series(1, 20000) g;
-      INSERT INTO walgate.sessions (id, user_id, project_id, environment, created_at, expires_at)
+      INSERT INTO walgate.sessions (id, user_id, project_id, environment, created_at, expires_at, absolute_expires_at)
         SELECT ('10000000-0000-0000-0000-' || lpad(g::text, 12, '0'))::uuid, ('00000000-0000-0000-0000-' || lpad(g::text, 12, '0'))::uuid,
-               'p', 'e', now(), now() + (g - 500) * interval '1 h' FROM generate_series(1, 20000) g;
+               'p', 'e', now(), now() + (g - 500) * interval '1 h', now() + (g - 500) * interval '1 h' FROM generate_series(1, 20000) g;
       INSERT INTO walgate.refresh_tokens (token_hash, session_id, issued_at, expires_at)
         SELECT decode(md5(g::text), 'hex'), ('10000000-0000-0000-0000-' || lpad(g::text, 12, '0'))::uuid, now(), now() FROM generate_series(1, 20000) g;
       INSERT INTO walgate.verification_codes (user_id, purpose, code_hash, expires_at, created_at)

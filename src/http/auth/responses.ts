@@ -1,10 +1,9 @@
 import { z } from 'zod';
+import { timestamp } from '../timestamp.js';
 
 // What the auth endpoints answer, as schemas for the API reference. test/docs/contract.test.ts
 // checks real answers against the generated document, so a field added or renamed in a service
 // without its schema here fails the tests.
-
-const timestamp = z.iso.datetime().meta({ examples: ['2026-11-25T10:00:00.000Z'] });
 
 export const user = z.object({
   id: z.uuid(),

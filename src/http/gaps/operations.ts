@@ -1,4 +1,5 @@
 import { z } from 'zod';
+import { timestamp } from '../timestamp.js';
 import type { ErrorCode } from '../../core/errors.js';
 import { ANY_REQUEST_ERRORS, type Operation, type OperationGroup } from '../operation.js';
 import { managementHeaders } from '../webhooks/access.js';
@@ -19,7 +20,6 @@ const lsn = z
   .string()
   .nullable()
   .meta({ examples: ['0/40EB7498'] });
-const timestamp = z.iso.datetime();
 
 const gap = z
   .object({

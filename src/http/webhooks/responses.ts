@@ -1,11 +1,10 @@
 import { z } from 'zod';
+import { timestamp } from '../timestamp.js';
 import { EVENTS, ORDERINGS } from '../../webhooks/schemas.js';
 
 // What the management API answers, as schemas for the API reference. test/docs/contract.test.ts
 // checks real answers against the generated document, so a field added or renamed in view.ts or
 // delivery/history.ts without its schema here fails the tests.
-
-const timestamp = z.iso.datetime().meta({ examples: ['2026-11-25T10:00:00.000Z'] });
 
 const webhook = z
   .object({
