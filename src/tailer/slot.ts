@@ -21,11 +21,17 @@ export async function slotNameFor(db: Queryable): Promise<string> {
  * Creates the slot if it does not exist yet, without waiting for a tailer: from then on Postgres
  * keeps every change for it. The management API calls this before it saves a subscription, so
  * changes made before the first tailer starts are still delivered. It must run outside a
- * transaction that has written (a Postgres rule for creating logical slots).
+ * transaction that has written (a Postgres rule for creating logical slots). Once a tailer has read
+ * the slot (its position is saved), a missing slot is the tailer's to create: it records the gap
+ * of the changes lost with the old one, which a slot created here first would hide.
  */
 export async function ensureSlot(db: Queryable): Promise<string> {
   const slot = await slotNameFor(db);
-  const { rowCount } = await db.query('SELECT 1 FROM pg_replication_slots WHERE slot_name = $1', [slot]);
+  const { rowCount } = await db.query(
+    `SELECT 1 FROM pg_replication_slots WHERE slot_name = $1
+     UNION ALL SELECT 1 FROM walgate.tailer_state WHERE slot_name = $1`,
+    [slot],
+  );
   if (!rowCount) {
     await db.query(`SELECT pg_create_logical_replication_slot($1, 'pgoutput')`, [slot]).catch((err: unknown) => {
       if (pgCode(err) !== PgCode.duplicateObject) throw err;

@@ -1,15 +1,20 @@
 import { Gauge } from 'prom-client';
 import type { Context } from '../core/context.js';
+import { AUTH_EVENTS_TABLE, capturedRelation } from '../tailer/capture/index.js';
 
 // walgate_webhook_problems{code}: subscriptions that cannot follow their table, counted at scrape
-// time from the catalog (the same rules as problems.ts, for every tenant at once).
+// time from the catalog (the same rules as problems.ts, for every tenant at once). A subscription
+// on `_auth_events` is judged against walgate's audit table, which is only ever inserted into.
+
+const AUTH_EVENTS = capturedRelation('', AUTH_EVENTS_TABLE);
 
 const COUNTS = `
 WITH w AS (
-  SELECT w.filter, w.select_fields, c.oid AS relid
+  SELECT w.filter, w.select_fields, c.oid AS relid, w.table_name = $1 AS audit
     FROM walgate.webhooks w
-    LEFT JOIN pg_catalog.pg_namespace n ON n.nspname = w.schema_name
-    LEFT JOIN pg_catalog.pg_class c ON c.relnamespace = n.oid AND c.relname = w.table_name AND c.relkind IN ('r', 'p')
+    LEFT JOIN pg_catalog.pg_namespace n ON n.nspname = CASE WHEN w.table_name = $1 THEN $2 ELSE w.schema_name END
+    LEFT JOIN pg_catalog.pg_class c ON c.relnamespace = n.oid AND c.relname = CASE WHEN w.table_name = $1 THEN $3 ELSE w.table_name END
+     AND c.relkind IN ('r', 'p')
 )
 SELECT count(*) FILTER (WHERE relid IS NULL OR NOT EXISTS (
          SELECT 1 FROM pg_catalog.pg_publication_rel r JOIN pg_catalog.pg_publication p ON p.oid = r.prpubid
@@ -20,7 +25,7 @@ SELECT count(*) FILTER (WHERE relid IS NULL OR NOT EXISTS (
        count(*) FILTER (WHERE relid IS NOT NULL AND EXISTS (
          SELECT 1 FROM unnest(coalesce(select_fields, '{}')) k
           WHERE NOT EXISTS (SELECT 1 FROM pg_catalog.pg_attribute a WHERE a.attrelid = relid AND a.attname = k AND a.attnum > 0 AND NOT a.attisdropped)))::int AS "SELECT_COLUMN_MISSING",
-       count(*) FILTER (WHERE relid IS NOT NULL AND EXISTS (
+       count(*) FILTER (WHERE relid IS NOT NULL AND NOT audit AND EXISTS (
          SELECT 1 FROM (SELECT relid AS r UNION SELECT p.relid FROM pg_partition_tree(relid) p) t
            JOIN pg_catalog.pg_class pc ON pc.oid = t.r WHERE pc.relreplident <> 'f'))::int AS "REPLICA_IDENTITY_CHANGED"
   FROM w`;
@@ -35,7 +40,9 @@ export function registerProblemGauge(ctx: Context): void {
     labelNames: ['code'] as const,
     registers: [ctx.metrics.registry],
     async collect() {
-      const { rows } = await ctx.pool.query<Record<string, number>>(COUNTS).catch(() => ({ rows: [] as Array<Record<string, number>> }));
+      const { rows } = await ctx.pool
+        .query<Record<string, number>>(COUNTS, [AUTH_EVENTS_TABLE, AUTH_EVENTS.schema, AUTH_EVENTS.table])
+        .catch(() => ({ rows: [] as Array<Record<string, number>> }));
       for (const [code, n] of Object.entries(rows[0] ?? {})) this.set({ code }, n);
     },
   });

@@ -19,7 +19,7 @@ import {
 } from '../delivery/sql/history.js';
 import { AppError, validationError, type Violation } from '../core/errors.js';
 import type { Environment } from '../projects/environments.js';
-import { CaptureError, captureTable, lockCapturedTables, releaseTable, retainChanges } from '../tailer/capture/index.js';
+import { capturedRelation, CaptureError, captureTable, lockCapturedTables, releaseTable, retainChanges } from '../tailer/capture/index.js';
 import { representable, type CreateBody, type UpdateBody } from './schemas.js';
 import { sealWebhookSecret } from '../delivery/secret.js';
 import { sealHeaders } from '../delivery/custom-headers.js';
@@ -152,7 +152,9 @@ export class WebhookService {
   /** Queues a signed sample event of the subscription's table, marked as a test. */
   async test(env: Environment, id: string): Promise<{ delivery: DeliveryView }> {
     const row = await this.#find(env, id);
-    const table = (await schemaTables(this.ctx.pool, env.schemaName)).find((t) => t.name === row.table);
+    // `_auth_events` is shaped by walgate's audit table; any other by the environment's table.
+    const source = capturedRelation(env.schemaName, row.table);
+    const table = (await schemaTables(this.ctx.pool, source.schema)).find((t) => t.name === source.table);
     if (!table) throw new AppError('SERVICE_UNAVAILABLE', `The table ${row.table} no longer exists in schema ${env.schemaName}.`);
     const delivery = await queueTestEvent(
       this.ctx.pool,

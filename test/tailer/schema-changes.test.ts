@@ -79,6 +79,26 @@ describe('tailer: capture follows schema changes', function () {
     await writer.query(`DELETE FROM shop_master.g_virtual`);
   });
 
+  it('a virtual generated column added to a watched table: the application still updates and deletes, and it is reported', async () => {
+    await writer.query(`CREATE TABLE shop_master.g_later (id int PRIMARY KEY, a int)`);
+    await writer.query(`CREATE TABLE shop_master.g_later_nokey (a int)`);
+    const keyed = await sub('g_later');
+    const unkeyed = await sub('g_later_nokey');
+    await writer.query(`INSERT INTO shop_master.g_later (id, a) VALUES (1, 1)`);
+    await writer.query(`INSERT INTO shop_master.g_later_nokey (a) VALUES (1)`);
+    // Virtual by default on Postgres 18: with REPLICA IDENTITY FULL these UPDATEs and DELETEs would fail.
+    await writer.query(`ALTER TABLE shop_master.g_later ADD COLUMN b int GENERATED ALWAYS AS (a * 2)`);
+    await writer.query(`ALTER TABLE shop_master.g_later_nokey ADD COLUMN b int GENERATED ALWAYS AS (a * 2)`);
+    await writer.query(`UPDATE shop_master.g_later SET a = 2`);
+    await writer.query(`DELETE FROM shop_master.g_later`);
+    await writer.query(`UPDATE shop_master.g_later_nokey SET a = 2`);
+    await writer.query(`DELETE FROM shop_master.g_later_nokey`);
+    const codes = async (id: string) =>
+      ((await api.get(`/api/rest/_webhooks/${id}`)).body.webhook.problems as Array<{ code: string }>).map((p) => p.code);
+    expect(await codes(keyed)).to.deep.equal(['REPLICA_IDENTITY_CHANGED']);
+    expect(await codes(unkeyed)).to.include('TABLE_MISSING');
+  });
+
   it('a table dropped and created again under load: every committed insert of the new table is delivered', async () => {
     await writer.query(`CREATE TABLE shop_master.swapped (id serial PRIMARY KEY, v text)`);
     const wh = await sub('swapped', { events: ['INSERT'] });
