@@ -94,6 +94,9 @@ describe('auth: the courier never loses an e-mail', function () {
         LOG_LEVEL: 'error',
         // Short enough that a mail server back after its outage sees the backlog within seconds.
         MAIL_RETRY_MAX_DELAY_MS: '3000',
+        // With waits capped at 3 s, the default 12 tries span about 35 s: enough tries to outlast
+        // the outage, as the defaults (waits up to 5 minutes) do for about 18 minutes.
+        MAIL_MAX_ATTEMPTS: String(Math.ceil(OUTAGE_MS / 3000) + 20),
         MAIL_SEND_LEASE_MS: '10000',
       },
       stdio: ['ignore', 'ignore', 'pipe'],

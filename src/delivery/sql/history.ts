@@ -299,17 +299,28 @@ export async function replayDeadDeliveries(
 ): Promise<number> {
   const w = replayWhere(filter);
   let moved = 0;
+  // Keyset order: a replayed delivery that dies again meanwhile (a dead endpoint, short delays) is
+  // behind the cursor and not taken twice, so the replay ends.
+  let after = null as { createdAt: Date; id: string } | null;
   for (;;) {
-    const { rowCount } = await db.query(
+    const { rows }: { rows: Array<{ n: number; created_at: Date; id: string }> } = await db.query(
       // Without their row keys: a replayed dead letter of a row-ordered subscription goes at once,
-      // behind nothing and blocking nothing — it may arrive after its row's later changes (README: Ordering).
-      `UPDATE walgate.deliveries SET status = 'pending', attempts = 0, next_attempt_at = $4, last_error = NULL, order_key = NULL, order_key_old = NULL
-        WHERE id IN (SELECT id FROM walgate.deliveries WHERE ${w.sql} ORDER BY created_at LIMIT $5 FOR UPDATE SKIP LOCKED)`,
-      [...w.values, now, batchSize],
+      // behind nothing and blocking nothing — it may arrive after its row's later changes (docs: Ordering).
+      `WITH moved AS (
+         UPDATE walgate.deliveries SET status = 'pending', attempts = 0, next_attempt_at = $4, last_error = NULL, order_key = NULL, order_key_old = NULL
+          WHERE id IN (SELECT id FROM walgate.deliveries
+                        WHERE ${w.sql} AND ($6::timestamptz IS NULL OR (created_at, id) > ($6, $7::text))
+                        ORDER BY created_at, id LIMIT $5 FOR UPDATE SKIP LOCKED)
+          RETURNING created_at, id
+       )
+       SELECT (count(*) OVER ())::int AS n, created_at, id FROM moved ORDER BY created_at DESC, id DESC LIMIT 1`,
+      [...w.values, now, batchSize, after?.createdAt ?? null, after?.id ?? null],
     );
-    moved += rowCount ?? 0;
+    const n = rows[0]?.n ?? 0;
+    moved += n;
     onBatch?.(moved);
-    if ((rowCount ?? 0) < batchSize) break;
+    if (n < batchSize) break;
+    after = { createdAt: rows[0]!.created_at, id: rows[0]!.id };
   }
   // Wake the workers: the replayed deliveries are due now, not at their next poll.
   if (moved > 0) await db.query(`NOTIFY ${DELIVERIES_CHANNEL}`);
