@@ -13,8 +13,7 @@ import { recordAttempts } from './sql/queue.js';
 import type { Target, Targets } from './targets.js';
 
 /**
- * The stream: deliveries straight from the WAL reader to the receivers, with nothing written
- * before the receiver answers (delivery/README: the data path).
+ * The stream: deliveries from the WAL reader straight to the receivers, nothing written first.
  *
  *   matched change → lane of its subscription → attempt → 2xx: history row (journal) → settled
  *                                                        → failure: parked in the retry queue → settled

@@ -386,7 +386,6 @@ export class QueueWorker {
 
 /** Deliveries claimed in one round trip at most. */
 const MAX_CLAIM = 256;
-
 /** Attempt results waiting to be written before attempts wait for the write. */
 const MAX_UNWRITTEN = 1000;
 

@@ -2,7 +2,7 @@ import type { Context } from '../core/context.js';
 import { randomId } from '../core/crypto/tokens.js';
 import { ReplayJobs, type ReplayView } from '../delivery/replays.js';
 import { PgCode, pgCode, withTransaction, type Queryable } from '../core/db/pool.js';
-import { breakerState } from '../delivery/breaker.js';
+import { breakerState, type BreakerView } from '../delivery/breaker.js';
 import {
   countDeadDeliveries,
   deliveryHealth,
@@ -26,7 +26,6 @@ import { sealHeaders } from '../delivery/custom-headers.js';
 import { breakerStates, endpointHealth, eventDeliveries, type EventDelivery, type HealthWindow } from '../delivery/sql/health.js';
 import { queueTestEvent } from '../delivery/sql/test-events.js';
 import { listEnvironments } from '../projects/environments.js';
-import type { BreakerView } from '../delivery/breaker.js';
 import * as store from './store.js';
 import { columnViolations, primaryKeyColumns, schemaTables, tableColumns, urlViolations, type TableInfo } from './validation.js';
 import { webhookView, type WebhookHealth, type WebhookView } from './view.js';
@@ -152,7 +151,6 @@ export class WebhookService {
   /** Queues a signed sample event of the subscription's table, marked as a test. */
   async test(env: Environment, id: string): Promise<{ delivery: DeliveryView }> {
     const row = await this.#find(env, id);
-    // `_auth_events` is shaped by walgate's audit table; any other by the environment's table.
     const source = capturedRelation(env.schemaName, row.table);
     const table = (await schemaTables(this.ctx.pool, source.schema)).find((t) => t.name === source.table);
     if (!table) throw new AppError('SERVICE_UNAVAILABLE', `The table ${row.table} no longer exists in schema ${env.schemaName}.`);

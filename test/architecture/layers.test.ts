@@ -78,15 +78,27 @@ describe('architecture: layers that point one way', function () {
   });
 });
 
+describe('architecture: small files with one job', () => {
+  it('no source file under src/ is over 400 lines', () => {
+    const src = path.join(ROOT, 'src');
+    const long = sourceFiles(src)
+      .map((file) => [path.relative(ROOT, file), readFileSync(file, 'utf8').split('\n').length - 1] as const)
+      .filter(([, lines]) => lines > 400);
+    expect(long).to.deep.equal([]);
+  });
+});
+
+function sourceFiles(dir: string): string[] {
+  return readdirSync(dir, { withFileTypes: true }).flatMap((e) =>
+    e.isDirectory() ? sourceFiles(path.join(dir, e.name)) : /\.c?ts$/.test(e.name) ? [path.join(dir, e.name)] : [],
+  );
+}
+
 /** Folders of src/ (two levels under core/ and http/ count as their top folder) and whom they import. */
 function folderGraph(src: string): Map<string, Set<string>> {
   const graph = new Map<string, Set<string>>();
   const top = (file: string) => path.relative(src, file).split(path.sep)[0]!;
-  const walk = (dir: string): string[] =>
-    readdirSync(dir, { withFileTypes: true }).flatMap((e) =>
-      e.isDirectory() ? walk(path.join(dir, e.name)) : /\.c?ts$/.test(e.name) ? [path.join(dir, e.name)] : [],
-    );
-  for (const file of walk(src)) {
+  for (const file of sourceFiles(src)) {
     const from = top(file);
     for (const m of readFileSync(file, 'utf8').matchAll(/from\s+'(\.{1,2}\/[^']+)'/g)) {
       const to = top(path.resolve(path.dirname(file), m[1]!));
