@@ -3,7 +3,7 @@ import { PgCode, pgCode, withTransaction } from '../core/db/pool.js';
 import { AppError, validationError } from '../core/errors.js';
 import type { Environment } from '../projects/environments.js';
 import { consumeCode, matchCode, takeCode, type CodePurpose } from './codes.js';
-import { append } from './events/append.js';
+import { append, appendIfUser } from './events/append.js';
 import { AUTH_EVENT as EVENT } from './events/kinds.js';
 import type { KeyRing } from './keyring.js';
 import { spendLimit } from './limits.js';
@@ -133,10 +133,10 @@ export class AuthService {
     const right = user ? await verifyPassword(user.passwordHash, input.password) : await spendVerificationTime(input.password);
     if (!user || !right) {
       this.#count(attempt.lockedHere ? 'login_locked' : 'login_failed');
-      // Known accounts only (an audit row per unknown address would be a table anyone can fill).
-      // Written after the answer: a row written for a known address and none for an unknown one
-      // would otherwise differ in time (a commit that flushes WAL, or not) and name the address.
-      if (user) this.#afterAnswer(() => this.#recordFailure(env, user.id, attempt.lockedHere, meta, now));
+      // Known accounts only (an audit row per unknown address would be a table anyone can fill),
+      // through the same statements for unknown ones, and after the answer: a row written for a
+      // known address and none for an unknown one would otherwise differ in time and name it.
+      this.#afterAnswer(() => this.#recordFailure(env, user?.id ?? null, attempt.lockedHere, meta, now));
       if (attempt.lockedHere) throw locked(attempt.lockedHere);
       throw new AppError('AUTH_INVALID_CREDENTIALS');
     }
@@ -231,10 +231,10 @@ export class AuthService {
   }
 
   /** A failed login's audit row, and the lock it set (what operators filter on), together. */
-  async #recordFailure(env: Environment, userId: string, lockedUntil: Date | null, meta: RequestMeta, now: Date) {
+  async #recordFailure(env: Environment, userId: string | null, lockedUntil: Date | null, meta: RequestMeta, now: Date) {
     await withTransaction(this.ctx.pool, async (c) => {
-      await append(c, env, { type: lockedUntil ? EVENT.locked : EVENT.loginFailed, userId, ...origin(meta) }, now);
-      if (lockedUntil) await users.markLocked(c, userId, lockedUntil);
+      await appendIfUser(c, env, { type: lockedUntil ? EVENT.locked : EVENT.loginFailed, userId, ...origin(meta) }, now);
+      if (lockedUntil) await users.markLocked(c, userId ?? NOBODY, lockedUntil);
     });
   }
 

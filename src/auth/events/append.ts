@@ -27,6 +27,18 @@ export async function append(db: Queryable, env: { projectId: string; name: stri
   await db.query(`${INSERT} VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10)`, parameters(env, event, now));
 }
 
+/**
+ * An event for an account that may not exist (a failed login): nothing is written without a
+ * user, but the same statement runs either way, so an unknown address costs the database work of
+ * a registered one.
+ */
+export async function appendIfUser(db: Queryable, env: { projectId: string; name: string }, event: NewAuthEvent, now: Date): Promise<void> {
+  await db.query(
+    `${INSERT} SELECT $1, $2, $3, $4::uuid, $5::uuid, $6, $7, $8, $9::jsonb, $10::timestamptz WHERE $4::uuid IS NOT NULL`,
+    parameters(env, event, now),
+  );
+}
+
 function parameters(env: { projectId: string; name: string }, event: NewAuthEvent, now: Date): unknown[] {
   return [
     env.projectId,

@@ -3,6 +3,7 @@ import { Pruner } from '../../../src/retention/pruner.js';
 import type { TestApi } from '../../support/api.js';
 import { HttpClient } from '../../support/http.js';
 import { codeIn } from '../../support/smtp.js';
+import { eventually } from '../../delivery/support.js';
 import { bearer, PASSWORD, signUpAndConfirm, startAuthApi, uniqueEmail } from '../support.js';
 
 // The audit trail: every auth state change appends one row in the transaction of the change,
@@ -89,7 +90,11 @@ describe('auth events: the audit trail', function () {
   it('records a lockout; unknown addresses leave no rows; the environment-wide search filters by type and time', async () => {
     const account = await signUpAndConfirm(t, http);
     for (let i = 0; i < 5; i++) await http.post('/auth/login', { email: account.email, password: `wrong password ${i} xyz` });
-    const types = (await eventsOf(account.userId)).map((e) => e.type);
+    // A failed login's row is written just after its answer (so it cannot time the address).
+    const types = await eventually(
+      async () => (await eventsOf(account.userId)).map((e) => e.type),
+      (all) => all.includes('user.locked'),
+    );
     expect(types.filter((x) => x === 'user.login_failed')).to.have.length(4);
     expect(types[0]).to.equal('user.locked');
     expect((await admin.get(`/api/rest/_users?status=locked&query=${account.email}`)).body.users).to.have.length(1);
