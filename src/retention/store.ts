@@ -111,36 +111,18 @@ export async function pruneSessions(db: Queryable, now: Date, limit: number): Pr
 }
 
 /** Expired one-time codes (a code is also deleted when it is used). */
-export async function pruneVerificationCodes(db: Queryable, now: Date, limit: number): Promise<number> {
+export const pruneVerificationCodes = (db: Queryable, now: Date, limit: number): Promise<number> =>
   // By ctid (a row's place in the table): a row-valued IN on the two-column key is planned as a
   // hash join over the whole table. The lock keeps each picked row where it is until the delete.
-  const { rowCount } = await db.query(
-    `DELETE FROM walgate.verification_codes WHERE ctid = ANY (ARRAY(
-       SELECT ctid FROM walgate.verification_codes WHERE expires_at < $1 ORDER BY expires_at LIMIT $2 FOR UPDATE SKIP LOCKED))`,
-    [now, limit],
-  );
-  return rowCount ?? 0;
-}
+  deleteOldest(db, { table: 'walgate.verification_codes', key: 'ctid', order: 'expires_at', where: 'expires_at < $1' }, now, limit);
 
 /** Revocation entries past the expiry of the last access token they refuse. */
-export async function pruneRevokedSessions(db: Queryable, now: Date, limit: number): Promise<number> {
-  const { rowCount } = await db.query(
-    `DELETE FROM walgate.revoked_sessions WHERE session_id = ANY (ARRAY(
-       SELECT session_id FROM walgate.revoked_sessions WHERE expires_at <= $1 ORDER BY expires_at LIMIT $2 FOR UPDATE SKIP LOCKED))`,
-    [now, limit],
-  );
-  return rowCount ?? 0;
-}
+export const pruneRevokedSessions = (db: Queryable, now: Date, limit: number): Promise<number> =>
+  deleteOldest(db, { table: 'walgate.revoked_sessions', key: 'session_id', order: 'expires_at', where: 'expires_at <= $1' }, now, limit);
 
 /** Rate-limit counters whose window is over (the next request in that window starts a new row). */
-export async function pruneRateLimits(db: Queryable, now: Date, limit: number): Promise<number> {
-  const { rowCount } = await db.query(
-    `DELETE FROM walgate.rate_limits WHERE key = ANY (ARRAY(
-       SELECT key FROM walgate.rate_limits WHERE expire < $1 ORDER BY expire LIMIT $2 FOR UPDATE SKIP LOCKED))`,
-    [now.getTime(), limit],
-  );
-  return rowCount ?? 0;
-}
+export const pruneRateLimits = (db: Queryable, now: Date, limit: number): Promise<number> =>
+  deleteOldest(db, { table: 'walgate.rate_limits', key: 'key', order: 'expire', where: 'expire < $1' }, now.getTime(), limit);
 
 /** The time retention counts from, of the oldest kept row of each history table (null when empty). */
 export async function oldestHistory(db: Queryable): Promise<Record<'delivered' | 'dead' | 'attempts' | 'events', Date | null>> {
@@ -185,31 +167,41 @@ export async function expirePausedBacklog(db: Queryable, before: Date, limit: nu
 }
 
 /** Audit rows written before `before` (AUTH_EVENTS_RETENTION_MS). */
-export async function pruneAuthEvents(db: Queryable, before: Date, limit: number): Promise<number> {
-  const { rowCount } = await db.query(
-    `DELETE FROM walgate.auth_events WHERE id = ANY (ARRAY(
-       SELECT id FROM walgate.auth_events WHERE created_at < $1 ORDER BY created_at LIMIT $2 FOR UPDATE SKIP LOCKED))`,
-    [before, limit],
-  );
-  return rowCount ?? 0;
-}
+export const pruneAuthEvents = (db: Queryable, before: Date, limit: number): Promise<number> =>
+  deleteOldest(db, { table: 'walgate.auth_events', key: 'id', order: 'created_at', where: 'created_at < $1' }, before, limit);
 
 /** Per-minute delivery counts (the health rollup) of minutes before `before`. */
-export async function pruneDeliveryMinutes(db: Queryable, before: Date, limit: number): Promise<number> {
-  const { rowCount } = await db.query(
-    `DELETE FROM walgate.delivery_minutes WHERE ctid = ANY (ARRAY(
-       SELECT ctid FROM walgate.delivery_minutes WHERE minute < $1 ORDER BY minute LIMIT $2 FOR UPDATE SKIP LOCKED))`,
-    [before, limit],
-  );
-  return rowCount ?? 0;
-}
+export const pruneDeliveryMinutes = (db: Queryable, before: Date, limit: number): Promise<number> =>
+  deleteOldest(db, { table: 'walgate.delivery_minutes', key: 'ctid', order: 'minute', where: 'minute < $1' }, before, limit);
 
 /** Sent and dead mails written before `before` (MAIL_RETENTION_MS); queued ones stay until they end. */
-export async function pruneMail(db: Queryable, before: Date, limit: number): Promise<number> {
+export const pruneMail = (db: Queryable, before: Date, limit: number): Promise<number> =>
+  deleteOldest(
+    db,
+    { table: 'walgate.mail_outbox', key: 'id', order: 'created_at', where: "state <> 'queued' AND created_at < $1" },
+    before,
+    limit,
+  );
+
+/** What deleteOldest removes: rows of `table` matching `where` ($1: the bound), oldest by `order` first. */
+interface Expiring {
+  table: string;
+  /** A column that finds one row by an index (or ctid). */
+  key: string;
+  order: string;
+  where: string;
+}
+
+/**
+ * Up to `limit` of the oldest rows past their bound, in one short statement: the rows are picked
+ * through an index range and locked (rows someone else holds are skipped), then deleted by key.
+ * The table and columns are this file's constants, never input.
+ */
+async function deleteOldest(db: Queryable, t: Expiring, bound: Date | number, limit: number): Promise<number> {
   const { rowCount } = await db.query(
-    `DELETE FROM walgate.mail_outbox WHERE id = ANY (ARRAY(
-       SELECT id FROM walgate.mail_outbox WHERE state <> 'queued' AND created_at < $1 ORDER BY created_at LIMIT $2 FOR UPDATE SKIP LOCKED))`,
-    [before, limit],
+    `DELETE FROM ${t.table} WHERE ${t.key} = ANY (ARRAY(
+       SELECT ${t.key} FROM ${t.table} WHERE ${t.where} ORDER BY ${t.order} LIMIT $2 FOR UPDATE SKIP LOCKED))`,
+    [bound, limit],
   );
   return rowCount ?? 0;
 }
