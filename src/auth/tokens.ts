@@ -2,6 +2,7 @@ import { randomUUID } from 'node:crypto';
 import { compactDecrypt, CompactEncrypt, decodeProtectedHeader, errors, jwtVerify, SignJWT } from 'jose';
 import type { Environment } from '../projects/environments.js';
 import { AppError } from '../core/errors.js';
+import { assuranceLevel, type AssuranceLevel } from './assurance.js';
 import type { KeyRing } from './keyring.js';
 
 // Access tokens: a signed JWT (JWS), or — for environments set to `jwe` — that JWT encrypted
@@ -13,6 +14,9 @@ export interface AccessClaims {
   email: string;
   env: string;
   exp: number;
+  /** How the user proved who they are; tokens issued before this claim existed lack it (a password). */
+  amr?: string[];
+  aal?: AssuranceLevel;
 }
 
 export interface IssueInput {
@@ -21,6 +25,8 @@ export interface IssueInput {
   sessionId: string;
   issuer: string;
   now: Date;
+  /** How the user proved who they are (assurance.ts); `aal` is derived from it. */
+  amr: readonly string[];
   /** Operators' data on the user: resource servers authorise from it without a call. */
   appMetadata?: Record<string, unknown>;
 }
@@ -28,7 +34,7 @@ export interface IssueInput {
 export async function issueAccessToken(ring: KeyRing, env: Environment, input: IssueInput): Promise<{ token: string; expiresIn: number }> {
   const { kid, alg, key } = await ring.signingKey(env);
   const iat = Math.floor(input.now.getTime() / 1000);
-  const claims = { sid: input.sessionId, env: env.name, email: input.email };
+  const claims = { sid: input.sessionId, env: env.name, email: input.email, amr: [...input.amr], aal: assuranceLevel(input.amr) };
   const jws = await new SignJWT(input.appMetadata ? { ...claims, app_metadata: input.appMetadata } : claims)
     .setProtectedHeader({ alg, kid, typ: 'JWT' })
     .setIssuer(input.issuer)

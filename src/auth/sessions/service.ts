@@ -5,6 +5,7 @@ import { AppError } from '../../core/errors.js';
 import type { Environment } from '../../projects/environments.js';
 import { append, type EventOrigin } from '../events/append.js';
 import { AUTH_EVENT, type AuthEventType } from '../events/kinds.js';
+import type { AuthMethod } from '../assurance.js';
 import type { KeyRing } from '../keyring.js';
 import { spendLimit } from '../limits.js';
 import { bearerToken, issueAccessToken, verifyAccessToken, type AccessClaims } from '../tokens.js';
@@ -65,24 +66,25 @@ export class SessionService {
 
   /**
    * A new session for a user who just proved who they are (login, confirmed signup); its audit row
-   * commits with it. A disabled user gets none.
+   * commits with it. A disabled user gets none. `amr` says how they proved it (assurance.ts).
    */
   async start(
     env: Environment,
     user: users.User,
     client: SessionClient & EventOrigin,
     now: Date,
-    event: AuthEventType = AUTH_EVENT.loggedIn,
+    { event = AUTH_EVENT.loggedIn, amr = ['pwd'] }: { event?: AuthEventType; amr?: readonly AuthMethod[] } = {},
   ): Promise<TokenPair> {
     if (user.disabledAt) throw new AppError('AUTH_USER_DISABLED');
     const session = await withTransaction(this.ctx.pool, async (c) => {
       // Disabled (or deleted) since it was read: no session.
-      const created = await createSession(c, user.id, env, client, lifetimes(env), now);
+      const created = await createSession(c, user.id, env, client, lifetimes(env), now, amr);
       if (!created) throw new AppError('AUTH_USER_DISABLED');
-      await append(c, env, { type: event, userId: user.id, sessionId: created.sessionId, ...origin(client) }, now);
+      const details = amr.length === 1 && amr[0] === 'pwd' ? {} : { details: { amr } };
+      await append(c, env, { type: event, userId: user.id, sessionId: created.sessionId, ...origin(client), ...details }, now);
       return created;
     });
-    const who = { userId: user.id, email: user.email, sessionId: session.sessionId, appMetadata: session.appMetadata };
+    const who = { userId: user.id, email: user.email, sessionId: session.sessionId, appMetadata: session.appMetadata, amr: session.amr };
     return this.#pair(env, who, session.refreshToken, now);
   }
 
@@ -221,7 +223,7 @@ export class SessionService {
 
   async #pair(
     env: Environment,
-    who: { userId: string; email: string; sessionId: string; appMetadata?: Record<string, unknown> },
+    who: { userId: string; email: string; sessionId: string; amr: readonly string[]; appMetadata?: Record<string, unknown> },
     refreshToken: string,
     now: Date,
   ): Promise<TokenPair> {

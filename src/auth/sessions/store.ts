@@ -32,6 +32,8 @@ export interface NewSession {
   expiresAt: Date;
   /** Operators' data on the user as it stands at the session's start (for the access token). */
   appMetadata: Record<string, unknown>;
+  /** How the user proved who they are (assurance.ts). */
+  amr: string[];
 }
 
 const later = (now: Date, seconds: number) => new Date(now.getTime() + seconds * 1000);
@@ -43,6 +45,7 @@ export async function createSession(
   client: SessionClient,
   lifetimes: Lifetimes,
   now: Date,
+  amr: readonly string[],
 ): Promise<NewSession | undefined> {
   const sessionId = randomUUID();
   const absolute = later(now, lifetimes.absoluteSeconds);
@@ -55,8 +58,8 @@ export async function createSession(
     `WITH u AS (
        SELECT id, app_metadata FROM walgate.users WHERE id = $2 AND disabled_at IS NULL FOR SHARE
      ), s AS (
-       INSERT INTO walgate.sessions (id, user_id, project_id, environment, created_at, last_used_at, expires_at, absolute_expires_at, ip, user_agent)
-       SELECT $1, u.id, $3, $4, $5, $5, $6, $7, $8, $9 FROM u RETURNING id
+       INSERT INTO walgate.sessions (id, user_id, project_id, environment, created_at, last_used_at, expires_at, absolute_expires_at, ip, user_agent, amr)
+       SELECT $1, u.id, $3, $4, $5, $5, $6, $7, $8, $9, $11 FROM u RETURNING id
      ), t AS (
        INSERT INTO walgate.refresh_tokens (token_hash, session_id, issued_at, expires_at) SELECT $10, id, $5, $6 FROM s
      )
@@ -72,9 +75,10 @@ export async function createSession(
       client.ip,
       client.userAgent ?? null,
       hashToken(refreshToken),
+      amr,
     ],
   );
-  return rows[0] && { sessionId, refreshToken, expiresAt, appMetadata: rows[0].app_metadata };
+  return rows[0] && { sessionId, refreshToken, expiresAt, appMetadata: rows[0].app_metadata, amr: [...amr] };
 }
 
 export interface StoredToken extends PresentedToken {
@@ -108,6 +112,8 @@ export interface Exchanged {
   email: string;
   /** Operators' data on the user, copied into the access token. */
   appMetadata: Record<string, unknown>;
+  /** How the user proved who they are when the session began (or was stepped up). */
+  amr: string[];
   refreshToken: string;
 }
 
@@ -136,14 +142,14 @@ export async function exchangeRefreshToken(
           AND s.id = rt.session_id AND s.revoked_at IS NULL AND s.expires_at > $2 AND s.absolute_expires_at > $2
           AND s.project_id = $8 AND s.environment = $9
           AND NOT EXISTS (SELECT 1 FROM walgate.users u WHERE u.id = s.user_id AND u.disabled_at IS NOT NULL)
-        RETURNING s.id AS session_id, s.user_id, least($4::timestamptz, s.absolute_expires_at) AS expires_at
+        RETURNING s.id AS session_id, s.user_id, s.amr, least($4::timestamptz, s.absolute_expires_at) AS expires_at
      ), extended AS (
        UPDATE walgate.sessions s SET expires_at = used.expires_at, last_used_at = $2, ip = $6, user_agent = coalesce($7, s.user_agent)
          FROM used WHERE s.id = used.session_id
      ), issued AS (
        INSERT INTO walgate.refresh_tokens (token_hash, session_id, issued_at, expires_at) SELECT $5, session_id, $2, expires_at FROM used
      )
-     SELECT used.session_id, used.user_id, u.email, u.app_metadata FROM used JOIN walgate.users u ON u.id = used.user_id`,
+     SELECT used.session_id, used.user_id, used.amr, u.email, u.app_metadata FROM used JOIN walgate.users u ON u.id = used.user_id`,
     [
       hashToken(token),
       now,
@@ -157,7 +163,7 @@ export async function exchangeRefreshToken(
     ],
   );
   const r = rows[0];
-  return r && { sessionId: r.session_id, userId: r.user_id, email: r.email, appMetadata: r.app_metadata, refreshToken: next };
+  return r && { sessionId: r.session_id, userId: r.user_id, email: r.email, appMetadata: r.app_metadata, amr: r.amr, refreshToken: next };
 }
 
 export async function revokeSessionRow(db: Queryable, sessionId: string, reason: string, now: Date): Promise<void> {

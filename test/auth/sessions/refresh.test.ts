@@ -18,6 +18,19 @@ describe('auth sessions: refresh reuse grace and revocation lifetime', () => {
   });
   after(() => t.close());
 
+  it('a password login gives tokens with amr ["pwd"] and aal1, and a refresh keeps them', async () => {
+    const a = await signUpAndConfirm(t, http);
+    const login = await http.post('/auth/login', { email: a.email, password: PASSWORD });
+    expect(login.status).to.equal(200);
+    const claims = (token: string) => JSON.parse(Buffer.from(token.split('.')[1]!, 'base64url').toString());
+    expect(claims(login.body.accessToken)).to.include({ aal: 'aal1' });
+    expect(claims(login.body.accessToken).amr).to.deep.equal(['pwd']);
+    const refreshed = await http.post('/auth/refresh-token', { refreshToken: login.body.refreshToken });
+    expect(refreshed.status).to.equal(200);
+    expect(claims(refreshed.body.accessToken).amr).to.deep.equal(['pwd']);
+    expect(claims(refreshed.body.accessToken).aal).to.equal('aal1');
+  });
+
   it('10 concurrent refreshes of one token: 10 x 200, every pair works; after the grace the token and the whole session are refused', async () => {
     const a = await signUpAndConfirm(t, http);
     const answers = await Promise.all(Array.from({ length: 10 }, () => http.post('/auth/refresh-token', { refreshToken: a.refreshToken })));

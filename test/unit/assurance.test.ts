@@ -1,0 +1,22 @@
+import { expect } from 'chai';
+import { assuranceLevel } from '../../src/auth/assurance.js';
+
+describe('assurance level from the methods used', () => {
+  it('a password alone, or an identity provider alone, is aal1', () => {
+    expect(assuranceLevel(['pwd'])).to.equal('aal1');
+    expect(assuranceLevel(['fed'])).to.equal('aal1');
+    expect(assuranceLevel([])).to.equal('aal1');
+  });
+  it('a password and a second factor is aal2', () => {
+    expect(assuranceLevel(['pwd', 'otp'])).to.equal('aal2');
+    expect(assuranceLevel(['pwd', 'recovery'])).to.equal('aal2');
+    expect(assuranceLevel(['fed', 'otp'])).to.equal('aal2');
+  });
+  it('a passkey alone is aal2', () => {
+    expect(assuranceLevel(['webauthn'])).to.equal('aal2');
+  });
+  it('the same method twice is not two factors', () => {
+    expect(assuranceLevel(['pwd', 'pwd'])).to.equal('aal1');
+    expect(assuranceLevel(['otp', 'otp'])).to.equal('aal1');
+  });
+});
