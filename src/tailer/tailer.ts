@@ -163,7 +163,7 @@ export class WalTailer {
       );
     }
     await ensurePublication(pool);
-    const start = await prepareSlot(pool, this.#o.databaseUrl, this.#o.slotName, log);
+    const start = await prepareSlot(pool, this.#o.databaseUrl, this.#o.slotName, log, this.#ctx.config.tailerSlotFailover);
     this.#durable = start.processedLsn;
 
     let fail!: (err: Error) => void;
