@@ -19,16 +19,7 @@ import {
 } from '../delivery/sql/history.js';
 import { AppError, validationError, type Violation } from '../core/errors.js';
 import type { Environment } from '../projects/environments.js';
-import {
-  capturedRelation,
-  CaptureError,
-  captureTable,
-  lockCapturedTables,
-  messageColumns,
-  MESSAGES_TABLE,
-  releaseTable,
-  retainChanges,
-} from '../tailer/capture/index.js';
+import { CaptureError, captureTable, lockCapturedTables, releaseTable, retainChanges } from '../tailer/capture/index.js';
 import { representable, type CreateBody, type UpdateBody } from './schemas.js';
 import { sealWebhookSecret } from '../delivery/secret.js';
 import { sealHeaders } from '../delivery/custom-headers.js';
@@ -37,6 +28,7 @@ import { queueTestEvent } from '../delivery/sql/test-events.js';
 import { listEnvironments } from '../projects/environments.js';
 import * as store from './store.js';
 import { columnViolations, primaryKeyColumns, schemaTables, tableColumns, urlViolations, type TableInfo } from './validation.js';
+import { sampleTable } from './validation.js';
 import { webhookView, type WebhookHealth, type WebhookView } from './view.js';
 import { webhookProblems } from './problems.js';
 
@@ -48,7 +40,6 @@ interface BodyFacts {
   projectId?: string;
   environment?: string;
   table: string;
-  events?: readonly string[];
   filter?: Record<string, unknown> | null;
   select?: string[] | null;
   /** Set when the body asks for row ordering (or moves a row-ordered subscription to another table): the table needs a primary key. */
@@ -161,11 +152,7 @@ export class WebhookService {
   /** Queues a signed sample event of the subscription's table, marked as a test. */
   async test(env: Environment, id: string): Promise<{ delivery: DeliveryView }> {
     const row = await this.#find(env, id);
-    const source = capturedRelation(env.schemaName, row.table);
-    const virtual = messageColumns(row.table);
-    const table = virtual
-      ? { name: row.table, columns: virtual }
-      : (await schemaTables(this.ctx.pool, source.schema)).find((t) => t.name === source.table);
+    const table = await sampleTable(this.ctx.pool, env.schemaName, row.table);
     if (!table) throw new AppError('SERVICE_UNAVAILABLE', `The table ${row.table} no longer exists in schema ${env.schemaName}.`);
     const delivery = await queueTestEvent(
       this.ctx.pool,
@@ -255,8 +242,7 @@ export class WebhookService {
       // moves a row-ordered subscription to another table (not on every PATCH of one whose table
       // lost its key since: its deliveries then go unordered, tailer/order-keys.ts).
       const rowOrdered = body.ordering === 'row' || (ordering === 'row' && body.table !== undefined && body.table !== locked.table);
-      const events = body.events ?? locked.events;
-      const violations = [...(await this.#bodyViolations(c, env, { ...body, table, events, filter, select, rowOrdered })), ...urlProblems];
+      const violations = [...(await this.#bodyViolations(c, env, { ...body, table, filter, select, rowOrdered })), ...urlProblems];
       if (violations.length) throw validationError(violations);
       const updated = await store.updateWebhook(c, {
         ...locked,
@@ -358,12 +344,6 @@ export class WebhookService {
     }
     if (body.environment !== undefined && body.environment !== env.name) {
       violations.push({ path: 'environment', message: `must equal the environment header (${env.name})` });
-    }
-    if (body.table === MESSAGES_TABLE && body.events && !body.events.includes('INSERT')) {
-      violations.push({
-        path: 'events',
-        message: `messages arrive as INSERT events: a subscription on ${MESSAGES_TABLE} must include INSERT`,
-      });
     }
     const columns = await tableColumns(db, env.schemaName, body.table);
     if (!columns) violations.push({ path: 'table', message: `no table ${JSON.stringify(body.table)} in schema ${env.schemaName}` });
