@@ -3,7 +3,9 @@ import { expect } from 'chai';
 import { startPipeline, type Pipeline } from '../delivery/support.js';
 import { HttpClient } from '../support/http.js';
 import { verifies } from '../support/receiver.js';
-import { waitUntilCaughtUp } from './support.js';
+import { startTestApi } from '../support/api.js';
+import type { ReservedMessage } from '../../src/tailer/messages.js';
+import { startTailer, waitForLeader, waitUntilCaughtUp } from './support.js';
 
 // Outbox messages: pg_logical_emit_message(true, prefix, content) in an application's transaction
 // reaches the environment's `_messages` subscriptions, at its place among that transaction's row
@@ -134,6 +136,32 @@ describe('tailer: outbox messages (`_messages`)', function () {
       for (let i = 1; i < got.length; i++) expect(got[i]!.at).to.be.at.least(got[i - 1]!.answeredAt!);
     } finally {
       await q.close();
+    }
+  });
+
+  it('hands walgate.* messages, transactional or not, to the tailer’s hook with their place; no other prefix', async () => {
+    const t = await startTestApi();
+    const seen: ReservedMessage[] = [];
+    const tailer = startTailer(t.ctx, t.database.url, { onReservedMessage: (m) => void seen.push(m) });
+    try {
+      await waitForLeader(tailer);
+      const db = t.ctx.pool;
+      await db.query(`SELECT pg_logical_emit_message(false, 'walgate.backfill', 'early')`);
+      await db.query(
+        `BEGIN; SELECT pg_logical_emit_message(true, 'app.x', 'a'), pg_logical_emit_message(true, 'walgate.backfill', 'low'); COMMIT;`,
+      );
+      await db.query(`BEGIN; SELECT pg_logical_emit_message(true, 'walgate.backfill', 'rolled back'); ROLLBACK;`);
+      await waitUntilCaughtUp(t.ctx, tailer, 20_000);
+      expect(seen.map((m) => [m.message.prefix, m.message.content.toString(), m.message.transactional, m.index])).to.deep.equal([
+        ['walgate.backfill', 'early', false, null],
+        ['walgate.backfill', 'low', true, 1], // after app.x: numbered with the transaction's changes
+      ]);
+      expect(seen[0]!.commitLsn).to.equal(null);
+      expect(typeof seen[1]!.commitLsn).to.equal('bigint');
+      expect(seen[1]!.committedAt).to.be.instanceOf(Date);
+    } finally {
+      await tailer.stop();
+      await t.close();
     }
   });
 });
