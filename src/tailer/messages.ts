@@ -1,6 +1,6 @@
 import type { Change } from './events.js';
 import type { Row } from './match.js';
-import type { LogicalMessage } from './pgoutput.js';
+import type { LogicalMessage } from './logical-message.js';
 
 // Outbox messages: `pg_logical_emit_message(true, prefix, content)` in an application's
 // transaction reaches subscriptions on the table name `_messages`, as an INSERT whose record is

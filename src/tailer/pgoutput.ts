@@ -1,5 +1,6 @@
 import type { Client } from 'pg';
 import type { Lsn } from './lsn.js';
+import { parseLogicalMessage, type LogicalMessage } from './logical-message.js';
 
 // A pgoutput (protocol 1) decoder that keeps column values as the text Postgres sent, so that
 // they can be rendered exactly as `to_jsonb` would (src/tailer/values.ts). The parser that ships
@@ -37,18 +38,6 @@ export type PgoutputMessage =
   | { tag: 'truncate'; relationOids: number[] }
   | LogicalMessage
   | { tag: 'type' | 'origin' };
-
-/** A `pg_logical_emit_message` record (tailer/messages.ts says where it goes). */
-export interface LogicalMessage {
-  tag: 'message';
-  /** Emitted with transactional = true: sent between its transaction's BEGIN and COMMIT, only if it committed. */
-  transactional: boolean;
-  /** Where the message record is in the WAL. */
-  lsn: Lsn;
-  prefix: string;
-  /** The bytes as emitted (the text or bytea argument). */
-  content: Buffer;
-}
 
 // Postgres timestamps count microseconds from 2000-01-01.
 const PG_EPOCH_MS = 946_684_800_000;
@@ -100,13 +89,6 @@ class Reader {
   }
   skip(length: number): void {
     this.#p += length;
-  }
-  bytes(length: number): Buffer {
-    if (length < 0 || this.#p + length > this.b.length) throw new Error('pgoutput: value runs past the message');
-    // A copy: the replication library may reuse the buffer the message arrived in.
-    const out = Buffer.from(this.b.subarray(this.#p, this.#p + length));
-    this.#p += length;
-    return out;
   }
 }
 
@@ -185,13 +167,8 @@ export function parsePgoutput(b: Buffer): PgoutputMessage {
       return { tag: 'type' };
     case 0x4f /* O */:
       return { tag: 'origin' };
-    case 0x4d /* M */: {
-      // Protocol 1 without streaming: no xid before the flags.
-      const flags = r.byte();
-      const lsn = r.lsn();
-      const prefix = r.cstring();
-      return { tag: 'message', transactional: (flags & 1) === 1, lsn, prefix, content: r.bytes(r.int32()) };
-    }
+    case 0x4d /* M */:
+      return parseLogicalMessage(b);
     default:
       throw new Error(`pgoutput: unknown message ${String.fromCharCode(tag)}`);
   }
@@ -219,7 +196,6 @@ export class RawPgoutputPlugin {
 
   start(client: Client, slotName: string, lastLsn: string): Promise<unknown> {
     // Identifiers cannot be parameters in the replication protocol; both were checked by the caller.
-    // `messages`: pg_logical_emit_message records are sent too (outbox messages, tailer/messages.ts).
     const sql = `START_REPLICATION SLOT "${slotName}" LOGICAL ${lastLsn} (proto_version '1', publication_names '${this.publication}', messages 'true')`;
     return client.query(sql);
   }

@@ -6,7 +6,7 @@ import { decodeChange, decodeRow, describeRelation, type Relation } from './deco
 import { eventId, matchDeliveries, toEventRecord, truncateChange, type DeliveryRecord, type Operation } from './events.js';
 import { changeRows } from './order-keys.js';
 import { formatLsn, type Lsn } from './lsn.js';
-import type { LogicalMessage, PgoutputMessage, RawTuple } from './pgoutput.js';
+import type { PgoutputMessage, RawTuple } from './pgoutput.js';
 import { isReservedPrefix, messageChange, messageSchema, MESSAGES_TABLE, type ReservedMessage } from './messages.js';
 import {
   pruneViewVersions,
@@ -180,11 +180,11 @@ export class ReplicationSession {
         return this.#change('UPDATE', msg.relationOid, msg.new, msg.old, msg.oldIsKeyOnly);
       case 'delete':
         return this.#change('DELETE', msg.relationOid, null, msg.old, msg.oldIsKeyOnly);
+      case 'message':
+        return this.#message(msg);
       case 'truncate':
         for (const oid of msg.relationOids) await this.#truncate(oid);
         return;
-      case 'message':
-        return this.#message(msg);
       case 'commit': {
         const tx = this.#tx;
         this.#tx = null;
@@ -277,29 +277,6 @@ export class ReplicationSession {
     await this.#hand(tx, change, await this.#unrecorded(tx, index, relationOid, subs, matchDeliveries(subs, change)));
   }
 
-  /**
-   * An outbox message (messages.ts): an INSERT of its schema's `_messages`, at its place in the
-   * transaction. A non-transactional one has no commit to be ordered and acknowledged with: it is
-   * not delivered (docs/outbox.md); walgate's own prefixes go to the hook either way.
-   */
-  async #message(msg: LogicalMessage): Promise<void> {
-    if (msg.transactional && !this.#tx) throw new Error('pgoutput: transactional message outside a transaction');
-    const tx = msg.transactional ? this.#tx : null;
-    // Numbered like the changes around it: the ids after it are the same whoever reads it.
-    const index = tx ? tx.index++ : null;
-    if (tx?.skip) return;
-    if (isReservedPrefix(msg.prefix)) {
-      await this.#o.onReservedMessage?.({ message: msg, commitLsn: tx?.commitLsn ?? null, index, committedAt: tx?.committedAt ?? null });
-      return;
-    }
-    if (!tx || index === null) return;
-    const subs = this.#view.forTable(messageSchema(msg.prefix), MESSAGES_TABLE);
-    if (subs.length === 0) return;
-    this.stats.changes++;
-    const change = messageChange(eventId(tx.commitLsn, index), tx.committedAt, subs[0]!.schema, msg);
-    await this.#hand(tx, change, await this.#unrecorded(tx, index, MESSAGES_RELATION, subs, matchDeliveries(subs, change)));
-  }
-
   #unrecorded(tx: OpenTransaction, index: number, relationOid: number, subs: readonly SubscriptionSpec[], rows: DeliveryRecord[]) {
     if (!this.#o.recorded) return rows;
     return this.#o.recorded.unrecorded(
@@ -320,6 +297,29 @@ export class ReplicationSession {
     // A returned promise is backpressure: the library pauses the socket while we await it.
     const accepted = this.#o.stream.accept(toEventRecord(change), rows, () => this.#settled(tx));
     if (accepted) await accepted;
+  }
+
+  /**
+   * An outbox message (messages.ts): an INSERT of its schema's `_messages`, at its place in the
+   * transaction. A non-transactional one has no commit to be ordered and acknowledged with: it is
+   * not delivered (docs/outbox.md); walgate's own prefixes go to the hook either way.
+   */
+  async #message(msg: Extract<PgoutputMessage, { tag: 'message' }>): Promise<void> {
+    if (msg.transactional && !this.#tx) throw new Error('pgoutput: transactional message outside a transaction');
+    const tx = msg.transactional ? this.#tx : null;
+    // Numbered like the changes around it: the ids after it are the same whoever reads it.
+    const index = tx ? tx.index++ : null;
+    if (tx?.skip) return;
+    if (isReservedPrefix(msg.prefix)) {
+      await this.#o.onReservedMessage?.({ message: msg, commitLsn: tx?.commitLsn ?? null, index, committedAt: tx?.committedAt ?? null });
+      return;
+    }
+    if (!tx || index === null) return;
+    const subs = this.#view.forTable(messageSchema(msg.prefix), MESSAGES_TABLE);
+    if (subs.length === 0) return;
+    this.stats.changes++;
+    const change = messageChange(eventId(tx.commitLsn, index), tx.committedAt, subs[0]!.schema, msg);
+    await this.#hand(tx, change, await this.#unrecorded(tx, index, MESSAGES_RELATION, subs, matchDeliveries(subs, change)));
   }
 
   #keyColumnsOf(relationOid: number, rel: Relation): Promise<number[] | null> {

@@ -1,6 +1,7 @@
 import { expect } from 'chai';
 import { isReservedPrefix, messageChange, messageContent, messageSchema } from '../../../src/tailer/messages.js';
-import { parsePgoutput, type LogicalMessage } from '../../../src/tailer/pgoutput.js';
+import type { LogicalMessage } from '../../../src/tailer/logical-message.js';
+import { parsePgoutput } from '../../../src/tailer/pgoutput.js';
 
 // Outbox messages: the pgoutput 'M' message as the protocol documents it (protocol 1, no
 // streaming: Byte1 'M', Int8 flags, Int64 LSN, String prefix, Int32 length, Byte[n] content), and
@@ -31,19 +32,9 @@ describe('unit: outbox messages', () => {
     expect((parsePgoutput(messageBytes(1, 1n, '', Buffer.alloc(0))) as LogicalMessage).content.length).to.equal(0);
   });
 
-  it('copies the content out of the buffer it arrived in (the library may reuse it)', () => {
-    const wire = messageBytes(1, 1n, 'p', Buffer.from('abc'));
-    const msg = parsePgoutput(wire) as LogicalMessage;
-    wire.fill(0);
-    expect(msg.content.toString()).to.equal('abc');
-  });
-
-  it('refuses a message whose length runs past its end, or is negative', () => {
+  it('refuses a message whose content runs past its end', () => {
     const wire = messageBytes(1, 1n, 'p', Buffer.from('abcdef'));
     expect(() => parsePgoutput(wire.subarray(0, wire.length - 2))).to.throw(/runs past/);
-    const negative = Buffer.from(wire);
-    negative.writeInt32BE(-1, 1 + 1 + 8 + 2);
-    expect(() => parsePgoutput(negative)).to.throw(/runs past/);
   });
 
   it('renders content as its JSON when it is JSON, keeping the digits; else as a string', () => {
