@@ -73,6 +73,8 @@ const schema = z.object({
     .int()
     .min(1024 * 1024)
     .default(8 * 1024 ** 2),
+  TAILER_SLOT_FAILOVER: bool.default(true),
+  TAILER_STANDBY_URL: url(['postgres:', 'postgresql:']).optional(),
   LOG_LEVEL: z.enum(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent']).default('info'),
   GRAPHQL_INTROSPECTION: bool.optional(),
   GRAPHQL_MAX_DEPTH: z.coerce.number().int().min(1).default(8),
@@ -153,6 +155,10 @@ const configSchema = schema.superRefine(checkTogether).transform((e) => ({
   slotWalWarnBytes: e.SLOT_WAL_WARN_BYTES,
   /** Payload bytes the tailer holds in memory (waiting or in flight) before it stops reading the WAL. */
   tailerMaxHeldBytes: e.TAILER_MAX_HELD_BYTES,
+  /** Postgres 17+: the slot is a failover slot (a standby with sync_replication_slots=on keeps a copy). */
+  tailerSlotFailover: e.TAILER_SLOT_FAILOVER,
+  /** A standby that should hold a synchronised copy of the slot: /readyz and the failover gauge ask it. */
+  tailerStandbyUrl: e.TAILER_STANDBY_URL,
   logLevel: e.LOG_LEVEL,
   /** Seconds by which another instance's clock may differ when token times (exp, nbf, iat) are checked. */
   tokenClockSkewSeconds: e.TOKEN_CLOCK_SKEW_SECONDS,

@@ -8,6 +8,7 @@ import { slotHealth, type SlotHealth } from '../tailer/slot-health.js';
 import type { WalTailer } from '../tailer/tailer.js';
 import { checkOf, databaseCheck, readiness, redisCheck } from './checks.js';
 import { gapCheck, registerGapGauge } from './gaps.js';
+import { failoverCheck, registerFailoverGauge } from './failover.js';
 
 /**
  * The slot's health for one scrape: the gauges below all read it, and a scrape collects them
@@ -28,6 +29,7 @@ import type { DeliveryEngine } from '../delivery/engine.js';
 export function registerTailerGauges(ctx: Context, tailer: WalTailer, worker: DeliveryEngine | undefined): void {
   const { registry } = ctx.metrics;
   registerGapGauge(ctx);
+  registerFailoverGauge(ctx, tailer.status().slotName);
   new Gauge({
     name: 'walgate_deliveries_queued',
     help: 'Deliveries waiting, by status: pending, retrying, dead (dead letters)',
@@ -155,6 +157,7 @@ export async function startTailerOps(
           await redisCheck(ctx.redis, ctx.log),
           role,
           await gapCheck(ctx),
+          await failoverCheck(ctx, status.slotName),
         ]);
         return send(code, body);
       }

@@ -1,5 +1,6 @@
 import type { Client } from 'pg';
 import type { Lsn } from './lsn.js';
+import { parseLogicalMessage, type LogicalMessage } from './logical-message.js';
 
 // A pgoutput (protocol 1) decoder that keeps column values as the text Postgres sent, so that
 // they can be rendered exactly as `to_jsonb` would (src/tailer/values.ts). The parser that ships
@@ -35,7 +36,8 @@ export type PgoutputMessage =
   | { tag: 'update'; relationOid: number; old: RawTuple | null; oldIsKeyOnly: boolean; new: RawTuple }
   | { tag: 'delete'; relationOid: number; old: RawTuple; oldIsKeyOnly: boolean }
   | { tag: 'truncate'; relationOids: number[] }
-  | { tag: 'type' | 'origin' | 'message' };
+  | LogicalMessage
+  | { tag: 'type' | 'origin' };
 
 // Postgres timestamps count microseconds from 2000-01-01.
 const PG_EPOCH_MS = 946_684_800_000;
@@ -166,7 +168,7 @@ export function parsePgoutput(b: Buffer): PgoutputMessage {
     case 0x4f /* O */:
       return { tag: 'origin' };
     case 0x4d /* M */:
-      return { tag: 'message' };
+      return parseLogicalMessage(b);
     default:
       throw new Error(`pgoutput: unknown message ${String.fromCharCode(tag)}`);
   }
@@ -194,7 +196,7 @@ export class RawPgoutputPlugin {
 
   start(client: Client, slotName: string, lastLsn: string): Promise<unknown> {
     // Identifiers cannot be parameters in the replication protocol; both were checked by the caller.
-    const sql = `START_REPLICATION SLOT "${slotName}" LOGICAL ${lastLsn} (proto_version '1', publication_names '${this.publication}')`;
+    const sql = `START_REPLICATION SLOT "${slotName}" LOGICAL ${lastLsn} (proto_version '1', publication_names '${this.publication}', messages 'true')`;
     return client.query(sql);
   }
 }

@@ -7,6 +7,7 @@ import { eventId, matchDeliveries, toEventRecord, truncateChange, type DeliveryR
 import { changeRows } from './order-keys.js';
 import { formatLsn, type Lsn } from './lsn.js';
 import type { PgoutputMessage, RawTuple } from './pgoutput.js';
+import { isReservedPrefix, messageChange, messageSchema, MESSAGES_TABLE, type ReservedMessage } from './messages.js';
 import {
   pruneViewVersions,
   saveViewChanges,
@@ -40,6 +41,8 @@ export interface SessionOptions {
   onEvent?: (operation: Operation) => void;
   /** Counts truncates of watched tables (whether or not a subscription opted into them). */
   onTruncate?: (schema: string, table: string) => void;
+  /** Takes walgate's own logical messages (prefix `walgate.`, messages.ts), e.g. backfill watermarks; awaited. */
+  onReservedMessage?: (m: ReservedMessage) => void | Promise<void>;
   /** Reports a position that may be acknowledged to Postgres. */
   onDurable: (lsn: Lsn) => void;
   /** Called once when processing failed and the stream must restart from the durable position. */
@@ -61,6 +64,9 @@ interface OpenTransaction {
   /** Whether the composite types were checked for changes in this transaction (relations.ts). */
   typesChecked: boolean;
 }
+
+/** The relation id the resume look-up files messages under (no table has oid 0). */
+const MESSAGES_RELATION = 0;
 
 const WEBHOOKS_SCHEMA = 'walgate';
 const WEBHOOKS_TABLE = 'webhooks';
@@ -174,6 +180,8 @@ export class ReplicationSession {
         return this.#change('UPDATE', msg.relationOid, msg.new, msg.old, msg.oldIsKeyOnly);
       case 'delete':
         return this.#change('DELETE', msg.relationOid, null, msg.old, msg.oldIsKeyOnly);
+      case 'message':
+        return this.#message(msg);
       case 'truncate':
         for (const oid of msg.relationOids) await this.#truncate(oid);
         return;
@@ -289,6 +297,29 @@ export class ReplicationSession {
     // A returned promise is backpressure: the library pauses the socket while we await it.
     const accepted = this.#o.stream.accept(toEventRecord(change), rows, () => this.#settled(tx));
     if (accepted) await accepted;
+  }
+
+  /**
+   * An outbox message (messages.ts): an INSERT of its schema's `_messages`, at its place in the
+   * transaction. A non-transactional one has no commit to be ordered and acknowledged with: it is
+   * not delivered (docs/outbox.md); walgate's own prefixes go to the hook either way.
+   */
+  async #message(msg: Extract<PgoutputMessage, { tag: 'message' }>): Promise<void> {
+    if (msg.transactional && !this.#tx) throw new Error('pgoutput: transactional message outside a transaction');
+    const tx = msg.transactional ? this.#tx : null;
+    // Numbered like the changes around it: the ids after it are the same whoever reads it.
+    const index = tx ? tx.index++ : null;
+    if (tx?.skip) return;
+    if (isReservedPrefix(msg.prefix)) {
+      await this.#o.onReservedMessage?.({ message: msg, commitLsn: tx?.commitLsn ?? null, index, committedAt: tx?.committedAt ?? null });
+      return;
+    }
+    if (!tx || index === null) return;
+    const subs = this.#view.forTable(messageSchema(msg.prefix), MESSAGES_TABLE);
+    if (subs.length === 0) return;
+    this.stats.changes++;
+    const change = messageChange(eventId(tx.commitLsn, index), tx.committedAt, subs[0]!.schema, msg);
+    await this.#hand(tx, change, await this.#unrecorded(tx, index, MESSAGES_RELATION, subs, matchDeliveries(subs, change)));
   }
 
   #keyColumnsOf(relationOid: number, rel: Relation): Promise<number[] | null> {

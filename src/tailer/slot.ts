@@ -5,6 +5,7 @@ import { formatLsn, parseLsn, type Lsn } from './lsn.js';
 import { readPosition, resetPosition } from './position.js';
 import { recordGap, type GapReason } from './gaps.js';
 import { currentSubscriptions, loadSavedView, replaceSavedView, type SubscriptionSpec } from './subscriptions.js';
+import { alignSlotFailover, failoverCreateOption, supportsFailoverSlots } from './failover.js';
 
 /** The slot of this database: slot names are cluster-wide, so the database name is part of it. */
 export function defaultSlotName(databaseName: string): string {
@@ -25,7 +26,7 @@ export async function slotNameFor(db: Queryable): Promise<string> {
  * the slot (its position is saved), a missing slot is the tailer's to create: it records the gap
  * of the changes lost with the old one, which a slot created here first would hide.
  */
-export async function ensureSlot(db: Queryable): Promise<string> {
+export async function ensureSlot(db: Queryable, failover = true): Promise<string> {
   const slot = await slotNameFor(db);
   const { rowCount } = await db.query(
     `SELECT 1 FROM pg_replication_slots WHERE slot_name = $1
@@ -33,7 +34,12 @@ export async function ensureSlot(db: Queryable): Promise<string> {
     [slot],
   );
   if (!rowCount) {
-    await db.query(`SELECT pg_create_logical_replication_slot($1, 'pgoutput')`, [slot]).catch((err: unknown) => {
+    // Postgres 17+: a failover slot (failover.ts); a tailer with TAILER_SLOT_FAILOVER=false alters it back.
+    const sql =
+      failover && (await supportsFailoverSlots(db))
+        ? `SELECT pg_create_logical_replication_slot($1, 'pgoutput', failover => true)`
+        : `SELECT pg_create_logical_replication_slot($1, 'pgoutput')`;
+    await db.query(sql, [slot]).catch((err: unknown) => {
       if (pgCode(err) !== PgCode.duplicateObject) throw err;
     });
   }
@@ -83,7 +89,7 @@ async function waitUntilUnread(pool: Pool, slotName: string, timeoutMs = 60_000)
  * - A slot that Postgres invalidated (retained WAL over max_slot_wal_keep_size) cannot resume: it
  *   is dropped and created anew, and the gap is logged as an error.
  */
-export async function prepareSlot(pool: Pool, replicationUrl: string, slotName: string, log: Logger): Promise<SlotStart> {
+export async function prepareSlot(pool: Pool, replicationUrl: string, slotName: string, log: Logger, failover = true): Promise<SlotStart> {
   let slot = await waitUntilUnread(pool, slotName);
   const saved = await readPosition(pool, slotName);
   let lost: GapReason | undefined;
@@ -94,10 +100,12 @@ export async function prepareSlot(pool: Pool, replicationUrl: string, slotName: 
   } else if (!slot && saved) lost = 'slot_missing';
   if (!slot) {
     const before = lost && saved ? await gapStart(pool, slotName, saved) : undefined;
-    const start = await createSlot(pool, replicationUrl, slotName);
+    const start = await createSlot(pool, replicationUrl, slotName, failover);
     if (lost && before) await recordSlotGap(pool, slotName, lost, before, formatLsn(start.processedLsn), log);
     return start;
   }
+  // Unread now: the one moment its failover setting may change.
+  await alignSlotFailover(pool, replicationUrl, slotName, failover, log);
   if (!saved) {
     // A slot without our state (state wiped): start from the slot with today's subscriptions.
     const subscriptions = await currentSubscriptions(pool);
@@ -159,12 +167,13 @@ async function recordSlotGap(pool: Pool, slotName: string, reason: GapReason, fr
   );
 }
 
-async function createSlot(pool: Pool, replicationUrl: string, slotName: string): Promise<SlotStart> {
+async function createSlot(pool: Pool, replicationUrl: string, slotName: string, failover: boolean): Promise<SlotStart> {
   const repl = new pg.Client({ connectionString: replicationUrl, replication: 'database' } as pg.ClientConfig);
   repl.on('error', () => undefined); // a dying connection fails the query below; that is enough
   await repl.connect();
   try {
-    const created = await repl.query(`CREATE_REPLICATION_SLOT "${slotName}" LOGICAL pgoutput (SNAPSHOT 'export')`);
+    const option = await failoverCreateOption(pool, failover);
+    const created = await repl.query(`CREATE_REPLICATION_SLOT "${slotName}" LOGICAL pgoutput (SNAPSHOT 'export'${option})`);
     const row = created.rows[0] as { consistent_point: string; snapshot_name: string };
     const processedLsn = parseLsn(row.consistent_point);
     // The exported snapshot lives until the next command on `repl`: read and save the view in it.

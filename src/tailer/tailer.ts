@@ -8,7 +8,7 @@ import { keepReconnecting } from '../core/db/reconnect.js';
 import { formatLsn, parseLsn, type Lsn } from './lsn.js';
 import { RawPgoutputPlugin } from './pgoutput.js';
 import { ensurePublication, PUBLICATION } from './publication.js';
-import { ReplicationSession } from './session.js';
+import { ReplicationSession, type SessionOptions } from './session.js';
 import { slotHealth } from './slot-health.js';
 import { defaultSlotName, prepareSlot } from './slot.js';
 import { TypeRegistry } from './types.js';
@@ -29,6 +29,8 @@ export interface WalTailerOptions {
   retryMaxMs?: number;
   /** How often lag and throughput are logged. */
   reportIntervalMs?: number;
+  /** Takes walgate's own logical messages (`walgate.` prefixes, tailer/messages.ts). */
+  onReservedMessage?: SessionOptions['onReservedMessage'];
 }
 
 export type TailerRole = 'starting' | 'leader' | 'standby' | 'stopped';
@@ -64,7 +66,7 @@ interface Running {
  */
 export class WalTailer {
   readonly #ctx: Context;
-  readonly #o: Required<WalTailerOptions>;
+  readonly #o: Required<Omit<WalTailerOptions, 'onReservedMessage'>> & Pick<WalTailerOptions, 'onReservedMessage'>;
   readonly #abort = new AbortController();
   readonly #types: TypeRegistry;
   #role: TailerRole = 'starting';
@@ -161,7 +163,7 @@ export class WalTailer {
       );
     }
     await ensurePublication(pool);
-    const start = await prepareSlot(pool, this.#o.databaseUrl, this.#o.slotName, log);
+    const start = await prepareSlot(pool, this.#o.databaseUrl, this.#o.slotName, log, this.#ctx.config.tailerSlotFailover);
     this.#durable = start.processedLsn;
 
     let fail!: (err: Error) => void;
@@ -199,6 +201,7 @@ export class WalTailer {
       recorded,
       onEvent: (operation) => this.#ctx.metrics.eventsProduced.inc({ operation }),
       onTruncate: () => this.#ctx.metrics.truncates.inc(),
+      ...(this.#o.onReservedMessage ? { onReservedMessage: this.#o.onReservedMessage } : {}),
       onDurable: (lsn) => {
         if (this.#durable === null || lsn > this.#durable) this.#durable = lsn;
         reportDurable();

@@ -1,6 +1,6 @@
 import { Gauge } from 'prom-client';
 import type { Context } from '../core/context.js';
-import { AUTH_EVENTS_TABLE, capturedRelation } from '../tailer/capture/index.js';
+import { AUTH_EVENTS_TABLE, capturedRelation, MESSAGES_TABLE } from '../tailer/capture/index.js';
 
 // walgate_webhook_problems{code}: subscriptions that cannot follow their table, counted at scrape
 // time from the catalog (the same rules as problems.ts, for every tenant at once). A subscription
@@ -15,6 +15,7 @@ WITH w AS (
     LEFT JOIN pg_catalog.pg_namespace n ON n.nspname = CASE WHEN w.table_name = $1 THEN $2 ELSE w.schema_name END
     LEFT JOIN pg_catalog.pg_class c ON c.relnamespace = n.oid AND c.relname = CASE WHEN w.table_name = $1 THEN $3 ELSE w.table_name END
      AND c.relkind IN ('r', 'p')
+   WHERE w.table_name <> $4 -- outbox messages (_messages) are no table: nothing to drift
 )
 SELECT count(*) FILTER (WHERE relid IS NULL OR NOT EXISTS (
          SELECT 1 FROM pg_catalog.pg_publication_rel r JOIN pg_catalog.pg_publication p ON p.oid = r.prpubid
@@ -41,7 +42,7 @@ export function registerProblemGauge(ctx: Context): void {
     registers: [ctx.metrics.registry],
     async collect() {
       const { rows } = await ctx.pool
-        .query<Record<string, number>>(COUNTS, [AUTH_EVENTS_TABLE, AUTH_EVENTS.schema, AUTH_EVENTS.table])
+        .query<Record<string, number>>(COUNTS, [AUTH_EVENTS_TABLE, AUTH_EVENTS.schema, AUTH_EVENTS.table, MESSAGES_TABLE])
         .catch(() => ({ rows: [] as Array<Record<string, number>> }));
       for (const [code, n] of Object.entries(rows[0] ?? {})) this.set({ code }, n);
     },

@@ -1,5 +1,5 @@
 import { PgCode, pgCode, type Queryable } from '../core/db/pool.js';
-import { AUTH_EVENTS_TABLE, capturedRelation } from '../tailer/capture/index.js';
+import { AUTH_EVENTS_TABLE, capturedRelation, MESSAGES_TABLE } from '../tailer/capture/index.js';
 import type { WebhookRow } from './store.js';
 
 // What a subscription cannot follow any more, read from the catalog when it is shown: its table
@@ -85,6 +85,11 @@ export async function webhookProblems(db: Queryable, hooks: WebhookRow[], now: D
   const facts = new Map<string, Promise<TableFacts | undefined>>();
   const out = new Map<string, Problem[]>();
   for (const w of hooks) {
+    // Outbox messages are no table: nothing of theirs can drift (their columns are fixed).
+    if (w.table === MESSAGES_TABLE) {
+      out.set(w.id, await remember(db, w.id, [], now));
+      continue;
+    }
     const { schema, table } = capturedRelation(w.schemaName, w.table);
     const key = `${schema}\0${table}`;
     if (!facts.has(key)) facts.set(key, tableFacts(db, schema, table));

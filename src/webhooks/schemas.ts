@@ -1,5 +1,6 @@
 import { z } from 'zod';
 import { headersSchema } from './headers.js';
+import { MESSAGES_TABLE } from '../tailer/capture/index.js';
 
 // Bodies of the management API. Unknown fields are refused: a typo (`filters`, `actve`) must not
 // silently create a subscription that does something else.
@@ -54,19 +55,27 @@ const ordering = z.enum(ORDERINGS, { message: 'must be "none" or "row"' }).meta(
     '`row`: the changes of one row (by its primary key) are delivered one at a time, in commit order; different rows still go out in parallel. Needs a table with a primary key. `none` (default): no order is promised.',
 });
 
-export const createBody = z.strictObject({
-  projectId: name.meta({ description: 'Must equal the X-Project-Id header.' }),
-  environment: name.meta({ description: 'Must equal the environment header.' }),
-  table: name.meta({ description: "A table (not a view) in the environment's schema, named exactly." }),
-  events,
-  url,
-  secret,
-  active: z.boolean().default(true),
-  filter: filter.nullish(),
-  select: select.nullish(),
-  ordering: ordering.default('none'),
-  headers: headersSchema.nullish(),
-});
+/** Messages (`_messages`, docs/outbox.md) are INSERT events only: a subscription on them without INSERT would get nothing. */
+const messagesTakeInserts = [
+  (b: { table?: string; events?: readonly string[] }) => b.table !== MESSAGES_TABLE || !b.events || b.events.includes('INSERT'),
+  { message: `messages arrive as INSERT events: a subscription on ${MESSAGES_TABLE} must include INSERT`, path: ['events'] as string[] },
+] as const;
+
+export const createBody = z
+  .strictObject({
+    projectId: name.meta({ description: 'Must equal the X-Project-Id header.' }),
+    environment: name.meta({ description: 'Must equal the environment header.' }),
+    table: name.meta({ description: "A table (not a view) in the environment's schema, named exactly." }),
+    events,
+    url,
+    secret,
+    active: z.boolean().default(true),
+    filter: filter.nullish(),
+    select: select.nullish(),
+    ordering: ordering.default('none'),
+    headers: headersSchema.nullish(),
+  })
+  .refine(...messagesTakeInserts);
 
 export const updateBody = z
   .strictObject({
@@ -82,7 +91,8 @@ export const updateBody = z
     ordering: ordering.optional(),
     headers: headersSchema.nullish(),
   })
-  .refine((b) => Object.keys(b).length > 0, 'must change at least one field');
+  .refine((b) => Object.keys(b).length > 0, 'must change at least one field')
+  .refine(...messagesTakeInserts);
 
 export const listQuery = z.strictObject({
   limit: z.coerce.number().int('must be a whole number').min(1, 'must be at least 1').max(100, 'must be at most 100').default(20),

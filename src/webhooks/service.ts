@@ -19,7 +19,7 @@ import {
 } from '../delivery/sql/history.js';
 import { AppError, validationError, type Violation } from '../core/errors.js';
 import type { Environment } from '../projects/environments.js';
-import { capturedRelation, CaptureError, captureTable, lockCapturedTables, releaseTable, retainChanges } from '../tailer/capture/index.js';
+import { CaptureError, captureTable, lockCapturedTables, releaseTable, retainChanges } from '../tailer/capture/index.js';
 import { representable, type CreateBody, type UpdateBody } from './schemas.js';
 import { sealWebhookSecret } from '../delivery/secret.js';
 import { sealHeaders } from '../delivery/custom-headers.js';
@@ -28,6 +28,7 @@ import { queueTestEvent } from '../delivery/sql/test-events.js';
 import { listEnvironments } from '../projects/environments.js';
 import * as store from './store.js';
 import { columnViolations, primaryKeyColumns, schemaTables, tableColumns, urlViolations, type TableInfo } from './validation.js';
+import { sampleTable } from './validation.js';
 import { webhookView, type WebhookHealth, type WebhookView } from './view.js';
 import { webhookProblems } from './problems.js';
 
@@ -151,8 +152,7 @@ export class WebhookService {
   /** Queues a signed sample event of the subscription's table, marked as a test. */
   async test(env: Environment, id: string): Promise<{ delivery: DeliveryView }> {
     const row = await this.#find(env, id);
-    const source = capturedRelation(env.schemaName, row.table);
-    const table = (await schemaTables(this.ctx.pool, source.schema)).find((t) => t.name === source.table);
+    const table = await sampleTable(this.ctx.pool, env.schemaName, row.table);
     if (!table) throw new AppError('SERVICE_UNAVAILABLE', `The table ${row.table} no longer exists in schema ${env.schemaName}.`);
     const delivery = await queueTestEvent(
       this.ctx.pool,

@@ -1,10 +1,13 @@
 import type { Queryable } from '../core/db/pool.js';
-import { capturedRelation } from '../tailer/capture/index.js';
+import { capturedRelation, messageColumns } from '../tailer/capture/index.js';
 import type { Violation } from '../core/errors.js';
 import { checkHost, systemLookup, type HostLookup } from '../core/net/address-policy.js';
 
 /** The columns of a table in the schema, or undefined when there is no such table. */
 export async function tableColumns(db: Queryable, envSchema: string, envTable: string): Promise<string[] | undefined> {
+  // `_messages` is always there, whatever the schema holds (a real table of that name is not watched).
+  const virtual = messageColumns(envTable);
+  if (virtual) return virtual.map((c) => c.name);
   const { schema, table } = capturedRelation(envSchema, envTable);
   const { rows } = await db.query<{ relkind: string; attname: string | null }>(
     `SELECT c.relkind, a.attname
@@ -24,6 +27,7 @@ export async function tableColumns(db: Queryable, envSchema: string, envTable: s
  * them: a row's changes are ordered by its key (src/tailer/order-keys.ts).
  */
 export async function primaryKeyColumns(db: Queryable, envSchema: string, envTable: string): Promise<string[]> {
+  if (messageColumns(envTable)) return []; // messages have no key to order by
   const { schema, table } = capturedRelation(envSchema, envTable);
   const { rows } = await db.query<{ attname: string }>(
     `SELECT a.attname
@@ -57,6 +61,14 @@ export async function schemaTables(db: Queryable, schema: string): Promise<Table
     [schema],
   );
   return rows;
+}
+
+/** A subscription's table as a test event shows it: the environment's table, walgate's audit table, or `_messages`. */
+export async function sampleTable(db: Queryable, envSchema: string, envTable: string): Promise<TableInfo | undefined> {
+  const virtual = messageColumns(envTable);
+  if (virtual) return { name: envTable, columns: virtual };
+  const { schema, table } = capturedRelation(envSchema, envTable);
+  return (await schemaTables(db, schema)).find((t) => t.name === table);
 }
 
 /**

@@ -7,8 +7,22 @@ import type { Queryable } from '../../core/db/pool.js';
 import { lockPublication, unwatchTable, watchTable } from '../publication.js';
 import { ensureSlot } from '../slot.js';
 import { AUTH_EVENTS_SOURCE, AUTH_EVENTS_TABLE } from '../auth-events.js';
+import { MESSAGES_TABLE } from '../messages.js';
 
-export { AUTH_EVENTS_TABLE };
+export { AUTH_EVENTS_TABLE, MESSAGES_TABLE };
+
+/**
+ * The columns of a table name that is no table (`_messages`: outbox messages, tailer/messages.ts),
+ * with the types their values have; undefined for a real table name.
+ */
+export function messageColumns(table: string): Array<{ name: string; type: string }> | undefined {
+  return table === MESSAGES_TABLE
+    ? [
+        { name: 'prefix', type: 'text' },
+        { name: 'content', type: 'jsonb' },
+      ]
+    : undefined;
+}
 
 /** Where a subscription's table really is: `_auth_events` is walgate's audit table (tailer/auth-events.ts), any other the environment's. */
 export function capturedRelation(schema: string, table: string): { schema: string; table: string } {
@@ -25,11 +39,12 @@ export const lockCapturedTables = (db: Queryable): Promise<void> => lockPublicat
 
 /** Captures a table's changes from this transaction's commit on, with its old rows (replica identity full). */
 export const captureTable = (db: Queryable, schema: string, table: string): Promise<void> =>
-  // The audit table is in the publication from its migration on.
-  table === AUTH_EVENTS_TABLE ? Promise.resolve() : watchTable(db, schema, table);
+  // The audit table is in the publication from its migration on; messages are not published per table.
+  table === AUTH_EVENTS_TABLE || table === MESSAGES_TABLE ? Promise.resolve() : watchTable(db, schema, table);
 
 /** Stops capturing a table that no subscription watches any more. */
-export const releaseTable = (db: Queryable, schema: string, table: string): Promise<void> => unwatchTable(db, schema, table);
+export const releaseTable = (db: Queryable, schema: string, table: string): Promise<void> =>
+  table === MESSAGES_TABLE ? Promise.resolve() : unwatchTable(db, schema, table);
 
 /** Makes Postgres retain changes from now on, even before any tailer runs (creates the slot when missing). */
 export async function retainChanges(db: Queryable): Promise<void> {
