@@ -73,6 +73,7 @@ const schema = z.object({
     .int()
     .min(1024 * 1024)
     .default(8 * 1024 ** 2),
+  TAILER_STATE_FILE: z.string().default(''),
   LOG_LEVEL: z.enum(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent']).default('info'),
   GRAPHQL_INTROSPECTION: bool.optional(),
   GRAPHQL_MAX_DEPTH: z.coerce.number().int().min(1).default(8),
@@ -153,6 +154,8 @@ const configSchema = schema.superRefine(checkTogether).transform((e) => ({
   slotWalWarnBytes: e.SLOT_WAL_WARN_BYTES,
   /** Payload bytes the tailer holds in memory (waiting or in flight) before it stops reading the WAL. */
   tailerMaxHeldBytes: e.TAILER_MAX_HELD_BYTES,
+  /** A file outside the database keeping the highest WAL position processed, so a restore is noticed after a tailer restart too (empty: memory only). */
+  tailerStateFile: e.TAILER_STATE_FILE || undefined,
   logLevel: e.LOG_LEVEL,
   /** Seconds by which another instance's clock may differ when token times (exp, nbf, iat) are checked. */
   tokenClockSkewSeconds: e.TOKEN_CLOCK_SKEW_SECONDS,
