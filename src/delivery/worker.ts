@@ -8,15 +8,7 @@ import { count, fairShare } from './fair-share.js';
 import { renderPayload } from './payload.js';
 import { openHeaders } from './custom-headers.js';
 import { OpenedSecrets } from './secret.js';
-import {
-  claimDue,
-  postpone,
-  queueDepth,
-  recordAttempts,
-  renewLease,
-  type AttemptResult,
-  type ClaimedDelivery,
-} from './sql/queue.js';
+import { claimDue, postpone, queueDepth, recordAttempts, renewLease, type AttemptResult, type ClaimedDelivery } from './sql/queue.js';
 
 export interface QueueWorkerOptions {
   /** Attempts in flight at once, over all endpoints. */

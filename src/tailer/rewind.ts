@@ -119,7 +119,14 @@ export async function recordRewind(db: Queryable, slotName: string, server: Serv
   if (rows[0]!.recorded) return;
   const saved = await readPosition(db, slotName);
   const affected = saved ? await activeAt(db, saved) : (await currentSubscriptions(db)).filter((s) => s.active);
-  const gap = { slotName, reason: 'position_rewound' as const, fromLsn: formatLsn(server.lsn), toLsn, fromTime: null, toTime: rows[0]!.now };
+  const gap = {
+    slotName,
+    reason: 'position_rewound' as const,
+    fromLsn: formatLsn(server.lsn),
+    toLsn,
+    fromTime: null,
+    toTime: rows[0]!.now,
+  };
   const ids = await recordTenantGaps(db, { ...gap, affected });
   log.error(
     { ...gap, gaps: ids, subscriptions: affected.length, systemId: server.systemId, timeline: server.timeline },

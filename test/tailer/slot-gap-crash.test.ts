@@ -66,9 +66,10 @@ describe('tailer: a crash while a lost slot is replaced never loses the gap reco
     daemon = await spawnTailerDaemon(t, { WALGATE_CRASH_AT: 'slot-gap-recorded', LOG_LEVEL: 'fatal' });
     expect(await exited(daemon)).to.equal('SIGKILL');
     let found = await gaps();
-    expect(found.map((g) => [g.reason, g.to_lsn, g.webhook_ids]), 'recorded before the slot exists').to.deep.equal([
-      ['slot_missing', null, [wh]],
-    ]);
+    expect(
+      found.map((g) => [g.reason, g.to_lsn, g.webhook_ids]),
+      'recorded before the slot exists',
+    ).to.deep.equal([['slot_missing', null, [wh]]]);
     expect(await slotOf(slotName)).to.equal(undefined);
 
     daemon = await spawnTailerDaemon(t, { WALGATE_CRASH_AT: 'slot-created', LOG_LEVEL: 'fatal' });

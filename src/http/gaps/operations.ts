@@ -34,7 +34,8 @@ const gap = z
       description: 'The last position processed before the gap (`position_rewound`: where the server WAL ended after the rewind).',
     }),
     toLsn: lsn.meta({
-      description: 'Where capture resumed; null for a moment while the new slot is created (`position_rewound`: the highest position processed before).',
+      description:
+        'Where capture resumed; null for a moment while the new slot is created (`position_rewound`: the highest position processed before).',
     }),
     fromTime: timestamp.nullable(),
     toTime: timestamp,
