@@ -140,15 +140,18 @@ export class AuthService {
       if (attempt.lockedHere) throw locked(attempt.lockedHere);
       throw new AppError('AUTH_INVALID_CREDENTIALS');
     }
-    await recordLoginSuccess(this.ctx.pool, account, client, attempt.lockedHere, now);
+    const succeeded = recordLoginSuccess(this.ctx.pool, account, client, attempt.lockedHere, now);
+    succeeded.catch(() => undefined); // awaited below; a failure before that must not go unhandled
     // Only someone who knows the password learns that the address is unconfirmed.
     if (!user.emailVerifiedAt) {
+      await succeeded;
       this.#count('login_unverified');
       throw new AppError('AUTH_EMAIL_NOT_VERIFIED');
     }
     this.#count('login_ok');
     if (needsRehash(user.passwordHash)) await users.replacePasswordHash(this.ctx.pool, user.id, await hashPassword(input.password), now);
-    const pair = await this.sessions.start(env, user, meta, now);
+    // The counts start again while the session starts (two statements at once, not one after the other).
+    const [pair] = await Promise.all([this.sessions.start(env, user, meta, now), succeeded]);
     return { ...pair, deviceToken: device ? meta.deviceToken! : issueDeviceToken(this.ctx.secrets, account) };
   }
 

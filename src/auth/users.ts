@@ -103,11 +103,11 @@ export async function findSessionUser(db: Queryable, sessionId: string): Promise
 }
 
 export async function findUserByEmail(db: Queryable, scope: Scope, email: string): Promise<User | undefined> {
-  const { rows } = await db.query<User>(`SELECT ${COLUMNS} FROM walgate.users WHERE project_id = $1 AND environment = $2 AND email = $3`, [
-    scope.projectId,
-    scope.name,
-    email,
-  ]);
+  const { rows } = await db.query<User>({
+    name: 'walgate_user_by_email', // prepared once per connection: every login looks up its user
+    text: `SELECT ${COLUMNS} FROM walgate.users WHERE project_id = $1 AND environment = $2 AND email = $3`,
+    values: [scope.projectId, scope.name, email],
+  });
   return rows[0];
 }
 

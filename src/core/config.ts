@@ -75,6 +75,7 @@ const schema = z.object({
     .default(8 * 1024 ** 2),
   TAILER_SLOT_FAILOVER: bool.default(true),
   TAILER_STANDBY_URL: url(['postgres:', 'postgresql:']).optional(),
+  TAILER_STATE_FILE: z.string().default(''),
   LOG_LEVEL: z.enum(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent']).default('info'),
   GRAPHQL_INTROSPECTION: bool.optional(),
   GRAPHQL_MAX_DEPTH: z.coerce.number().int().min(1).default(8),
@@ -159,6 +160,8 @@ const configSchema = schema.superRefine(checkTogether).transform((e) => ({
   tailerSlotFailover: e.TAILER_SLOT_FAILOVER,
   /** A standby that should hold a synchronised copy of the slot: /readyz and the failover gauge ask it. */
   tailerStandbyUrl: e.TAILER_STANDBY_URL,
+  /** A file outside the database keeping the highest WAL position processed, so a restore is noticed after a tailer restart too (empty: memory only). */
+  tailerStateFile: e.TAILER_STATE_FILE || undefined,
   logLevel: e.LOG_LEVEL,
   /** Seconds by which another instance's clock may differ when token times (exp, nbf, iat) are checked. */
   tokenClockSkewSeconds: e.TOKEN_CLOCK_SKEW_SECONDS,

@@ -8,6 +8,7 @@ import { openWebhookSecret } from './secret.js';
 import { openHeaders } from './custom-headers.js';
 import { Sender } from './sender.js';
 import { countTailers } from './sql/peers.js';
+import { HeldDeliveries } from './payload-bytes.js';
 import { StreamDelivery } from './stream.js';
 import { Targets } from './targets.js';
 import { QueueWorker } from './worker.js';
@@ -47,6 +48,8 @@ export class DeliveryEngine implements DeliverySink {
   readonly #worker: QueueWorker;
   readonly #o: { concurrency: number; perWebhook: number; maxHeld: number };
   #stream: StreamDelivery | null = null;
+  /** What the current stream holds, by count and payload bytes. */
+  #streamHeld: HeldDeliveries | null = null;
   /** Other tailer processes on this database (leaders and standbys each hold a walgate-tailer-lock connection). */
   #peers = 0;
   #peerTimer: NodeJS.Timeout | undefined;
@@ -83,6 +86,8 @@ export class DeliveryEngine implements DeliverySink {
       reportIntervalMs: options.reportIntervalMs ?? 30_000,
       leaseMs,
       streamLoad: () => this.#stream?.load() ?? new Map(),
+      maxHeldBytes: ctx.config.tailerMaxHeldBytes,
+      streamBytes: () => this.#streamHeld?.bytes ?? 0,
       streamActive: (id) => this.#stream?.active(id) ?? 0,
       openSecret,
       onOrderedFinished: () => this.#stream?.orderedFinished(),
@@ -93,6 +98,7 @@ export class DeliveryEngine implements DeliverySink {
   /** DeliverySink: a stream for this leadership, its writes fenced by `fenced`. */
   open(fenced: Queryable, onFailure: (err: Error) => void): DeliveryStream {
     const { webhooks } = this.#ctx.config;
+    const held = new HeldDeliveries(this.#o.maxHeld, this.#ctx.config.tailerMaxHeldBytes);
     const stream = new StreamDelivery(
       this.#ctx,
       this.#deps,
@@ -101,6 +107,7 @@ export class DeliveryEngine implements DeliverySink {
         concurrency: this.#o.concurrency,
         perWebhook: this.#o.perWebhook,
         maxHeld: this.#o.maxHeld,
+        held,
         parkAfterMs: webhooks.parkAfterMs,
         timeoutMs: webhooks.timeoutMs,
         retryDelaysMs: webhooks.retryDelaysMs,
@@ -112,6 +119,7 @@ export class DeliveryEngine implements DeliverySink {
       onFailure,
     );
     this.#stream = stream; // a closed stream holds nothing: its load is empty
+    this.#streamHeld = held;
     return stream;
   }
 

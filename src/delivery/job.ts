@@ -1,3 +1,4 @@
+import type { HeldDeliveries } from './payload-bytes.js';
 import type { CapturedDelivery, CapturedEvent } from '../tailer/sink.js';
 
 // A delivery the stream holds, and the one state it is in. Every change of state goes through
@@ -64,6 +65,8 @@ export interface StreamLimits {
   perWebhook: number;
   /** Deliveries held in memory (waiting, in flight, being recorded) before reading waits. */
   maxHeld: number;
+  /** Their accounting, shared with the retry queue's worker (its claims take what the stream leaves of the byte budget). */
+  held?: HeldDeliveries;
   /** A delivery not delivered within this bound of being read is parked (WEBHOOK_PARK_AFTER_MS). */
   parkAfterMs: number;
   /** The sender's time-out: a request parked while in flight holds its lease this long. */

@@ -42,6 +42,10 @@ export class HeldDeliveries {
     this.#bytes -= payloadBytes(event);
   }
 
+  get bytes(): number {
+    return this.#bytes;
+  }
+
   get room(): boolean {
     return this.#count < this.maxCount && this.#bytes < this.maxBytes;
   }

@@ -59,7 +59,7 @@ export class StreamDelivery implements DeliveryStream {
     this.#deps = deps;
     this.#targets = targets;
     this.#limits = limits;
-    this.#held = new HeldDeliveries(limits.maxHeld, ctx.config.tailerMaxHeldBytes);
+    this.#held = limits.held ?? new HeldDeliveries(limits.maxHeld, ctx.config.tailerMaxHeldBytes);
     this.#journal = new Journal(fenced, onError);
     this.#order = new RowOrder<Job>(
       ctx.pool,

@@ -3,21 +3,12 @@ import pg from 'pg';
 import type { Context } from '../core/context.js';
 import { attempt as attemptOnce, attemptRecord, conclude, keptRequest, type AttemptDeps } from './attempt.js';
 import type { BreakerKey } from './breaker.js';
-import { keepReconnecting } from '../core/db/reconnect.js';
+import { listenForDueNotes } from './listen-due.js';
 import { count, fairShare } from './fair-share.js';
 import { renderPayload } from './payload.js';
 import { openHeaders } from './custom-headers.js';
 import { OpenedSecrets } from './secret.js';
-import {
-  claimDue,
-  listenForDue,
-  postpone,
-  queueDepth,
-  recordAttempts,
-  renewLease,
-  type AttemptResult,
-  type ClaimedDelivery,
-} from './sql/queue.js';
+import { claimDue, postpone, queueDepth, recordAttempts, renewLease, type AttemptResult, type ClaimedDelivery } from './sql/queue.js';
 
 export interface QueueWorkerOptions {
   /** Attempts in flight at once, over all endpoints. */
@@ -32,6 +23,10 @@ export interface QueueWorkerOptions {
   leaseMs?: number;
   /** What the stream holds per subscription in this process (claims leave it that much less room). */
   streamLoad: () => Map<string, number>;
+  /** Payload bytes held in this process by the stream and this worker together at most (TAILER_MAX_HELD_BYTES). */
+  maxHeldBytes: number;
+  /** The payload bytes the stream holds now: claims take only what it leaves of maxHeldBytes. */
+  streamBytes: () => number;
   /** The stream's requests in flight for a subscription: perWebhook is per process, shared with it. */
   streamActive: (webhookId: string) => number;
   /** Opens a subscription's sealed signing secret. */
@@ -70,6 +65,8 @@ export class QueueWorker {
   readonly #projectOf = new Map<string, string>();
   readonly #queue = new Map<string, ClaimedDelivery[]>();
   #heldTotal = 0;
+  /** The payload bytes of what this worker has claimed and not finished (payload-bytes.ts). */
+  #heldBytes = 0;
   readonly #results: AttemptResult[] = [];
   /** Row-ordered deliveries finished (delivered or dead) whose results are not written yet. */
   readonly #releasing = new Set<string>();
@@ -139,7 +136,10 @@ export class QueueWorker {
     const capacity = this.#o.concurrency * CLAIM_AHEAD;
     while (!this.#stopping) {
       const room = Math.min(capacity - this.#heldTotal, MAX_CLAIM);
-      if (room <= this.#o.concurrency / 4) {
+      // Bytes as well as count: 1 MB rows fill memory long before the count is reached. Holding
+      // nothing, one delivery is claimed whatever its size (it goes alone).
+      const bytes = Math.max(this.#o.maxHeldBytes - this.#o.streamBytes() - this.#heldBytes, this.#heldTotal === 0 ? 1 : 0);
+      if (room <= this.#o.concurrency / 4 || bytes <= 0) {
         await this.#idle(this.#o.pollMs);
         continue;
       }
@@ -154,6 +154,7 @@ export class QueueWorker {
           // A subscription is topped up once there is room for perWebhook more (hysteresis: no
           // round trip per finished delivery); until then it counts as full.
           inflight: this.#busy(),
+          maxBytes: bytes,
         });
         if (claimed.length) await this.#deps.breakers.refresh(claimed.map(endpointOf));
       } catch (err) {
@@ -166,6 +167,7 @@ export class QueueWorker {
         this.#projectOf.set(d.webhook_id, d.project_id);
         count(this.#projectHeld, d.project_id, 1);
         this.#heldTotal++;
+        this.#heldBytes += d.held_bytes;
         const q = this.#queue.get(d.webhook_id);
         if (q) q.push(d);
         else this.#queue.set(d.webhook_id, [d]);
@@ -233,6 +235,7 @@ export class QueueWorker {
         count(this.#projectHeld, d.project_id, -1);
         if (!this.#held.has(d.webhook_id)) this.#projectOf.delete(d.webhook_id);
         this.#heldTotal--;
+        this.#heldBytes -= d.held_bytes;
         this.#pump();
         this.#o.onSlotFree?.(d.webhook_id);
         if ((this.#held.get(d.webhook_id) ?? 0) <= this.#refillAt) this.#nudge();
@@ -348,30 +351,11 @@ export class QueueWorker {
 
   /** NOTIFY from the tailer is a hint to look now; polling is the truth. */
   async #listen(): Promise<void> {
-    await keepReconnecting(
-      async () => {
-        const client = new pg.Client({
-          connectionString: this.#ctx.pool.options.connectionString,
-          application_name: 'walgate-delivery-listen',
-        });
-        try {
-          const ended = new Promise<void>((resolve) => {
-            client.on('error', () => resolve());
-            client.on('end', () => resolve());
-          });
-          await client.connect();
-          // The payload, when there is one, is when the first of what was parked is due (journal.ts).
-          client.on('notification', (n) => this.#nudgeAt(Number(n.payload) || 0));
-          await listenForDue(client);
-          this.#listener = client;
-          if (this.#stopping) return;
-          await ended;
-        } finally {
-          await client.end().catch(() => undefined);
-        }
-      },
-      { signal: this.#abort.signal, minMs: 500, maxMs: 10_000 },
-    );
+    const onClient = (client: pg.Client | null) => {
+      if (client) this.#listener = client;
+      return !this.#stopping;
+    };
+    await listenForDueNotes(this.#ctx.pool.options.connectionString, (at) => this.#nudgeAt(at), onClient, this.#abort.signal);
   }
 
   async #report(): Promise<void> {

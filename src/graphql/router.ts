@@ -4,6 +4,7 @@ import { createHandler } from 'graphql-http/lib/use/express';
 import type { AuthService } from '../auth/service.js';
 import type { Context } from '../core/context.js';
 import type { EnvironmentCache } from '../projects/environments.js';
+import { authCors } from '../http/auth/cors.js';
 import { formatError } from './errors.js';
 import { boundedValidate } from './limits.js';
 import { authResolvers, type GraphQLContext } from './resolvers.js';
@@ -11,7 +12,7 @@ import { authSchema } from './schema.js';
 
 /**
  * POST /graphql (and GET for queries), by graphql-http: the GraphQL-over-HTTP specification,
- * with the authentication operations of the REST API on the same service.
+ * with the authentication operations of the REST API on the same service, and the same CORS.
  */
 export function graphqlRouter(ctx: Context, service: AuthService, environments: EnvironmentCache): Router {
   const limits = ctx.config.graphql;
@@ -34,6 +35,9 @@ export function graphqlRouter(ctx: Context, service: AuthService, environments: 
     },
   });
   const r = Router();
+  // The same per-environment CORS as /auth/*: a request names its environment in headers, a
+  // preflight (which carries none) in ?projectId=&environment=, or else any environment's origins.
+  r.use('/graphql', authCors(environments));
   r.all('/graphql', handler);
   return r;
 }

@@ -1,11 +1,12 @@
 import { randomId } from '../core/crypto/tokens.js';
 import type { Queryable } from '../core/db/pool.js';
+import type { SubscriptionSpec } from './subscriptions.js';
 
 // walgate.capture_gaps: stretches of WAL whose changes were never captured (sql/012). A gap stays
 // open until an operator acknowledges it; /readyz of both daemons and a metric read it from here,
 // so it survives restarts and is seen by the api as well as the tailer.
 
-export type GapReason = 'slot_lost' | 'slot_missing';
+export type GapReason = 'slot_lost' | 'slot_missing' | 'position_rewound';
 
 export interface CaptureGap {
   id: string;
@@ -93,4 +94,49 @@ export async function acknowledgeGap(
 export async function openGapCount(db: Queryable): Promise<number> {
   const { rows } = await db.query<{ n: number }>('SELECT count(*)::int AS n FROM walgate.capture_gaps WHERE acknowledged_at IS NULL');
   return rows[0]!.n;
+}
+
+export interface TenantGaps {
+  slotName: string;
+  reason: GapReason;
+  fromLsn: string | null;
+  /** Null while the gap is pending: recorded before the slot that ends it exists (slot.ts). */
+  toLsn: string | null;
+  fromTime: Date | null;
+  toTime: Date;
+  /** The subscriptions that missed changes, of every tenant. */
+  affected: SubscriptionSpec[];
+}
+
+/**
+ * One record per project environment, each naming its own subscriptions. A gap no subscription
+ * was active in lost nothing anyone asked for: the caller's log line is enough. Returns the ids.
+ */
+export async function recordTenantGaps(db: Queryable, gap: TenantGaps): Promise<string[]> {
+  const byTenant = new Map<string, SubscriptionSpec[]>();
+  for (const s of gap.affected) {
+    const key = JSON.stringify([s.projectId, s.environment]);
+    byTenant.set(key, [...(byTenant.get(key) ?? []), s]);
+  }
+  const ids: string[] = [];
+  for (const specs of byTenant.values()) {
+    const { projectId, environment } = specs[0]!;
+    ids.push(await recordGap(db, { ...gap, projectId, environment, webhookIds: specs.map((s) => s.id) }));
+  }
+  return ids;
+}
+
+/** Whether a slot gap was recorded and its new slot not yet known (a crash in between, slot.ts). */
+export async function hasPendingGap(db: Queryable, slotName: string): Promise<boolean> {
+  const { rowCount } = await db.query('SELECT 1 FROM walgate.capture_gaps WHERE slot_name = $1 AND to_lsn IS NULL LIMIT 1', [slotName]);
+  return Boolean(rowCount);
+}
+
+/** Ends the pending gaps of a slot where its new slot starts. */
+export async function completePendingGaps(db: Queryable, slotName: string, toLsn: string): Promise<number> {
+  const { rowCount } = await db.query('UPDATE walgate.capture_gaps SET to_lsn = $2::pg_lsn WHERE slot_name = $1 AND to_lsn IS NULL', [
+    slotName,
+    toLsn,
+  ]);
+  return rowCount ?? 0;
 }

@@ -3,7 +3,8 @@ import { PgCode, pgCode, withTransaction, type Pool, type Queryable } from '../c
 import type { Logger } from '../core/log.js';
 import { formatLsn, parseLsn, type Lsn } from './lsn.js';
 import { readPosition, resetPosition } from './position.js';
-import { recordGap, type GapReason } from './gaps.js';
+import { completePendingGaps, hasPendingGap, recordTenantGaps, type GapReason } from './gaps.js';
+import { crashPoint } from './crash-point.js';
 import { currentSubscriptions, loadSavedView, replaceSavedView, type SubscriptionSpec } from './subscriptions.js';
 import { alignSlotFailover, failoverCreateOption, supportsFailoverSlots } from './failover.js';
 
@@ -87,23 +88,32 @@ async function waitUntilUnread(pool: Pool, slotName: string, timeoutMs = 60_000)
  *   subscriptions are read in exactly that snapshot, so the view matches the slot's first position.
  * - Existing slot and state: the saved view and position.
  * - A slot that Postgres invalidated (retained WAL over max_slot_wal_keep_size) cannot resume: it
- *   is dropped and created anew, and the gap is logged as an error.
+ *   is dropped and created anew, and the gap is recorded.
+ *
+ * Gap first, slot second: the gap is recorded (pending, with no end yet) before the old slot is
+ * dropped or the new one created, and ended once the new slot's first position is known. A crash
+ * in between leaves the gap recorded either way: the next start finds the slot still missing (and
+ * the pending gap, so it records no second one), or finds the new slot and ends the gap there.
  */
 export async function prepareSlot(pool: Pool, replicationUrl: string, slotName: string, log: Logger, failover = true): Promise<SlotStart> {
   let slot = await waitUntilUnread(pool, slotName);
   const saved = await readPosition(pool, slotName);
-  let lost: GapReason | undefined;
+  const lost: GapReason | undefined = slot?.wal_status === 'lost' ? 'slot_lost' : !slot && saved ? 'slot_missing' : undefined;
+  if (lost && saved) {
+    await recordPendingGap(pool, slotName, lost, saved, log);
+    await crashPoint('slot-gap-recorded');
+  }
   if (slot?.wal_status === 'lost') {
     await pool.query('SELECT pg_drop_replication_slot($1)', [slotName]);
     slot = undefined;
-    lost = 'slot_lost';
-  } else if (!slot && saved) lost = 'slot_missing';
+  }
   if (!slot) {
-    const before = lost && saved ? await gapStart(pool, slotName, saved) : undefined;
     const start = await createSlot(pool, replicationUrl, slotName, failover);
-    if (lost && before) await recordSlotGap(pool, slotName, lost, before, formatLsn(start.processedLsn), log);
+    await completePendingGaps(pool, slotName, formatLsn(start.processedLsn));
     return start;
   }
+  // A new slot whose gap a crash left pending (the state below still belongs to the old slot).
+  if (slot.confirmed_flush_lsn) await completePendingGaps(pool, slotName, slot.confirmed_flush_lsn);
   // Unread now: the one moment its failover setting may change.
   await alignSlotFailover(pool, replicationUrl, slotName, failover, log);
   if (!saved) {
@@ -125,45 +135,30 @@ export async function prepareSlot(pool: Pool, replicationUrl: string, slotName: 
   return { processedLsn, subscriptions: await loadSavedView(pool, formatLsn(processedLsn)) };
 }
 
-interface GapStart {
-  lsn: string;
-  time: Date | null;
-  /** The subscriptions active when capture stopped: those that missed changes. */
-  affected: SubscriptionSpec[];
-}
-
-/** Where capture stopped, read before a new slot replaces the saved view. */
-async function gapStart(pool: Pool, slotName: string, saved: string): Promise<GapStart> {
-  const { rows } = await pool.query<{ updated_at: Date }>('SELECT updated_at FROM walgate.tailer_state WHERE slot_name = $1', [slotName]);
-  const view = await loadSavedView(pool, saved);
-  return { lsn: saved, time: rows[0]?.updated_at ?? null, affected: view.filter((s) => s.active) };
+/** The subscriptions active at a saved position: those that missed changes when capture stopped there. */
+export async function activeAt(db: Queryable, saved: string): Promise<SubscriptionSpec[]> {
+  return (await loadSavedView(db, saved)).filter((s) => s.active);
 }
 
 /**
- * A slot created anew after one was lost or dropped: the changes between the last processed
- * position and the new slot's first were never captured. Recorded (with the subscriptions active
- * then) for operators to see and acknowledge, not only logged.
+ * The slot was lost or dropped: the changes between the last processed position and the new
+ * slot's first are never captured. Recorded (with the subscriptions active then) for operators to
+ * see and acknowledge, not only logged — unless a crashed start already recorded it.
  */
-async function recordSlotGap(pool: Pool, slotName: string, reason: GapReason, from: GapStart, to: string, log: Logger): Promise<void> {
-  const { rows } = await pool.query<{ now: Date }>('SELECT now() AS now');
-  const gap = { slotName, reason, fromLsn: from.lsn, toLsn: to, fromTime: from.time, toTime: rows[0]!.now };
-  // One record per project environment, each naming its own subscriptions. A gap no
-  // subscription was active in lost nothing anyone asked for: the log line is enough.
-  const byTenant = new Map<string, SubscriptionSpec[]>();
-  for (const s of from.affected) {
-    const key = JSON.stringify([s.projectId, s.environment]);
-    byTenant.set(key, [...(byTenant.get(key) ?? []), s]);
-  }
-  const ids: string[] = [];
-  for (const specs of byTenant.values()) {
-    const { projectId, environment } = specs[0]!;
-    ids.push(await recordGap(pool, { ...gap, projectId, environment, webhookIds: specs.map((s) => s.id) }));
-  }
+async function recordPendingGap(pool: Pool, slotName: string, reason: GapReason, saved: string, log: Logger): Promise<void> {
+  if (await hasPendingGap(pool, slotName)) return;
+  const { rows } = await pool.query<{ updated_at: Date | null; now: Date }>(
+    'SELECT (SELECT updated_at FROM walgate.tailer_state WHERE slot_name = $1) AS updated_at, now() AS now',
+    [slotName],
+  );
+  const gap = { slotName, reason, fromLsn: saved, toLsn: null, fromTime: rows[0]!.updated_at, toTime: rows[0]!.now };
+  const affected = await activeAt(pool, saved);
+  const ids = await recordTenantGaps(pool, { ...gap, affected });
   log.error(
-    { ...gap, gaps: ids, subscriptions: from.affected.length },
+    { ...gap, gaps: ids, subscriptions: affected.length },
     reason === 'slot_lost'
-      ? 'the replication slot lost WAL it needed (max_slot_wal_keep_size?): recreated it; changes in the gap were not captured'
-      : 'the replication slot was missing: created it; changes in the gap were not captured',
+      ? 'the replication slot lost WAL it needed (max_slot_wal_keep_size?): recreating it; changes in the gap were not captured'
+      : 'the replication slot was missing: creating it; changes in the gap were not captured',
   );
 }
 
@@ -175,6 +170,7 @@ async function createSlot(pool: Pool, replicationUrl: string, slotName: string, 
     const option = await failoverCreateOption(pool, failover);
     const created = await repl.query(`CREATE_REPLICATION_SLOT "${slotName}" LOGICAL pgoutput (SNAPSHOT 'export'${option})`);
     const row = created.rows[0] as { consistent_point: string; snapshot_name: string };
+    await crashPoint('slot-created');
     const processedLsn = parseLsn(row.consistent_point);
     // The exported snapshot lives until the next command on `repl`: read and save the view in it.
     const subscriptions = await withTransaction(pool, async (c) => {

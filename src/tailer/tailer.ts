@@ -14,6 +14,7 @@ import { defaultSlotName, prepareSlot } from './slot.js';
 import { TypeRegistry } from './types.js';
 import { primaryKeyOf } from './order-keys.js';
 import { RecordedDeliveries } from './resume.js';
+import { ProcessedHighWater, readServerPosition, recordRewind } from './rewind.js';
 
 export interface WalTailerOptions {
   /** The database to tail (the replication connection is opened from it). */
@@ -31,6 +32,8 @@ export interface WalTailerOptions {
   reportIntervalMs?: number;
   /** Takes walgate's own logical messages (`walgate.` prefixes, tailer/messages.ts). */
   onReservedMessage?: SessionOptions['onReservedMessage'];
+  /** A file that keeps the highest position processed across restarts of the tailer (rewind.ts); none by default. */
+  stateFile?: string;
 }
 
 export type TailerRole = 'starting' | 'leader' | 'standby' | 'stopped';
@@ -66,7 +69,9 @@ interface Running {
  */
 export class WalTailer {
   readonly #ctx: Context;
-  readonly #o: Required<Omit<WalTailerOptions, 'onReservedMessage'>> & Pick<WalTailerOptions, 'onReservedMessage'>;
+  readonly #o: Required<Omit<WalTailerOptions, 'onReservedMessage' | 'stateFile'>> & Pick<WalTailerOptions, 'onReservedMessage'>;
+  /** The highest position processed: a server behind it was restored or failed over (rewind.ts). */
+  readonly #highWater: ProcessedHighWater;
   readonly #abort = new AbortController();
   readonly #types: TypeRegistry;
   #role: TailerRole = 'starting';
@@ -88,6 +93,7 @@ export class WalTailer {
     };
     if (!/^[a-z0-9_]{1,63}$/.test(this.#o.slotName)) throw new Error(`invalid slot name ${this.#o.slotName}`);
     this.#types = new TypeRegistry(ctx.pool);
+    this.#highWater = new ProcessedHighWater(options.stateFile ?? ctx.config.tailerStateFile);
   }
 
   status(): TailerStatus {
@@ -163,6 +169,7 @@ export class WalTailer {
       );
     }
     await ensurePublication(pool);
+    await this.#checkRewind(log);
     const start = await prepareSlot(pool, this.#o.databaseUrl, this.#o.slotName, log, this.#ctx.config.tailerSlotFailover);
     this.#durable = start.processedLsn;
 
@@ -225,6 +232,7 @@ export class WalTailer {
       reportDurable();
       // Recorded in walgate.tailer_state too (WAL-logged, unlike the slot's position between checkpoints).
       if (this.#durable !== null) session.saveDurable(this.#durable).catch((err: Error) => session.fail(err));
+      this.#keepHighWater(log);
     }, this.#o.statusIntervalMs);
     const reportTimer = setInterval(() => void this.#report(session, log), this.#o.reportIntervalMs);
     if (this.#stopping) session.fail(new Error('stopping'));
@@ -242,7 +250,26 @@ export class WalTailer {
       reportDurable();
       await service.destroy().catch(() => undefined);
       this.#running = null;
+      this.#keepHighWater(log);
     }
+  }
+
+  /**
+   * Before reading: a server whose WAL ends before what this process (or, with the state file, an
+   * earlier run) processed has been restored or failed over behind it; recorded as a gap.
+   */
+  async #checkRewind(log: Context['log']): Promise<void> {
+    await this.#highWater.load(log);
+    if (this.#durable !== null) this.#highWater.advance(this.#durable);
+    const server = await readServerPosition(this.#ctx.pool);
+    const processed = this.#highWater.rewoundTo(server);
+    if (processed !== undefined) await recordRewind(this.#ctx.pool, this.#o.slotName, server, processed, log);
+    await this.#highWater.persist();
+  }
+
+  #keepHighWater(log: Context['log']): void {
+    if (this.#durable !== null) this.#highWater.advance(this.#durable);
+    this.#highWater.persist().catch((err: Error) => log.warn({ err }, 'could not write the tailer state file'));
   }
 
   async #report(session: ReplicationSession, log: Context['log']): Promise<void> {

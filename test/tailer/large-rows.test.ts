@@ -56,12 +56,22 @@ describe('tailer daemon: large rows and large transactions', function () {
     await t?.close();
   });
 
-  const launch = async () => {
+  const launch = async (extra: Record<string, string> = {}) => {
     child = await spawnTailerDaemon(t, {
       WEBHOOK_ALLOW_PRIVATE_NETWORKS: 'true',
       NODE_EXTRA_CA_CERTS: caFile,
       WEBHOOK_RETRY_DELAYS_MS: '0,1000',
+      ...extra,
     });
+  };
+  /** Samples the daemon's RSS until it exits; resolves to the peak. */
+  const sampleRss = async () => {
+    let peak = 0;
+    while (child && child.exitCode === null) {
+      peak = Math.max(peak, await rssOf(child.pid!));
+      await sleep(100);
+    }
+    return peak;
   };
 
   const subscribe = (table: string) =>
@@ -137,5 +147,49 @@ describe('tailer daemon: large rows and large transactions', function () {
     // What was recorded before the kill is not sent again: the duplicates are the deliveries in
     // flight or not yet recorded at that moment, not everything delivered so far.
     expect(duplicates, `${duplicates} duplicates after ${beforeKill} deliveries`).to.be.below(Math.max(1000, beforeKill / 4));
+  });
+
+  it('a retry-queue backlog of 150 rows of 1 MB: the worker claims within the byte budget, the tailer stays under 300 MB', async () => {
+    await writer.query('CREATE TABLE shop_master.parked_blobs (id int PRIMARY KEY, body text)');
+    const wh = await subscribe('parked_blobs');
+    const total = 150;
+    const count = async (where: string) =>
+      (await t.ctx.pool.query<{ n: number }>(`SELECT count(*)::int AS n FROM walgate.deliveries WHERE webhook_id = $1 AND ${where}`, [wh]))
+        .rows[0]!.n;
+    // First a daemon whose every attempt fails: the stream parks each delivery in the retry queue.
+    receiver.behave = () => ({ status: 503 });
+    for (let start = 1; start <= total; start += 10) {
+      await writer.query(
+        `INSERT INTO shop_master.parked_blobs SELECT g, repeat(md5(g::text), 32768) FROM generate_series($1::int, $2::int) g`,
+        [start, start + 9],
+      );
+    }
+    const settings = { WEBHOOK_RETRY_DELAYS_MS: '0,600000,1000,1000', WEBHOOK_BREAKER_FAILURES: '100000' };
+    await launch(settings);
+    let until = Date.now() + 120_000;
+    while ((await count(`status IN ('pending', 'retrying')`)) < total) {
+      if (Date.now() > until) throw new Error(`only ${await count(`status IN ('pending', 'retrying')`)} of ${total} parked`);
+      await sleep(200);
+    }
+    await stopChild(child);
+    await t.ctx.pool.query('UPDATE walgate.deliveries SET next_attempt_at = now() WHERE webhook_id = $1', [wh]); // due now
+    // Then a fresh daemon drains the backlog against a receiver that answers after 1 s: only the
+    // retry queue's worker holds these rows, and its claims are bounded in bytes.
+    receiver.behave = () => ({ status: 200, after: sleep(1000) });
+    await launch({ ...settings, TAILER_MAX_HELD_BYTES: process.env.LARGE_ROWS_HELD_BYTES ?? String(8 * 1024 ** 2) });
+    const sampling = sampleRss();
+    until = Date.now() + 240_000;
+    while ((await count(`status = 'delivered'`)) < total) {
+      if (Date.now() > until) throw new Error(`only ${await count(`status = 'delivered'`)} of ${total} parked rows delivered`);
+      await sleep(200);
+    }
+    const child_ = child;
+    child = undefined;
+    await stopChild(child_);
+    const peak = await sampling;
+    console.log(`      tailer peak RSS draining ${total} parked 1 MB rows through the retry queue: ${Math.round(peak / 1024 ** 2)} MB`);
+    expect(await count('attempts >= 2'), 'every row went through the retry queue').to.equal(total);
+    expect(peak).to.be.greaterThan(0);
+    expect(peak, 'peak RSS').to.be.below(300 * 1024 ** 2);
   });
 });

@@ -16,7 +16,7 @@ export interface NewAuthEvent extends EventOrigin {
   details?: Record<string, unknown>;
 }
 
-const INSERT = `INSERT INTO walgate.auth_events (project_id, environment, type, user_id, session_id, actor, client_address, user_agent, details, created_at)`;
+export const INSERT = `INSERT INTO walgate.auth_events (project_id, environment, type, user_id, session_id, actor, client_address, user_agent, details, created_at)`;
 
 /**
  * Appends one audit row. `db` is the transaction of the change it records: the row commits with
@@ -39,7 +39,7 @@ export async function appendIfUser(db: Queryable, env: { projectId: string; name
   );
 }
 
-function parameters(env: { projectId: string; name: string }, event: NewAuthEvent, now: Date): unknown[] {
+export function parameters(env: { projectId: string; name: string }, event: NewAuthEvent, now: Date): unknown[] {
   return [
     env.projectId,
     env.name,

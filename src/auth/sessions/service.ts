@@ -76,14 +76,14 @@ export class SessionService {
     { event = AUTH_EVENT.loggedIn, amr = ['pwd'] }: { event?: AuthEventType; amr?: readonly AuthMethod[] } = {},
   ): Promise<TokenPair> {
     if (user.disabledAt) throw new AppError('AUTH_USER_DISABLED');
-    const session = await withTransaction(this.ctx.pool, async (c) => {
-      // Disabled (or deleted) since it was read: no session.
-      const created = await createSession(c, user.id, env, client, lifetimes(env), now, amr);
-      if (!created) throw new AppError('AUTH_USER_DISABLED');
-      const details = amr.length === 1 && amr[0] === 'pwd' ? {} : { details: { amr } };
-      await append(c, env, { type: event, userId: user.id, sessionId: created.sessionId, ...origin(client), ...details }, now);
-      return created;
+    const details = amr.length === 1 && amr[0] === 'pwd' ? {} : { details: { amr } };
+    // The session and its audit row in one statement (store.ts); disabled (or deleted) since it was read: no session.
+    const session = await createSession(this.ctx.pool, user.id, env, client, lifetimes(env), now, amr, {
+      type: event,
+      ...origin(client),
+      ...details,
     });
+    if (!session) throw new AppError('AUTH_USER_DISABLED');
     const who = { userId: user.id, email: user.email, sessionId: session.sessionId, appMetadata: session.appMetadata, amr: session.amr };
     return this.#pair(env, who, session.refreshToken, now);
   }

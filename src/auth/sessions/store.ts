@@ -2,6 +2,7 @@ import { randomUUID } from 'node:crypto';
 import { hashToken, randomToken } from '../../core/crypto/tokens.js';
 import type { Queryable } from '../../core/db/pool.js';
 import type { PresentedToken } from './decision.js';
+import { INSERT as AUDIT_INSERT, parameters as eventParameters, type NewAuthEvent } from '../events/append.js';
 
 // Sessions and their refresh tokens. A session is one login on one device; its id is the access
 // tokens' `sid`. Refresh tokens are opaque 256-bit values, stored hashed; each exchange marks the
@@ -46,25 +47,35 @@ export async function createSession(
   lifetimes: Lifetimes,
   now: Date,
   amr: readonly string[],
+  /** The audit row of the session's start, written by the same statement (its session id filled in). */
+  audit?: NewAuthEvent,
 ): Promise<NewSession | undefined> {
   const sessionId = randomUUID();
   const absolute = later(now, lifetimes.absoluteSeconds);
   const expiresAt = new Date(Math.min(later(now, lifetimes.idleSeconds).getTime(), absolute.getTime()));
   const refreshToken = randomToken();
-  // One statement: the session and its first token commit together, in one round trip. The user
-  // row is share-locked and must not be disabled: an operator's disable that commits meanwhile
-  // either waits for this session and then ends it, or is seen here and no session starts.
-  const { rows } = await db.query<{ app_metadata: Record<string, unknown> }>(
-    `WITH u AS (
+  // One statement: the session, its first token and its audit row commit together, in one round
+  // trip (no BEGIN and COMMIT of their own: a statement is atomic). The user row is share-locked
+  // and must not be disabled: an operator's disable that commits meanwhile either waits for this
+  // session and then ends it, or is seen here and no session starts (and no audit row is written).
+  const event = audit ? eventParameters(scope, { ...audit, userId, sessionId }, now) : [];
+  const { rows } = await db.query<{ app_metadata: Record<string, unknown> }>({
+    // Named (two texts, two names): prepared once per connection, no parsing and planning per login.
+    name: audit ? 'walgate_session_start_audited' : 'walgate_session_start',
+    text: `WITH u AS (
        SELECT id, app_metadata FROM walgate.users WHERE id = $2 AND disabled_at IS NULL FOR SHARE
      ), s AS (
        INSERT INTO walgate.sessions (id, user_id, project_id, environment, created_at, last_used_at, expires_at, absolute_expires_at, ip, user_agent, amr)
        SELECT $1, u.id, $3, $4, $5, $5, $6, $7, $8, $9, $11 FROM u RETURNING id
      ), t AS (
        INSERT INTO walgate.refresh_tokens (token_hash, session_id, issued_at, expires_at) SELECT $10, id, $5, $6 FROM s
-     )
+     )${
+       audit
+         ? `, a AS (${AUDIT_INSERT} SELECT $12, $13, $14, $15::uuid, $16::uuid, $17, $18, $19, $20::jsonb, $21::timestamptz FROM s)`
+         : ''
+     }
      SELECT u.app_metadata FROM u JOIN s ON true`,
-    [
+    values: [
       sessionId,
       userId,
       scope.projectId,
@@ -76,8 +87,9 @@ export async function createSession(
       client.userAgent ?? null,
       hashToken(refreshToken),
       amr,
+      ...event,
     ],
-  );
+  });
   return rows[0] && { sessionId, refreshToken, expiresAt, appMetadata: rows[0].app_metadata, amr: [...amr] };
 }
 
@@ -134,8 +146,10 @@ export async function exchangeRefreshToken(
   now: Date,
 ): Promise<Exchanged | undefined> {
   const next = randomToken();
-  const { rows } = await db.query(
-    `WITH used AS (
+  // Named: prepared once per connection, so the hot path skips parsing and planning this CTE.
+  const { rows } = await db.query({
+    name: 'walgate_refresh_exchange',
+    text: `WITH used AS (
        UPDATE walgate.refresh_tokens rt SET used_at = coalesce(rt.used_at, $2)
          FROM walgate.sessions s
         WHERE rt.token_hash = $1 AND rt.used_at IS NOT DISTINCT FROM $3 AND rt.expires_at > $2
@@ -150,7 +164,7 @@ export async function exchangeRefreshToken(
        INSERT INTO walgate.refresh_tokens (token_hash, session_id, issued_at, expires_at) SELECT $5, session_id, $2, expires_at FROM used
      )
      SELECT used.session_id, used.user_id, used.amr, u.email, u.app_metadata FROM used JOIN walgate.users u ON u.id = used.user_id`,
-    [
+    values: [
       hashToken(token),
       now,
       usedAt,
@@ -161,7 +175,7 @@ export async function exchangeRefreshToken(
       scope.projectId,
       scope.name,
     ],
-  );
+  });
   const r = rows[0];
   return r && { sessionId: r.session_id, userId: r.user_id, email: r.email, appMetadata: r.app_metadata, amr: r.amr, refreshToken: next };
 }

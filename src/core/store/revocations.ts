@@ -48,7 +48,12 @@ export class PostgresRevocationStore implements RevocationStore {
 
   async isRevoked(sessionId: string): Promise<boolean> {
     const { rowCount } = await pgUnavailableOnError(() =>
-      this.pool.query('SELECT 1 FROM walgate.revoked_sessions WHERE session_id = $1 AND expires_at > $2', [sessionId, this.clock()]),
+      // Named: every protected request asks, and a prepared statement skips the parse and plan.
+      this.pool.query({
+        name: 'walgate_is_revoked',
+        text: 'SELECT 1 FROM walgate.revoked_sessions WHERE session_id = $1 AND expires_at > $2',
+        values: [sessionId, this.clock()],
+      }),
     );
     return (rowCount ?? 0) > 0;
   }

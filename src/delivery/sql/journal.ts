@@ -1,5 +1,6 @@
 import type { Queryable } from '../../core/db/pool.js';
 import type { DeliveredEntry, ParkedEntry } from '../journal.js';
+import { payloadBytes } from '../payload-bytes.js';
 import { DELIVERIES_CHANNEL } from './queue.js';
 
 // The stream's writes (journal.ts batches them): delivered history rows and parked deliveries.
@@ -68,15 +69,15 @@ export async function writeParked(db: Queryable, rows: ParkedEntry[]): Promise<v
      ), d AS (
        SELECT * FROM unnest($10::text[], $11::text[], $12::text[], $13::text[], $14::text[], $15::text[], $16::int[], $17::int[], $18::text[],
                             $19::timestamptz[], $20::timestamptz[], $21::timestamptz[], $22::int[], $23::text[], $24::text[], $25::text[],
-                            $26::text[], $27::text[], $28::text[])
+                            $26::text[], $27::text[], $28::text[], $29::int[])
               AS d(id, webhook_id, event_id, event_type, select_fields, status, attempts, http_status, last_error,
                    next_attempt_at, created_at, started_at, duration_ms, response_body, order_key, order_key_old, payload, request_headers,
-                   response_headers)
+                   response_headers, payload_bytes)
      ), inserted AS (
        INSERT INTO walgate.deliveries (id, webhook_id, event_id, event_type, select_fields, status, attempts, http_status, last_error, next_attempt_at, created_at,
-                                       order_key, order_key_old, payload, request_headers, response_headers)
+                                       order_key, order_key_old, payload, request_headers, response_headers, payload_bytes)
        SELECT d.id, d.webhook_id, d.event_id, d.event_type, d.select_fields::text[], d.status, d.attempts, d.http_status, d.last_error, d.next_attempt_at, d.created_at,
-              d.order_key, d.order_key_old, d.payload, d.request_headers::json, d.response_headers::json
+              d.order_key, d.order_key_old, d.payload, d.request_headers::json, d.response_headers::json, d.payload_bytes
          FROM d JOIN walgate.webhooks w ON w.id = d.webhook_id
        ON CONFLICT (id) DO NOTHING
        RETURNING id
@@ -117,6 +118,8 @@ export async function writeParked(db: Queryable, rows: ParkedEntry[]): Promise<v
       rows.map((r) => r.attempt?.kept?.payload ?? null),
       rows.map((r) => (r.attempt?.kept ? JSON.stringify(r.attempt.kept.requestHeaders) : null)),
       rows.map((r) => (r.attempt?.kept?.responseHeaders ? JSON.stringify(r.attempt.kept.responseHeaders) : null)),
+      // Its weight once the retry queue claims it (the claim's byte budget, queue.ts).
+      rows.map((r) => payloadBytes(r.event)),
     ],
   );
 }

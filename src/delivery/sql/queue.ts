@@ -32,6 +32,8 @@ export interface ClaimedDelivery extends PayloadRow {
   kept_payload: string | null;
   /** The delivery's event id (event_id, from the events row, is null once that row is gone). */
   delivery_event_id: string;
+  /** What it weighs held in memory (its event's payload bytes, plus a kept body): the claim's byte budget. */
+  held_bytes: number;
 }
 
 export interface ClaimOptions {
@@ -43,6 +45,8 @@ export interface ClaimOptions {
   perWebhook: number;
   /** What this worker already has in flight, per subscription. */
   inflight: Map<string, number>;
+  /** The payload bytes it may still hold: claimed deliveries weigh at most this much together (but at least one is claimed). */
+  maxBytes?: number;
 }
 
 /**
@@ -66,8 +70,9 @@ export async function claimDue(pool: Pool, o: ClaimOptions): Promise<ClaimedDeli
        -- subscription). Not the oldest due deliveries overall: a hanging endpoint's backlog is the
        -- oldest, and a window over all of them would hold nothing but its rows while the healthy
        -- subscriptions' deliveries waited behind it (head-of-line blocking).
-       SELECT d.id FROM quota q CROSS JOIN LATERAL (
-         SELECT c.id, c.next_attempt_at FROM walgate.deliveries c
+       SELECT d.id, d.next_attempt_at, d.bytes FROM quota q CROSS JOIN LATERAL (
+         SELECT c.id, c.next_attempt_at, coalesce(c.payload_bytes, 1024) + coalesce(octet_length(c.payload), 0) AS bytes
+           FROM walgate.deliveries c
           WHERE c.webhook_id = q.webhook_id AND c.status IN ('pending', 'retrying') AND c.next_attempt_at <= $1
             -- Row ordering: not before an earlier (smaller event_id, that is commit order)
             -- unfinished delivery that shares one of its row keys (a key names its subscription
@@ -93,20 +98,26 @@ export async function claimDue(pool: Pool, o: ClaimOptions): Promise<ClaimedDeli
           FOR UPDATE OF c SKIP LOCKED
        ) d
        ORDER BY d.next_attempt_at LIMIT $3
+     ), within AS (
+       -- The byte budget: the oldest candidates whose weight fits in what the worker may still
+       -- hold (always the first: one delivery larger than the budget still goes, alone).
+       SELECT id FROM (SELECT id, sum(bytes) OVER (ORDER BY next_attempt_at, id) - bytes AS before FROM candidates) c
+        WHERE c.before < $7
      ), leased AS (
        -- = ANY(ARRAY(...)): an index lookup per id. A join is planned as a scan of every delivery
        -- kept, which made claims slower as the history grew.
-       UPDATE walgate.deliveries d SET next_attempt_at = $2 WHERE d.id = ANY (ARRAY(SELECT id FROM candidates))
+       UPDATE walgate.deliveries d SET next_attempt_at = $2 WHERE d.id = ANY (ARRAY(SELECT id FROM within))
        RETURNING d.id, d.webhook_id, d.event_id, d.event_type, d.attempts, d.select_fields, d.next_attempt_at AS lease,
-                 d.order_key IS NOT NULL AS ordered, d.payload AS kept_payload
+                 d.order_key IS NOT NULL AS ordered, d.payload AS kept_payload,
+                 coalesce(d.payload_bytes, 1024) + coalesce(octet_length(d.payload), 0) AS held_bytes
      )
-     SELECT d.id, d.webhook_id, d.attempts, d.lease, d.ordered, w.url, w.secret, w.header_values, d.event_type, d.kept_payload,
+     SELECT d.id, d.webhook_id, d.attempts, d.lease, d.ordered, w.url, w.secret, w.header_values, d.event_type, d.kept_payload, d.held_bytes,
             d.event_id AS delivery_event_id,
             CASE WHEN w.previous_secret_until > $1 THEN w.previous_secret END AS previous_secret, ${PAYLOAD_COLUMNS}
        FROM leased d LEFT JOIN walgate.events e ON e.id = d.event_id JOIN walgate.webhooks w ON w.id = d.webhook_id
       WHERE e.id IS NOT NULL OR d.kept_payload IS NOT NULL
       ORDER BY d.event_id`, // dispatched in WAL order, as far as concurrency allows (no order is promised)
-    [o.now, o.leaseUntil, o.limit, o.perWebhook, [...o.inflight.keys()], [...o.inflight.values()]],
+    [o.now, o.leaseUntil, o.limit, o.perWebhook, [...o.inflight.keys()], [...o.inflight.values()], o.maxBytes ?? Number.MAX_SAFE_INTEGER],
   );
   return rows;
 }

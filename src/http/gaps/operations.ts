@@ -25,11 +25,18 @@ const gap = z
   .object({
     id: z.string().meta({ examples: ['gap_3f6c2a1e9b8d4c7e0a5b1d2c3e4f5a6b'] }),
     slotName: z.string(),
-    reason: z.enum(['slot_lost', 'slot_missing']).meta({
-      description: '`slot_lost`: Postgres removed WAL the slot needed (max_slot_wal_keep_size); `slot_missing`: the slot was dropped.',
+    reason: z.enum(['slot_lost', 'slot_missing', 'position_rewound']).meta({
+      description:
+        '`slot_lost`: Postgres removed WAL the slot needed (max_slot_wal_keep_size); `slot_missing`: the slot was dropped; ' +
+        "`position_rewound`: the server's WAL ended before what was already processed (a restore from a backup, a failover to a standby that was behind).",
     }),
-    fromLsn: lsn.meta({ description: 'The last position processed before the gap.' }),
-    toLsn: lsn.meta({ description: 'Where capture resumed.' }),
+    fromLsn: lsn.meta({
+      description: 'The last position processed before the gap (`position_rewound`: where the server WAL ended after the rewind).',
+    }),
+    toLsn: lsn.meta({
+      description:
+        'Where capture resumed; null for a moment while the new slot is created (`position_rewound`: the highest position processed before).',
+    }),
     fromTime: timestamp.nullable(),
     toTime: timestamp,
     webhookIds: z.array(z.string()).meta({ description: "This environment's subscriptions that were active, and missed changes." }),
