@@ -32,7 +32,8 @@ async function forkBaseline(b: Bench, script: string, start: Record<string, unkn
   let asked = 0;
   const ask = (cmd: string, extra: Record<string, unknown> = {}) =>
     withDeadline(
-      new Promise<Answer>((resolve) => {
+      new Promise<Answer>((resolve, reject) => {
+        if (!child.connected) return reject(new Error(`${script} is gone ('${cmd}')`));
         const seq = ++asked;
         const onAnswer = (m: Answer) => {
           if (m.seq !== seq) return;
@@ -40,7 +41,7 @@ async function forkBaseline(b: Bench, script: string, start: Record<string, unkn
           resolve(m);
         };
         child.on('message', onAnswer);
-        child.send({ cmd, seq, ...extra });
+        child.send({ cmd, seq, ...extra }, (err) => err && reject(err));
       }),
       30_000,
       `${script} did not answer '${cmd}'`,

@@ -52,7 +52,7 @@ async function burst(b: Bench, client: pg.Client, o: { table: string; path: stri
   }
   const inserted = o.rows / ((performance.now() - t0) / 1000);
   if (o.path === '') return { delivered: 0, inserted, cpu: {} };
-  const s = await waitForAll(b, expected, ROUND_DEADLINE_MS);
+  const s = await waitForAll(b, expected, ROUND_DEADLINE_MS, `${o.table} → ${o.path} (${o.rows} rows in ${o.txRows}-row transactions)`);
   const delivered = expected / ((performance.now() - t0) / 1000);
   checkCorrect(s, expected, `${o.table} → ${o.path}`);
   return { delivered, inserted, cpu: await cpu.end(expected) };

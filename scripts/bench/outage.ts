@@ -22,6 +22,22 @@ const CATCH_UP_TARGET_MS = 120_000;
 const CATCH_UP_DEADLINE_MS = 600_000;
 const PAYLOAD = 'x'.repeat(1000);
 const PATH = '/outage';
+/**
+ * The tailer's settings for this row. The default schedule (0, 1 s, 5 s, 30 s, 5 min) gives up
+ * on a delivery after about 5.6 minutes, and a 15-minute outage would dead-letter the changes it
+ * began with: an operator who must ride out such outages configures a schedule that spans them.
+ * This one retries every RETRY_EVERY_MS after the first 36 s, for the outage and 10 minutes more,
+ * and probes a broken endpoint every BREAKER_COOLDOWN_MS.
+ */
+const RETRY_EVERY_MS = 30_000;
+const BREAKER_COOLDOWN_MS = 30_000;
+function outageSettings(): Record<string, string> {
+  const steps = Math.ceil((OUTAGE_SECONDS * 1000 + 600_000) / RETRY_EVERY_MS);
+  return {
+    WEBHOOK_RETRY_DELAYS_MS: [0, 1000, 5000, 30_000, ...Array.from({ length: steps }, () => RETRY_EVERY_MS)].join(','),
+    WEBHOOK_BREAKER_COOLDOWN_MS: String(BREAKER_COOLDOWN_MS),
+  };
+}
 
 /** Updates RATE rows a second in TICK_MS transactions, round-robin over the table, until stopped. */
 function steadyWriter(client: pg.Client) {
@@ -71,7 +87,8 @@ async function outage(b: Bench): Promise<void> {
   const sub = await insertSubscription(b.ctx, {
     projectId: 'bench', environment: 'master', schema: 'bench_master', table: 'outage', events: ['UPDATE'], url: `${b.receiver.url}${PATH}`, secret: b.secret, ordering: 'row',
   });
-  const tailer = await b.startTailer();
+  const settings = outageSettings();
+  const tailer = await b.startTailer(settings);
   const client = new pg.Client({ connectionString: b.clusterUrl });
   await client.connect();
   let peakWal = 0;
@@ -136,6 +153,8 @@ async function outage(b: Bench): Promise<void> {
         orderRegressions: s.regressions,
         peakWalRetainedMb: round(peakWal / 1024 ** 2, 1),
         writerFellBehindMs: w.behindMs,
+        retryEveryMs: RETRY_EVERY_MS,
+        breakerCooldownMs: BREAKER_COOLDOWN_MS,
       },
       daemons: { tailer: daemon },
     });

@@ -47,7 +47,9 @@ export async function startCountingReceiver(secret: string, tls: { cert: string;
   );
   let asked = 0;
   const ask = (cmd: string, paths?: string[], target?: Array<[string, number]>) =>
-    withDeadline(new Promise<ReceiverStats>((resolve) => {
+    withDeadline(new Promise<ReceiverStats>((resolve, reject) => {
+      // Stopped (the bench is being stopped): the question fails instead of throwing from send.
+      if (!child.connected) return reject(new Error(`the receiver is gone ('${cmd}')`));
       const seq = ++asked;
       const onAnswer = (m: ReceiverStats & { seq: number }) => {
         if (m.seq !== seq) return;
@@ -55,7 +57,7 @@ export async function startCountingReceiver(secret: string, tls: { cert: string;
         resolve(m);
       };
       child.on('message', onAnswer);
-      child.send({ cmd, paths, seq, target });
+      child.send({ cmd, paths, seq, target }, (err) => err && reject(err));
     }), 30_000, `the receiver did not answer '${cmd}'`);
   return {
     url: `https://127.0.0.1:${port}`,

@@ -43,7 +43,7 @@ export function writer(client: pg.Client, table: string, fanout: number, receive
   };
 }
 
-export async function waitForAll(b: Bench, expected: number, timeoutMs = 300_000): Promise<ReceiverStats> {
+export async function waitForAll(b: Bench, expected: number, timeoutMs = 300_000, what = 'delivery'): Promise<ReceiverStats> {
   let s: ReceiverStats | undefined;
   await until(
     async () => {
@@ -51,7 +51,7 @@ export async function waitForAll(b: Bench, expected: number, timeoutMs = 300_000
       return { done: s.unique >= expected, state: `receiver has ${s.unique} of ${expected} events` };
     },
     timeoutMs,
-    'delivery',
+    what,
   );
   return s!;
 }
