@@ -96,6 +96,9 @@ async function oneSubscription(b: Bench): Promise<void> {
     await burst(b, client, { table: 'bench_master.peer_rows', path: '/peer', rows: 2000, txRows: 1000 });
     await tailer.daemon.beginRun();
     for (let run = 0; run < RUNS; run++) {
+      // A baseline that failed says why here (its stats question throws with its error).
+      await floor.delivered();
+      await peer.delivered();
       for (const txRows of TX_SIZES) {
         const r = (rounds[txRows] ??= { walgate: [], floor: [], peer: [], 'row trigger': [], none: [] });
         r.walgate.push(await burst(b, client, { table: 'bench_master.rows', path: '/wal', rows: ROWS, txRows, consumerPid: tailerPid }));
@@ -194,6 +197,7 @@ async function fanout(b: Bench): Promise<void> {
     await burst(b, client, { table: 'bench_master.floor_fan', path: '/floorfan/', rows: 1000, txRows: 1000, fanout: FANOUT });
     await tailer.daemon.beginRun();
     for (let run = 0; run < RUNS; run++) {
+      await floor.delivered();
       const o = { rows: FANOUT_ROWS, txRows: 1000, fanout: FANOUT };
       walgate.push(await burst(b, client, { ...o, table: 'bench_master.fan', path: '/fan/', consumerPid: tailer.daemon.child.pid! }));
       floorRounds.push(await burst(b, client, { ...o, table: 'bench_master.floor_fan', path: '/floorfan/', consumerPid: floor.pid }));

@@ -82,6 +82,8 @@ let index = 0;
 let delivered = 0;
 let failed: string | undefined;
 let at = new Date();
+/** The last position acknowledged: repeated to answer the server's keepalives. */
+let acked = '0/0';
 
 function settle(d: Delivery, err?: Error): void {
   if (err) failed ??= err.message;
@@ -94,7 +96,10 @@ function settle(d: Delivery, err?: Error): void {
 function acknowledge(): void {
   let ack: string | undefined;
   while (open.length > 0 && open[0]!.endLsn !== null && open[0]!.pending === 0) ack = open.shift()!.endLsn!;
-  if (ack) void service?.acknowledge(ack).catch(() => undefined);
+  if (ack) {
+    acked = ack;
+    void service?.acknowledge(ack).catch(() => undefined);
+  }
 }
 
 function onData(lsn: string, msg: Pgoutput.Message): void {
@@ -132,6 +137,13 @@ async function start(slot: string, publication: string, urls: string[]): Promise
   service = new LogicalReplicationService({ connectionString: process.env.BENCH_DATABASE_URL! }, { acknowledge: { auto: false, timeoutSeconds: 0 } });
   service.on('data', onData);
   service.on('error', (err: Error) => (failed ??= err.message));
+  // Answer the server's keepalives (automatic acknowledgement is off, so the library does not):
+  // an idle reader that never answers is cut off at wal_sender_timeout. With nothing open, all
+  // up to the keepalive's position is handled (as walgate's tailer reports it).
+  service.on('heartbeat', (lsn: string, _time: number, shouldRespond: boolean) => {
+    if (open.length === 0) acked = lsn;
+    if (shouldRespond) void service?.acknowledge(acked).catch(() => undefined);
+  });
   const plugin = new PgoutputPlugin({ protoVersion: 1, publicationNames: [publication] });
   void service.subscribe(plugin, slot).catch((err: Error) => (failed ??= err.message));
 }

@@ -2,7 +2,6 @@ import { setTimeout as sleep } from 'node:timers/promises';
 import pg from 'pg';
 import { insertSubscription } from '../../test/support/subscriptions.js';
 import type { Bench } from './run.js';
-import { until } from './processes.js';
 import { round, summarize } from './stats.js';
 
 // A receiver outage under load (issue 30): ROWS rows are updated at RATE changes/s (each update
@@ -18,8 +17,8 @@ const TICK_MS = 50;
 const OUTAGE_SECONDS = Number(process.env.BENCH_OUTAGE_SECONDS ?? 900);
 const WARM_UP_SECONDS = 5;
 const CATCH_UP_TARGET_MS = 120_000;
-/** The longest the catch-up is waited for before the row fails (not met, with what was seen). */
-const CATCH_UP_DEADLINE_MS = 600_000;
+/** The longest the catch-up is waited for; past it the row is recorded as not met, with what was seen. */
+const CATCH_UP_DEADLINE_MS = Number(process.env.BENCH_OUTAGE_CATCH_UP_SECONDS ?? 300) * 1000;
 const PAYLOAD = 'x'.repeat(1000);
 const PATH = '/outage';
 /**
@@ -112,32 +111,28 @@ async function outage(b: Bench): Promise<void> {
     const writtenAtReturn = w.written;
     await b.receiver.down([]);
     const back = performance.now();
-    let catchUpMs = NaN;
-    await until(
-      async () => {
-        const s = await b.receiver.stats();
-        return { done: s.behind === 0, state: `${s.behind} of ${ROWS} rows short of their version at the return` };
-      },
-      CATCH_UP_DEADLINE_MS,
-      'outage catch-up',
-    );
-    catchUpMs = performance.now() - back;
+    // Caught up: every row has reached the version it had at the return (with ordering "row" a
+    // row's later version arriving means its earlier ones did; the regressions count checks it).
+    let s = await b.receiver.stats();
+    while (s.behind > 0 && performance.now() - back < CATCH_UP_DEADLINE_MS) {
+      await sleep(250);
+      s = await b.receiver.stats();
+    }
+    const caughtUp = s.behind === 0;
+    const catchUpMs = performance.now() - back;
     const daemon = await tailer.daemon.endRun();
     const written = await w.stop();
-    let s = await b.receiver.stats();
-    await until(
-      async () => {
-        s = await b.receiver.stats();
-        return { done: s.unique >= written, state: `receiver has ${s.unique} of ${written} changes` };
-      },
-      120_000,
-      'outage: the changes after the return',
-    );
+    // Then everything written after the return too (bounded; what is missing then is reported).
+    const settleUntil = performance.now() + (caughtUp ? 120_000 : 0);
+    while (s.unique < written && performance.now() < settleUntil) {
+      await sleep(250);
+      s = await b.receiver.stats();
+    }
     sampling = false;
     await sampler;
     if (s.badSignatures > 0) throw new Error(`outage: ${s.badSignatures} deliveries had a bad signature`);
-    const lost = written - s.unique;
-    const met = catchUpMs <= CATCH_UP_TARGET_MS && lost === 0 && s.regressions === 0;
+    const missing = written - s.unique;
+    const met = caughtUp && catchUpMs <= CATCH_UP_TARGET_MS && missing === 0 && s.regressions === 0;
     b.record({
       path: `receiver outage of ${OUTAGE_SECONDS} s at ${RATE.toLocaleString('en')} changes/s (ordering "row"): catch-up after its return`,
       unit: 's',
@@ -145,10 +140,13 @@ async function outage(b: Bench): Promise<void> {
       target: 'caught up within 120 s of the return; nothing lost; no row goes back to an older version',
       met,
       extra: {
+        caughtUp,
+        ...(caughtUp ? {} : { rowsStillBehind: s.behind, gaveUpAfterSeconds: CATCH_UP_DEADLINE_MS / 1000 }),
         outageSeconds: OUTAGE_SECONDS,
         changesWritten: written,
         changesWrittenBeforeReturn: writtenAtReturn,
-        lost,
+        delivered: s.unique,
+        missing,
         duplicates: s.received - s.unique,
         orderRegressions: s.regressions,
         peakWalRetainedMb: round(peakWal / 1024 ** 2, 1),
