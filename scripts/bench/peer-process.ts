@@ -23,9 +23,11 @@ let runner: Runner | undefined;
 let pool: Pool | undefined;
 let delivered = 0;
 let failed: string | undefined;
-// Errors only: graphile-worker logs every job at info level.
-const logger = new Logger(() => (level, message) => {
-  if (level === 'error') failed ??= message;
+// Errors only (graphile-worker logs every job at info level); a failed job is retried by it, so
+// an error here is counted, not fatal: the receiver's count says whether all arrived.
+let errors = 0;
+const logger = new Logger(() => (level) => {
+  if (level === 'error') errors++;
 });
 
 async function start(url: string): Promise<void> {
@@ -50,9 +52,18 @@ async function start(url: string): Promise<void> {
           recordJson: JSON.stringify(job.record),
         };
         const body = seedBody(change);
-        const res = await pool!.request({ method: 'POST', path: u.pathname, headers: seedHeaders(secret, change, body), body });
-        await res.body.dump();
-        if (res.statusCode < 200 || res.statusCode >= 300) throw new Error(`the receiver answered ${res.statusCode}`);
+        const headers = seedHeaders(secret, change, body);
+        // Sent again at once on a failure, as the floor does; past that graphile-worker retries the job.
+        for (let attempt = 1; ; attempt++) {
+          try {
+            const res = await pool!.request({ method: 'POST', path: u.pathname, headers, body });
+            await res.body.dump();
+            if (res.statusCode >= 200 && res.statusCode < 300) break;
+            throw new Error(`the receiver answered ${res.statusCode}`);
+          } catch (err) {
+            if (attempt >= 5) throw err;
+          }
+        }
         delivered++;
       },
     },
@@ -70,6 +81,6 @@ process.on('message', (m: { cmd: string; seq: number; url?: string }) => {
     } catch (err) {
       failed ??= (err as Error).message;
     }
-    process.send!({ seq: m.seq, delivered, failed: failed ?? null });
+    process.send!({ seq: m.seq, delivered, errors, failed: failed ?? null });
   })();
 });
