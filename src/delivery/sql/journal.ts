@@ -14,9 +14,10 @@ export async function notifyDue(db: Queryable, due: number): Promise<void> {
 // The kept bodies (WEBHOOK_KEEP_PAYLOADS, about 2 KB of the row's 2.5) travel beside it, joined
 // by U+001E into one text parameter and zipped back row by row (ROWS FROM): Postgres then splits
 // them with a byte search instead of lexing them as JSON, which was most of the statement's cost
-// (500-row batches of 1 KB rows: 200 µs per row written instead of 320). A body is JSON text, which cannot hold
-// a raw U+001E (JSON escapes control characters); a batch where one did anyway goes the old way,
-// inside the document, as a JSON value whose text Postgres keeps as is.
+// (500-row batches of 1 KB rows: 200 µs per row written instead of 320). A body is JSON text,
+// which cannot hold a raw U+001E (JSON escapes control characters). Should one ever hold it, its
+// batch goes the old way, inside the document, where Postgres refuses it as before — never split
+// into the wrong rows.
 const SEPARATOR = '\u001e';
 
 export async function writeDelivered(db: Queryable, rows: DeliveredEntry[]): Promise<void> {
