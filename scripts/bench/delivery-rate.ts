@@ -4,7 +4,7 @@ import type { Bench, DaemonFigures } from './run.js';
 import { installPeer, peerTable, startFloor, startPeer } from './baselines.js';
 import { benchCpuUs, cpuWindow, processCpuUs } from './cpu.js';
 import { round, summarize } from './stats.js';
-import { checkCorrect, diffWrites, rowWrites, waitForAll } from './wal-paths.js';
+import { checkCorrect, diffWrites, rowWrites, waitForAll, type WriteCounts } from './wal-paths.js';
 
 // WAL → delivered (issue 30), measured the same way for walgate and its two baselines, in one
 // run, against one Postgres and one receiver process: ROWS INSERTs of 1 KB rows in transactions
@@ -88,6 +88,7 @@ async function oneSubscription(b: Bench): Promise<void> {
   await client.connect();
   const rounds: Record<number, Record<Consumer, Round[]>> = {};
   let daemon: DaemonFigures | undefined;
+  let writesAfter: WriteCounts | undefined;
   try {
     const tailerPid = tailer.daemon.child.pid!;
     // A warm-up round of each (connections, TLS sessions, JIT), not measured.
@@ -116,9 +117,12 @@ async function oneSubscription(b: Bench): Promise<void> {
     await peer.stop();
     await floor.stop();
     await tailer.stop();
+    // Counted after the tailer has exited (its counts are flushed) and before the subscription
+    // is deleted: the cascade to its history rows would count as writes too.
+    writesAfter = await rowWrites(b);
     await b.pool.query('DELETE FROM walgate.webhooks WHERE id = $1', [sub]);
   }
-  const writes = diffWrites(writesBefore, await rowWrites(b));
+  const writes = diffWrites(writesBefore, writesAfter);
   const deliveries = RUNS * TX_SIZES.length * ROWS + 2000;
   for (const txRows of TX_SIZES) {
     const r = rounds[txRows]!;
