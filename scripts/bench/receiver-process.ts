@@ -14,6 +14,13 @@ let latencies: number[] = [];
 let recordLatency = false;
 /** Only requests under these paths are counted (deliveries of earlier steps may still arrive). */
 let counted: string[] = [];
+/** Requests under these paths answer 503 and are not counted: an endpoint that is down. */
+let down: string[] = [];
+/** Per row (`record.id`), the highest `record.version` received; a lower one after it is a regression. */
+let versions = new Map<string, number>();
+let regressions = 0;
+/** The versions every row must reach (the table when the outage ended): rows short of theirs are behind. */
+let target = new Map<string, number>();
 
 const server = createServer({ cert, key }, (req, res) => {
   const chunks: Buffer[] = [];
@@ -27,7 +34,11 @@ const server = createServer({ cert, key }, (req, res) => {
       res.writeHead(401, { 'content-length': '0' }).end();
       return;
     }
-    const event = JSON.parse(body.toString('utf8')) as { id: string; timestamp: string };
+    const event = JSON.parse(body.toString('utf8')) as { id: string; timestamp: string; record?: { id?: unknown; version?: unknown } };
+    if (down.some((p) => req.url?.startsWith(p))) {
+      res.writeHead(503, { 'content-length': '0' }).end();
+      return;
+    }
     // Paths under /hang never answer: a noisy neighbour's stuck endpoint (the sender times out).
     if (req.url?.startsWith('/hang')) return;
     // Paths under /slow answer after 50 ms: a receiver whose latency, not its CPU, bounds the rate.
@@ -37,6 +48,12 @@ const server = createServer({ cert, key }, (req, res) => {
     received++;
     ids.add(`${req.url} ${event.id}`);
     if (recordLatency) latencies.push(Date.now() - Date.parse(event.timestamp));
+    if (typeof event.record?.version === 'number') {
+      const row = `${req.url} ${String(event.record.id)}`;
+      const seen = versions.get(row) ?? -1;
+      if (event.record.version < seen) regressions++;
+      else versions.set(row, event.record.version);
+    }
   });
 });
 server.on('secureConnection', (s) => s.setNoDelay(true));
@@ -44,7 +61,14 @@ server.listen(0, '127.0.0.1', () => {
   process.send!({ port: (server.address() as AddressInfo).port });
 });
 
-process.on('message', (m: { cmd: string; paths?: string[]; seq: number }) => {
+/** Rows whose highest version received is short of the target. */
+function behind(): number {
+  let n = 0;
+  for (const [row, v] of target) if ((versions.get(row) ?? -1) < v) n++;
+  return n;
+}
+
+process.on('message', (m: { cmd: string; paths?: string[]; seq: number; target?: Array<[string, number]> }) => {
   if (m.cmd === 'reset') {
     received = 0;
     badSignatures = 0;
@@ -52,7 +76,12 @@ process.on('message', (m: { cmd: string; paths?: string[]; seq: number }) => {
     latencies = [];
     recordLatency = false;
     counted = m.paths ?? [];
+    versions = new Map();
+    regressions = 0;
+    target = new Map();
   }
+  if (m.cmd === 'down') down = m.paths ?? [];
+  if (m.cmd === 'target') target = new Map(m.target);
   if (m.cmd === 'latency') recordLatency = true;
-  process.send!({ seq: m.seq, received, unique: ids.size, badSignatures, latencies: recordLatency ? latencies : [] });
+  process.send!({ seq: m.seq, received, unique: ids.size, badSignatures, latencies: recordLatency ? latencies : [], regressions, behind: behind() });
 });

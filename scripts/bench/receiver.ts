@@ -12,6 +12,10 @@ export interface ReceiverStats {
   unique: number;
   badSignatures: number;
   latencies: number[];
+  /** Deliveries of a row with a lower `record.version` than one already received. */
+  regressions: number;
+  /** Rows whose highest version received is short of the target set last (0 without one). */
+  behind: number;
 }
 
 export interface CountingReceiver {
@@ -23,6 +27,10 @@ export interface CountingReceiver {
   reset(paths: string[]): Promise<ReceiverStats>;
   /** Records commit → receipt latencies from now on. */
   latency(): Promise<ReceiverStats>;
+  /** Requests under these paths answer 503 from now on (an empty list: none). */
+  down(paths: string[]): Promise<ReceiverStats>;
+  /** The version each row (`${path} ${id}`) must reach to be caught up. */
+  target(versions: Array<[string, number]>): Promise<ReceiverStats>;
   close(): void;
 }
 
@@ -38,8 +46,10 @@ export async function startCountingReceiver(secret: string, tls: { cert: string;
     'the receiver process did not start',
   );
   let asked = 0;
-  const ask = (cmd: string, paths?: string[]) =>
-    withDeadline(new Promise<ReceiverStats>((resolve) => {
+  const ask = (cmd: string, paths?: string[], target?: Array<[string, number]>) =>
+    withDeadline(new Promise<ReceiverStats>((resolve, reject) => {
+      // Stopped (the bench is being stopped): the question fails instead of throwing from send.
+      if (!child.connected) return reject(new Error(`the receiver is gone ('${cmd}')`));
       const seq = ++asked;
       const onAnswer = (m: ReceiverStats & { seq: number }) => {
         if (m.seq !== seq) return;
@@ -47,7 +57,7 @@ export async function startCountingReceiver(secret: string, tls: { cert: string;
         resolve(m);
       };
       child.on('message', onAnswer);
-      child.send({ cmd, paths, seq });
+      child.send({ cmd, paths, seq, target }, (err) => err && reject(err));
     }), 30_000, `the receiver did not answer '${cmd}'`);
   return {
     url: `https://127.0.0.1:${port}`,
@@ -55,6 +65,8 @@ export async function startCountingReceiver(secret: string, tls: { cert: string;
     stats: () => ask('stats'),
     reset: (paths) => ask('reset', paths),
     latency: () => ask('latency'),
+    down: (paths) => ask('down', paths),
+    target: (versions) => ask('target', undefined, versions),
     close: () => child.kill(),
   };
 }

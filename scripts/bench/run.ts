@@ -19,6 +19,8 @@ import { Daemon, onShutdown, runShutdown, stopChildren, stopOnSignals } from './
 import { startCountingReceiver, type CountingReceiver } from './receiver.js';
 import type { Summary } from './stats.js';
 import { walPaths } from './wal-paths.js';
+import { deliveryRatePaths } from './delivery-rate.js';
+import { outagePaths } from './outage.js';
 import { postgresCpuUs } from './cpu.js';
 import { orderingPaths } from './ordering.js';
 import { payloadPaths } from './payloads.js';
@@ -142,11 +144,14 @@ try {
     ['read', () => protectedRead(bench)],
     ['login', () => login(bench)],
     ['refresh', () => refresh(bench, results.find((r) => r.path.includes('postgres revocation list'))?.value.median)],
+    ...deliveryRatePaths(bench),
     ...walPaths(bench),
     ...orderingPaths(bench),
     ...payloadPaths(bench),
     ['health', () => healthCall(bench)],
     ['noisy-neighbour', () => noisyNeighbour(bench)],
+    // Last: a catch-up that falls short leaves a retry backlog that would weigh on the paths after it.
+    ...outagePaths(bench),
   ];
   for (const [name, run] of paths) {
     if (only && !only.includes(name)) continue;
@@ -170,20 +175,19 @@ const out = fileURLToPath(new URL('../../../bench/', import.meta.url));
 await mkdir(out, { recursive: true });
 await writeFile(path.join(out, 'results.json'), JSON.stringify({ date: new Date().toISOString(), machine, seconds: Math.round((Date.now() - started) / 1000), results }, null, 2) + '\n');
 
-/** Where the CPU went per delivery (WAL paths) against per raw POST, in µs, by process. */
+/** Where the CPU went per delivery, by process, for walgate and each baseline of the same rounds. */
 function cpuTable(rs: Result[]): string[] {
   const rows = rs.filter((r) => r.extra?.cpuUsPerDelivery);
   if (rows.length === 0) return [];
-  const raw = rows[0]!.extra!.rawCpuUsPerPost as Record<string, number>;
   return [
-    `| CPU µs per delivery | tailer | receiver | Postgres | bench (writer) | total |`,
-    `|---|---|---|---|---|---|`,
-    ...rows.map((r) => {
-      const c = r.extra!.cpuUsPerDelivery as Record<string, number>;
-      const total = Object.values(c).reduce((a, n) => a + n, 0);
-      return `| ${r.path} | ${c.tailer} | ${c.receiver} | ${c.postgres} | ${c['bench (writer)']} | ${total} |`;
-    }),
-    `| raw undici POST (baseline): client in the tailer's column | ${raw.client} | ${raw.receiver} | — | — | ${raw.client! + raw.receiver!} |`,
+    `| CPU µs per delivery | consumer | consumer process | receiver | Postgres | bench (writer) | total |`,
+    `|---|---|---|---|---|---|---|`,
+    ...rows.flatMap((r) =>
+      Object.entries(r.extra!.cpuUsPerDelivery as Record<string, Record<string, number>>).map(([who, c]) => {
+        const total = Object.values(c).reduce((a, n) => a + n, 0);
+        return `| ${r.path} | ${who} | ${c.consumer} | ${c.receiver} | ${c.postgres} | ${c['bench (writer)']} | ${total} |`;
+      }),
+    ),
     '',
   ];
 }

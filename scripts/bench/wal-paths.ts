@@ -1,19 +1,14 @@
-import { createHmac } from 'node:crypto';
 import { setTimeout as sleep } from 'node:timers/promises';
 import pg from 'pg';
 import { LogicalReplicationService, PgoutputPlugin } from 'pg-logical-replication';
 import { PUBLICATION } from '../../src/tailer/publication.js';
-import { Pool as HttpPool } from 'undici';
 import { insertSubscription } from '../../test/support/subscriptions.js';
 import type { ReceiverStats } from './receiver.js';
 import type { Bench } from './run.js';
 import { until, withDeadline } from './processes.js';
-import { benchCpuUs, cpuWindow, processCpuUs } from './cpu.js';
+import { dropSlot } from './baselines.js';
 import { percentile, round, summarize } from './stats.js';
 
-const RUNS = 3;
-const WINDOW_SECONDS = Number(process.env.BENCH_WAL_SECONDS ?? 20);
-const FANOUT_WINDOW_SECONDS = Math.ceil(WINDOW_SECONDS / 2);
 const LATENCY_SECONDS = Number(process.env.BENCH_LATENCY_SECONDS ?? 60);
 const WARM_UP_SECONDS = 3;
 const DRAIN_ROWS = Number(process.env.BENCH_DRAIN_ROWS ?? 100_000);
@@ -21,29 +16,6 @@ const DRAIN_RUNS = 2;
 /** The longest a drain (or its raw baseline) may take before the bench fails. */
 const DRAIN_DEADLINE_MS = 300_000;
 const PAYLOAD = 'x'.repeat(1000); // 1 KB rows
-const CONCURRENCY = 32; // the worker's in-flight cap per subscription
-
-/** Raw undici POSTs of delivery-sized, signed bodies to the same receiver, at the same concurrency. */
-async function rawPostRate(b: Bench, seconds: number): Promise<number> {
-  const url = new URL(b.receiver.url);
-  const pool = new HttpPool(url.origin, { connections: CONCURRENCY, connect: { ca: b.ca } });
-  const body = JSON.stringify({ id: 'evt_raw', timestamp: new Date().toISOString(), record: { id: 1, payload: PAYLOAD }, data: { id: 1, payload: PAYLOAD } });
-  const signature = createHmac('sha256', b.secret).update(body).digest('hex');
-  let n = 0;
-  const until = Date.now() + seconds * 1000;
-  await Promise.all(
-    Array.from({ length: CONCURRENCY }, async () => {
-      while (Date.now() < until) {
-        const res = await pool.request({ method: 'POST', path: '/raw', headers: { 'content-type': 'application/json', 'x-webhook-signature': signature }, body });
-        await res.body.dump();
-        if (res.statusCode !== 200) throw new Error(`raw POST answered ${res.statusCode}`);
-        n++;
-      }
-    }),
-  );
-  await pool.close();
-  return n / seconds;
-}
 
 /** Inserts 1 KB rows as fast as deliveries keep up (at most `backlog` ahead), until stopped. */
 export function writer(client: pg.Client, table: string, fanout: number, received: () => Promise<number>, backlog = 10_000) {
@@ -71,7 +43,7 @@ export function writer(client: pg.Client, table: string, fanout: number, receive
   };
 }
 
-export async function waitForAll(b: Bench, expected: number, timeoutMs = 300_000): Promise<ReceiverStats> {
+export async function waitForAll(b: Bench, expected: number, timeoutMs = 300_000, what = 'delivery'): Promise<ReceiverStats> {
   let s: ReceiverStats | undefined;
   await until(
     async () => {
@@ -79,104 +51,17 @@ export async function waitForAll(b: Bench, expected: number, timeoutMs = 300_000
       return { done: s.unique >= expected, state: `receiver has ${s.unique} of ${expected} events` };
     },
     timeoutMs,
-    'delivery',
+    what,
   );
   return s!;
 }
 
-function checkCorrect(s: ReceiverStats, expected: number, what: string): void {
+export function checkCorrect(s: ReceiverStats, expected: number, what: string): void {
   if (s.badSignatures > 0) throw new Error(`${what}: ${s.badSignatures} deliveries had a bad signature`);
   if (s.unique !== expected) throw new Error(`${what}: ${s.unique} distinct events received, ${expected} expected`);
 }
 
-async function throughput(b: Bench, path: string, fanout: number, windowSeconds: number, raw: RawBaseline): Promise<void> {
-  const baseline = raw.rates;
-  const table = `bench_master.${fanout === 1 ? 'rows' : 'fan'}`;
-  await b.pool.query(`CREATE TABLE IF NOT EXISTS ${table} (id bigserial PRIMARY KEY, payload text)`);
-  const subs: string[] = [];
-  for (let i = 0; i < fanout; i++) {
-    subs.push(
-      await insertSubscription(b.ctx, {
-        projectId: 'bench',
-        environment: 'master',
-        schema: 'bench_master',
-        table: table.split('.')[1]!,
-        events: ['INSERT'],
-        url: `${b.receiver.url}/sub${i}`,
-        secret: b.secret,
-      }),
-    );
-  }
-  const writesBefore = await rowWrites(b);
-  const tailer = await b.startTailer();
-  const client = new pg.Client({ connectionString: b.clusterUrl });
-  await client.connect();
-  try {
-    // One sustained run, measured in RUNS consecutive windows (the median window is the figure).
-    await b.receiver.reset(['/sub']);
-    const w = writer(client, table, fanout, async () => (await b.receiver.stats()).received);
-    await sleep(2000); // warm-up
-    await tailer.daemon.beginRun();
-    const cpu = await cpuWindow({
-      tailer: () => processCpuUs(tailer.daemon.child.pid!),
-      receiver: () => processCpuUs(b.receiver.pid),
-      postgres: b.postgresCpuUs,
-      'bench (writer)': benchCpuUs,
-    });
-    const rates: number[] = [];
-    for (let run = 0; run < RUNS; run++) {
-      const start = (await b.receiver.stats()).received;
-      await sleep(windowSeconds * 1000);
-      rates.push(((await b.receiver.stats()).received - start) / windowSeconds);
-    }
-    const cpuUsPerDelivery = await cpu.end(rates.reduce((a, r) => a + r * windowSeconds, 0));
-    const daemon = await tailer.daemon.endRun();
-    const inserted = await w.stop();
-    const s = await waitForAll(b, inserted * fanout);
-    checkCorrect(s, inserted * fanout, path);
-    const duplicates = s.received - s.unique;
-    // The tailer stops first: its connections' table statistics are flushed when they close.
-    await tailer.stop();
-    const writes = diffWrites(writesBefore, await rowWrites(b));
-    const perDelivery = round(writes.total / s.unique, 3);
-    const ratio = summarize(rates).median / summarize(baseline).median;
-    b.record({
-      path,
-      unit: 'deliveries/s',
-      value: summarize(rates),
-      baseline: { name: `raw undici POSTs, ${CONCURRENCY} in flight, same receiver`, value: summarize(baseline) },
-      ratio: round(ratio),
-      target: '≥ 0.5× the baseline',
-      met: ratio >= 0.5,
-      extra: {
-        windowSeconds,
-        windows: RUNS,
-        rowBytes: 1000,
-        subscriptions: fanout,
-        rowsInserted: inserted,
-        duplicates,
-        signaturesChecked: true,
-        cpuUsPerDelivery,
-        rawCpuUsPerPost: raw.cpuUsPerPost,
-      },
-      daemons: { tailer: daemon },
-    });
-    b.record({
-      path: `Postgres row writes per delivered change (${fanout === 1 ? '1 subscription' : `fan-out to ${fanout}`}, happy path)`,
-      unit: 'row writes',
-      value: summarize([perDelivery]),
-      target: '≤ 1 (n_tup_ins + n_tup_upd + n_tup_del over walgate.* tables, per delivery)',
-      met: perDelivery <= 1,
-      extra: { rowWrites: writes.total, deliveries: s.unique, byTable: writes.byTable },
-    });
-  } finally {
-    await client.end();
-    await tailer.stop();
-    for (const id of subs) await b.pool.query('DELETE FROM walgate.webhooks WHERE id = $1', [id]);
-  }
-}
-
-interface WriteCounts {
+export interface WriteCounts {
   total: number;
   byTable: Record<string, number>;
 }
@@ -186,7 +71,7 @@ interface WriteCounts {
  * backend reports its counts at the end of a transaction at most once a second, and when it
  * exits: read after the tailer (the writer) has gone, and a moment after.
  */
-async function rowWrites(b: Bench): Promise<WriteCounts> {
+export async function rowWrites(b: Bench): Promise<WriteCounts> {
   await sleep(1200);
   const { rows } = await b.pool.query<{ relname: string; n: string }>(
     `SELECT relname, (n_tup_ins + n_tup_upd + n_tup_del)::text AS n FROM pg_stat_user_tables WHERE schemaname = 'walgate'`,
@@ -195,34 +80,15 @@ async function rowWrites(b: Bench): Promise<WriteCounts> {
   return { total: Object.values(byTable).reduce((a, n) => a + n, 0), byTable };
 }
 
-function diffWrites(before: WriteCounts, after: WriteCounts): WriteCounts {
+export function diffWrites(before: WriteCounts, after: WriteCounts): WriteCounts {
   const byTable: Record<string, number> = {};
   for (const [t, n] of Object.entries(after.byTable)) if (n - (before.byTable[t] ?? 0) !== 0) byTable[t] = n - (before.byTable[t] ?? 0);
   return { total: after.total - before.total, byTable };
 }
 
-/** The raw-POST baseline: its rates, and the CPU each POST cost the client and the receiver. */
-interface RawBaseline {
-  rates: number[];
-  cpuUsPerPost: Record<string, number>;
-}
-
-/** The WAL paths by name; the throughput paths share one raw-POST baseline, measured first. */
+/** The WAL paths by name (the delivery rates against the floor and the peer are in delivery-rate.ts). */
 export function walPaths(b: Bench): Array<[string, () => Promise<void>]> {
-  let baseline: Promise<RawBaseline> | undefined;
-  const rawBaseline = () =>
-    (baseline ??= (async () => {
-      const rates: number[] = [];
-      await b.receiver.reset(['/raw']);
-      const cpu = await cpuWindow({ client: benchCpuUs, receiver: () => processCpuUs(b.receiver.pid) });
-      for (let i = 0; i < RUNS; i++) rates.push(await rawPostRate(b, 5));
-      const raw = await b.receiver.stats();
-      if (raw.badSignatures > 0 || raw.received === 0) throw new Error('the raw baseline did not reach the receiver correctly');
-      return { rates, cpuUsPerPost: await cpu.end(raw.received) };
-    })());
   return [
-    ['throughput', async () => throughput(b, `WAL → delivered webhook, 1 subscription (sustained ${RUNS * WINDOW_SECONDS} s)`, 1, WINDOW_SECONDS, await rawBaseline())],
-    ['fanout', async () => throughput(b, 'fan-out, 10 subscriptions on one table', 10, FANOUT_WINDOW_SECONDS, await rawBaseline())],
     ['latency', () => latency(b)],
     ['scaling', () => scaling(b)],
     ['drain', () => drain(b, 1)],
@@ -364,24 +230,6 @@ async function rawSlotRead(b: Bench, slot: string, expected: number): Promise<nu
   const rate = expected / ((performance.now() - started) / 1000);
   await service.stop();
   return rate;
-}
-
-/**
- * Drops a slot once its reader's walsender is gone: the client's stop() returns before the server
- * ends the walsender, and a slot still active cannot be dropped (the drain failed on that).
- */
-async function dropSlot(client: pg.Client, slot: string): Promise<void> {
-  await until(
-    async () => {
-      const { rows } = await client.query(`SELECT active_pid FROM pg_replication_slots WHERE slot_name = $1`, [slot]);
-      const pid = rows[0]?.active_pid as number | null | undefined;
-      if (pid) await client.query('SELECT pg_terminate_backend($1)', [pid]);
-      return { done: !pid, state: `slot ${slot} still active for PID ${pid}` };
-    },
-    10_000,
-    'drop the raw slot',
-  );
-  await client.query('SELECT pg_drop_replication_slot($1)', [slot]);
 }
 
 /**

@@ -12,10 +12,17 @@ export async function notifyDue(db: Queryable, due: number): Promise<void> {
 
 // The batch travels as one JSON document: JSON.stringify is native and Postgres reads it in one
 // pass, where eleven parallel arrays cost the client a per-element escape and date formatting.
-// A kept body is JSON already: it goes into the document as a JSON value, not as an escaped
-// string, and Postgres takes its text as is (json_to_recordset keeps a json field's exact text) —
-// escaping 2 KB per delivery cost the tailer 26 µs of CPU per delivery, this 3 (bench: payloads).
+// The kept bodies (WEBHOOK_KEEP_PAYLOADS, about 2 KB of the row's 2.5) travel beside it, joined
+// by U+001E into one text parameter and zipped back row by row (ROWS FROM): Postgres then splits
+// them with a byte search instead of lexing them as JSON, which was most of the statement's cost
+// (500-row batches of 1 KB rows: 200 µs per row written instead of 320). A body is JSON text,
+// which cannot hold a raw U+001E (JSON escapes control characters). Should one ever hold it, its
+// batch goes the old way, inside the document, where Postgres refuses it as before — never split
+// into the wrong rows.
+const SEPARATOR = '\u001e';
+
 export async function writeDelivered(db: Queryable, rows: DeliveredEntry[]): Promise<void> {
+  const apart = rows.every((r) => !r.kept || !r.kept.payload.includes(SEPARATOR));
   const batch = rows.map((r) => {
     const fields = JSON.stringify({
       id: r.delivery.id,
@@ -32,22 +39,28 @@ export async function writeDelivered(db: Queryable, rows: DeliveredEntry[]): Pro
       request_headers: r.kept?.requestHeaders,
       response_headers: r.kept?.responseHeaders,
     });
-    return r.kept ? `${fields.slice(0, -1)},"payload":${r.kept.payload}}` : fields;
+    return r.kept && !apart ? `${fields.slice(0, -1)},"payload":${r.kept.payload}}` : fields;
   });
+  // '' stands for "not kept" (a body is never empty); no body kept at all: NULL, no rows to zip.
+  const payloads = apart && rows.some((r) => r.kept) ? rows.map((r) => r.kept?.payload ?? '').join(SEPARATOR) : null;
   await db.query(
     `INSERT INTO walgate.deliveries (id, webhook_id, event_id, event_type, select_fields, status, attempts, http_status,
                                      next_attempt_at, created_at, delivered_at, first_attempt_started_at, first_attempt_duration_ms,
                                      first_attempt_response_body, payload, request_headers, response_headers)
      SELECT d.id, d.webhook_id, d.event_id, d.event_type, d.select_fields, 'delivered', 1, d.http_status,
-            d.created_at, d.created_at, d.delivered_at, d.started_at, d.duration_ms, d.response_body, d.payload::text, d.request_headers,
-            d.response_headers
-       FROM json_to_recordset($1::json)
-            AS d(id text, webhook_id text, event_id text, event_type text, select_fields text[], http_status int, created_at timestamptz,
-                 delivered_at timestamptz, started_at timestamptz, duration_ms int, response_body text, payload json, request_headers json,
-                 response_headers json)
+            d.created_at, d.created_at, d.delivered_at, d.started_at, d.duration_ms, d.response_body,
+            coalesce(nullif(d.kept, ''), d.payload::text), d.request_headers, d.response_headers
+       FROM ROWS FROM (
+              json_to_recordset($1::json)
+                AS (id text, webhook_id text, event_id text, event_type text, select_fields text[], http_status int, created_at timestamptz,
+                    delivered_at timestamptz, started_at timestamptz, duration_ms int, response_body text, payload json, request_headers json,
+                    response_headers json),
+              unnest(string_to_array($2::text, chr(30)))
+            ) AS d(id, webhook_id, event_id, event_type, select_fields, http_status, created_at, delivered_at, started_at, duration_ms,
+                   response_body, payload, request_headers, response_headers, kept)
        JOIN walgate.webhooks w ON w.id = d.webhook_id
      ON CONFLICT (id) DO NOTHING`,
-    [`[${batch.join(',')}]`],
+    [`[${batch.join(',')}]`, payloads],
   );
 }
 
