@@ -66,15 +66,21 @@ function gapBanner(gaps) {
     { class: 'banner', role: 'alert', id: 'gap-banner' },
     h('strong', {}, `Changes were lost: ${gaps.length} capture gap${gaps.length > 1 ? 's' : ''}.`),
     ...gaps.map((g) =>
-      h(
-        'p',
-        {},
-        `${g.reason === 'slot_lost' ? 'The replication slot lost WAL' : 'The replication slot was missing'}: changes from `,
-        time(g.fromTime),
-        ' to ',
-        time(g.toTime),
-        ` (${g.webhookIds.length} subscription${g.webhookIds.length === 1 ? '' : 's'}) were not captured.`,
-      ),
+      g.reason === 'position_rewound'
+        ? h(
+            'p',
+            {},
+            `The database went back to an earlier WAL position (a restore, or a failover to a standby that was behind): changes delivered between ${g.fromLsn} and ${g.toLsn} are gone from it, and new changes there may reuse their event ids (${g.webhookIds.length} subscription${g.webhookIds.length === 1 ? '' : 's'}).`,
+          )
+        : h(
+            'p',
+            {},
+            `${g.reason === 'slot_lost' ? 'The replication slot lost WAL' : 'The replication slot was missing'}: changes from `,
+            time(g.fromTime),
+            ' to ',
+            time(g.toTime),
+            ` (${g.webhookIds.length} subscription${g.webhookIds.length === 1 ? '' : 's'}) were not captured.`,
+          ),
     ),
     h('button', { type: 'button', onclick: () => void acknowledge() }, 'Acknowledge'),
   );
