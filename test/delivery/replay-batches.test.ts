@@ -47,4 +47,15 @@ describe('delivery: a replay of dead letters in pages', function () {
     const { rows } = await pool.query(`SELECT status, count(*)::int AS n FROM walgate.deliveries GROUP BY status`);
     expect(rows).to.deep.equal([{ status: 'pending', n: 2500 }]);
   });
+
+  it('two replays of the same range at once: each dead letter moved by exactly one, no deadlock', async () => {
+    await pool.query(`UPDATE walgate.deliveries SET status = 'dead'`);
+    const now = new Date();
+    const both = await Promise.all(
+      [0, 1].map(() => replayDeadDeliveries(pool as unknown as Pool, { webhookId: 'wh_1' }, now, undefined, 100)),
+    );
+    expect(both[0]! + both[1]!).to.equal(2500);
+    const { rows } = await pool.query(`SELECT status, count(*)::int AS n FROM walgate.deliveries GROUP BY status`);
+    expect(rows).to.deep.equal([{ status: 'pending', n: 2500 }]);
+  });
 });

@@ -308,10 +308,11 @@ export async function replayDeadDeliveries(
   const w = replayWhere(filter);
   let moved = 0;
   // Keyset pages: a replayed delivery that dies again meanwhile (a dead endpoint, short delays) is
-  // behind the cursor and not taken twice, so the replay ends. The cursor follows the page read,
-  // not the rows moved, and the replay ends on a short page: a row another statement holds (the
-  // pruner, a second replay of the range) is waited for and re-checked, never skipped — with SKIP
-  // LOCKED a short batch looked like the end, and the replay stopped with dead letters left.
+  // behind the cursor and not taken twice, so the replay ends. A row another statement holds (the
+  // pruner, a second replay of the range) is waited for and re-checked, never skipped: with SKIP
+  // LOCKED the page took the next row instead, the cursor moved past the held one, and the replay
+  // ended with dead letters left. Rows are locked in keyset order, so two replays of one range
+  // wait for each other rather than deadlock; one the other moved drops out of the page.
   let after: { createdAt: string; id: string } | null = null;
   for (;;) {
     const result: { rows: ReplayPage[] } = await db.query(
@@ -320,10 +321,10 @@ export async function replayDeadDeliveries(
       `WITH page AS (
          SELECT id, created_at FROM walgate.deliveries
           WHERE ${w.sql} AND ($6::timestamptz IS NULL OR (created_at, id) > ($6, $7::text))
-          ORDER BY created_at, id LIMIT $5
+          ORDER BY created_at, id LIMIT $5 FOR UPDATE
        ), moved AS (
          UPDATE walgate.deliveries SET status = 'pending', attempts = 0, next_attempt_at = $4, last_error = NULL, order_key = NULL, order_key_old = NULL
-          WHERE id = ANY (ARRAY(SELECT id FROM page)) AND status = 'dead'
+          WHERE id = ANY (ARRAY(SELECT id FROM page))
           RETURNING 1
        ), last AS (
          -- created_at as Postgres prints it: a Date would drop the microseconds.
