@@ -1,5 +1,5 @@
 import type { SecretBox } from '../core/crypto/secretbox.js';
-import { withTransaction, type Pool, type Queryable } from '../core/db/pool.js';
+import type { Pool, Queryable } from '../core/db/pool.js';
 
 // Failed logins, counted per account *and* client (sql/004). A client that fails `threshold`
 // times in a row is locked out of that account for `lockoutSeconds`; the account is locked for
@@ -34,20 +34,14 @@ export function accountKey(secrets: SecretBox, scope: { projectId: string; name:
   return secrets.mac(`login:${scope.projectId}\0${scope.name}\0${email}`);
 }
 
-interface Row {
-  client: string;
-  failures: number;
-  locked_until: Date | null;
-  updated_at: Date;
-}
-
 /**
  * Counts the attempt as a failure *before* the password is checked, and refuses it if the client
  * or the account is locked. Both rows are locked for the decision (the upsert takes their row
  * locks, always the account row first), so of N concurrent attempts at most the threshold get to
  * check a password, and exactly one of them sets the lock. Counting first also means a crash
  * mid-check costs an attempt rather than forgetting one. A success undoes the count
- * (recordLoginSuccess); a failure needs no second write.
+ * (recordLoginSuccess); a failure needs no second write. The steps run in Postgres, in one round
+ * trip (sql/033): a login's time besides the hash is mostly round trips.
  */
 export async function reserveLoginAttempt(
   pool: Pool,
@@ -60,36 +54,15 @@ export async function reserveLoginAttempt(
 ): Promise<Reservation> {
   client ||= 'unknown'; // never the account row's key
   const clients = knownDevice ? [client] : [EVERY_CLIENT, client];
-  const reservation = await withTransaction(pool, async (c): Promise<Reservation> => {
-    const { rows } = await c.query<Row>(
-      `INSERT INTO walgate.login_failures AS f (account, client, failures, updated_at) SELECT $1, unnest($2::text[]), 0, $3
-       ON CONFLICT (account, client) DO UPDATE SET failures = f.failures
-       RETURNING client, failures, locked_until, updated_at`,
-      [account, clients, now],
-    );
-    const locks = rows.map((r) => r.locked_until).filter((d): d is Date => d !== null && d > now);
-    if (locks.length) return { allowed: false, lockedUntil: new Date(Math.max(...locks.map((d) => d.getTime()))) };
-    const lockUntil = new Date(now.getTime() + policy.lockoutSeconds * 1000);
-    const idleSince = now.getTime() - policy.lockoutSeconds * 1000;
-    let lockedHere: Date | null = null;
-    const next = rows.map((r) => {
-      const threshold = r.client === EVERY_CLIENT ? policy.threshold * ACCOUNT_FACTOR : policy.threshold;
-      // Failures older than a lockout period are forgotten: a typo last week counts for nothing.
-      const failures = (r.updated_at.getTime() <= idleSince ? 0 : r.failures) + 1;
-      if (failures < threshold) return { client: r.client, failures, lockedUntil: null };
-      lockedHere = lockUntil;
-      return { client: r.client, failures: 0, lockedUntil: lockUntil };
-    });
-    await c.query(
-      `UPDATE walgate.login_failures f SET failures = v.failures, locked_until = v.locked_until, updated_at = $2
-         FROM unnest($3::text[], $4::int[], $5::timestamptz[]) AS v (client, failures, locked_until)
-        WHERE f.account = $1 AND f.client = v.client`,
-      [account, now, next.map((n) => n.client), next.map((n) => n.failures), next.map((n) => n.lockedUntil)],
-    );
-    return { allowed: true, lockedHere };
+  const thresholds = clients.map((c) => (c === EVERY_CLIENT ? policy.threshold * ACCOUNT_FACTOR : policy.threshold));
+  const { rows } = await pool.query<{ locked_until: Date | null; locked_here: Date | null }>({
+    name: 'walgate_reserve_login_attempt', // prepared once per connection: every login runs it
+    text: 'SELECT locked_until, locked_here FROM walgate.reserve_login_attempt($1, $2, $3, $4, $5)',
+    values: [account, clients, now, thresholds, policy.lockoutSeconds],
   });
+  const { locked_until: lockedUntil, locked_here: lockedHere } = rows[0]!;
   if (Math.random() < 0.01) await forgetIdleFailures(pool, now); // keeps the table small, off no one's path in particular
-  return reservation;
+  return lockedUntil ? { allowed: false, lockedUntil } : { allowed: true, lockedHere };
 }
 
 /**

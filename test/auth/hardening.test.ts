@@ -301,6 +301,13 @@ describe('auth hardening (issue 12)', function () {
         expect(unknown, name).to.deep.equal(known);
       }
     });
+
+    it('a successful login opens no transaction: the failure reservation is one statement, the session another', async () => {
+      const a = await signUpAndConfirm(t, http);
+      const sent = await statementsOf(() => http.post('/auth/login', { email: a.email, password: PASSWORD }, from('198.51.100.34')));
+      expect(sent.filter((s) => /reserve_login_attempt/.test(s))).to.have.length(1);
+      expect(sent.filter((s) => /^(BEGIN|COMMIT)\b/i.test(s))).to.deep.equal([]);
+    });
   });
 
   describe('clock skew between instances', () => {
