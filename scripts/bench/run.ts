@@ -1,7 +1,7 @@
 // `npm run bench`: every hot path next to a baseline measured in the same run, on loopback.
 // Writes bench/results.json and bench/results.md (the table the README shows).
 import { randomBytes } from 'node:crypto';
-import { mkdir, mkdtemp, rm, writeFile } from 'node:fs/promises';
+import { mkdir, mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
 import { cpus, tmpdir, totalmem } from 'node:os';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -43,6 +43,8 @@ export interface Result {
   met: boolean;
   extra?: Record<string, unknown>;
   daemons?: Record<string, DaemonFigures>;
+  /** The day it was measured (YYYY-MM-DD): a BENCH_ONLY run keeps the other paths' earlier rows. */
+  measured?: string;
 }
 
 export interface Bench {
@@ -173,7 +175,30 @@ try {
 const machine = { cpus: cpus().length, cpuModel: cpus()[0]?.model, memoryGb: Math.round(totalmem() / 1024 ** 3), node: process.version };
 const out = fileURLToPath(new URL('../../../bench/', import.meta.url));
 await mkdir(out, { recursive: true });
-await writeFile(path.join(out, 'results.json'), JSON.stringify({ date: new Date().toISOString(), machine, seconds: Math.round((Date.now() - started) / 1000), results }, null, 2) + '\n');
+
+/**
+ * The rows to write: this run's, and with BENCH_ONLY the committed rows of the paths it did not
+ * run, each with the day it was measured — a run of a few paths updates their rows and leaves the
+ * others' figures in the table rather than dropping them.
+ */
+async function rowsToWrite(fresh: Result[]): Promise<Result[]> {
+  const today = new Date().toISOString().slice(0, 10);
+  const dated = fresh.map((r) => ({ ...r, measured: today }));
+  if (!process.env.BENCH_ONLY) return dated;
+  const before = await readFile(path.join(out, 'results.json'), 'utf8').then(
+    (text) => JSON.parse(text) as { date: string; results: Result[] },
+    () => undefined,
+  );
+  if (!before) return dated;
+  const byPath = new Map(dated.map((r) => [r.path, r]));
+  const kept = before.results.map((r) => byPath.get(r.path) ?? { ...r, measured: r.measured ?? before.date.slice(0, 10) });
+  return [...kept, ...dated.filter((r) => !before.results.some((b) => b.path === r.path))];
+}
+const written = await rowsToWrite(results);
+await writeFile(
+  path.join(out, 'results.json'),
+  JSON.stringify({ date: new Date().toISOString(), machine, seconds: Math.round((Date.now() - started) / 1000), results: written }, null, 2) + '\n',
+);
 
 /** Where the CPU went per delivery, by process, for walgate and each baseline of the same rounds. */
 function cpuTable(rs: Result[]): string[] {
@@ -194,20 +219,20 @@ function cpuTable(rs: Result[]): string[] {
 
 const fmt = (n: number) => (n >= 100 ? Math.round(n).toLocaleString('en') : String(Math.round(n * 10) / 10));
 const lines = [
-  `| path | median (min–max) | baseline median | ratio | target | met |`,
-  `|---|---|---|---|---|---|`,
-  ...results.map((r) => {
+  `| path | median (min–max) | baseline median | ratio | target | met | measured |`,
+  `|---|---|---|---|---|---|---|`,
+  ...written.map((r) => {
     const value = `${fmt(r.value.median)} ${r.unit} (${fmt(r.value.min)}–${fmt(r.value.max)})`;
     const extra = r.extra && 'p99Ms' in r.extra && typeof r.extra.p99Ms === 'number' ? `; p99 ${fmt(r.extra.p99Ms)} ms` : '';
     const base = r.baseline ? `${fmt(r.baseline.value.median)} (${r.baseline.name})` : '—';
-    return `| ${r.path} | ${value}${extra} | ${base} | ${r.ratio ?? '—'} | ${r.target} | ${r.met ? 'yes' : '**no**'} |`;
+    return `| ${r.path} | ${value}${extra} | ${base} | ${r.ratio ?? '—'} | ${r.target} | ${r.met ? 'yes' : '**no**'} | ${r.measured} |`;
   }),
   '',
   `| path | daemon | CPU % | peak RSS MB | event-loop p99 ms |`,
   `|---|---|---|---|---|`,
-  ...results.flatMap((r) => Object.entries(r.daemons ?? {}).map(([name, d]) => `| ${r.path} | ${name} | ${d.cpuPercent} | ${d.peakRssMb} | ${d.eventLoopP99Ms} |`)),
+  ...written.flatMap((r) => Object.entries(r.daemons ?? {}).map(([name, d]) => `| ${r.path} | ${name} | ${d.cpuPercent} | ${d.peakRssMb} | ${d.eventLoopP99Ms} |`)),
   '',
-  ...cpuTable(results),
+  ...cpuTable(written),
   `${machine.cpus} × ${machine.cpuModel}, ${machine.memoryGb} GB, Node ${machine.node}; ${new Date().toISOString().slice(0, 10)}; ${Math.round((Date.now() - started) / 1000)} s.`,
 ];
 await writeFile(path.join(out, 'results.md'), lines.join('\n') + '\n');
