@@ -2,6 +2,8 @@ import type { Server } from 'node:http';
 import type express from 'express';
 import { KeyRing } from '../auth/keyring.js';
 import { authRouter } from '../http/auth/routes.js';
+import { providersRouter } from '../http/auth/providers/routes.js';
+import { ProviderService } from '../auth/providers/service.js';
 import { AuthService } from '../auth/service.js';
 import { CacheEvents, CacheListener, type CacheEventHandler } from '../core/cache-events.js';
 import { consoleRouter } from '../http/console/router.js';
@@ -35,7 +37,8 @@ export function createApiApp(ctx: Context, events = new CacheEvents(ctx.log), se
       ['/', apiOpsRouter(ctx)],
       ['/', docsRouter()],
       ['/', consoleRouter()],
-      ['/auth', authRouter(auth, environments, users)],
+      ['/auth', authRouter(auth, environments, users, ctx.config.publicUrl)],
+      ['/auth', providersRouter(new ProviderService(ctx, auth.sessions, environments), environments)],
       ['/', graphqlRouter(ctx, auth, environments)],
       [['/api/rest/_webhooks', '/gw/api/rest/_webhooks'], webhooks],
       [['/api/rest/_environment', '/gw/api/rest/_environment'], environmentRouter(ctx, environments)],
