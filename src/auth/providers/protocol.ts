@@ -157,7 +157,9 @@ export class ProviderProtocol {
     try {
       if (provider.kind === 'oidc') {
         return await oidc.discovery(new URL(provider.issuer!), provider.clientId, undefined, auth, {
-          execute: insecure ? [oidc.allowInsecureRequests] : [],
+          // openid-client trusts an ID token from the token endpoint on TLS alone (OpenID Connect
+          // Core §3.1.3.7 allows it); walgate checks its signature against the provider's JWKS too.
+          execute: insecure ? [oidc.allowInsecureRequests, oidc.enableNonRepudiationChecks] : [oidc.enableNonRepudiationChecks],
           [oidc.customFetch]: this.#fetch,
           timeout: PROVIDER_TIMEOUT_MS / 1000,
         });
@@ -202,7 +204,13 @@ function describe(err: unknown): string {
   const e = err as { message?: string; cause?: unknown; error?: string; error_description?: string };
   // An OAuth error answered by the provider (RFC 6749 §5.2) says what it is itself.
   if (typeof e.error === 'string') return `${e.error}${e.error_description ? `: ${e.error_description}` : ''}`;
-  return String(e.message ?? err).slice(0, 300);
+  // openid-client names the claim that failed in the cause (nonce, aud, exp …): say which.
+  let claim: unknown;
+  for (let c: unknown = e.cause, depth = 0; c && typeof c === 'object' && depth < 3 && claim === undefined; depth++) {
+    claim = (c as { claim?: unknown }).claim;
+    c = (c as { cause?: unknown }).cause;
+  }
+  return `${String(e.message ?? err)}${typeof claim === 'string' ? ` (${claim})` : ''}`.slice(0, 300);
 }
 
 /** A failure of the exchange: unreachable provider (502), or an answer that does not verify (401, with the reason). */
