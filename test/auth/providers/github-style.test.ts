@@ -37,7 +37,8 @@ class GitHubStyleServer {
   async start(): Promise<void> {
     this.#server = createServer(async (req, res) => {
       const url = new URL(req.url!, this.url);
-      const json = (status: number, body: unknown) => res.writeHead(status, { 'content-type': 'application/json' }).end(JSON.stringify(body));
+      const json = (status: number, body: unknown) =>
+        res.writeHead(status, { 'content-type': 'application/json' }).end(JSON.stringify(body));
       if (url.pathname === '/login/oauth/authorize') {
         this.lastAuthorize = url.searchParams;
         const code = randomBytes(10).toString('hex');
@@ -54,7 +55,8 @@ class GitHubStyleServer {
         this.tokenForms.push(form);
         const account = this.#codes.get(form.get('code') ?? '');
         this.#codes.delete(form.get('code') ?? '');
-        if (form.get('client_id') !== this.clientId || form.get('client_secret') !== this.clientSecret) return json(401, { error: 'invalid_client' });
+        if (form.get('client_id') !== this.clientId || form.get('client_secret') !== this.clientSecret)
+          return json(401, { error: 'invalid_client' });
         if (!account) return json(400, { error: 'bad_verification_code' });
         const token = `gho_${randomBytes(16).toString('hex')}`;
         this.#tokens.set(token, account);
@@ -139,7 +141,9 @@ describe('auth providers: a GitHub-style OAuth 2.0 provider (authorize, token, u
     const me = await http.get('/auth/me', bearer(pair.body.accessToken));
     expect(me.body.user).to.include({ email: address, emailVerified: true, name: 'The Octocat' });
     const ids = await http.get('/auth/identities', bearer(pair.body.accessToken));
-    expect(ids.body.identities.map((i: { provider: string; subject: string }) => [i.provider, i.subject])).to.deep.equal([['github', '4242']]);
+    expect(ids.body.identities.map((i: { provider: string; subject: string }) => [i.provider, i.subject])).to.deep.equal([
+      ['github', '4242'],
+    ]);
 
     // The address changed at GitHub since: still the same user (the identity is the account id, not the address).
     gh.account = { ...gh.account, emails: [{ email: uniqueEmail('moved'), primary: true, verified: true }] };
@@ -150,7 +154,13 @@ describe('auth providers: a GitHub-style OAuth 2.0 provider (authorize, token, u
 
   it('refuses to link to an existing account when GitHub has not verified the address', async () => {
     const owner = await signUpAndConfirm(t, http);
-    gh.account = { id: 777, login: 'impostor', name: 'Not the owner', email: owner.email, emails: [{ email: owner.email, primary: true, verified: false }] };
+    gh.account = {
+      id: 777,
+      login: 'impostor',
+      name: 'Not the owner',
+      email: owner.email,
+      emails: [{ email: owner.email, primary: true, verified: false }],
+    };
     const { landing } = await signIn();
     expect(landing.searchParams.get('error')).to.equal('AUTH_PROVIDER_LINK_UNVERIFIED');
     expect(landing.searchParams.get('code')).to.equal(null);
