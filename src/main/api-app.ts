@@ -29,6 +29,7 @@ export function createApiApp(ctx: Context, events = new CacheEvents(ctx.log), se
   const keys = new KeyRing(ctx);
   events.subscribe(applyCacheEvent(ctx, environments, keys));
   const auth = new AuthService(ctx, keys);
+  const providers = new ProviderService(ctx, auth.sessions, environments);
   const webhooks = webhooksRouter(ctx, service, environments);
   const users = new UserAdminService(ctx);
   registerProblemGauge(ctx);
@@ -38,8 +39,8 @@ export function createApiApp(ctx: Context, events = new CacheEvents(ctx.log), se
       ['/', docsRouter()],
       ['/', consoleRouter()],
       ['/auth', authRouter(auth, environments, users, ctx.config.publicUrl)],
-      ['/auth', providersRouter(new ProviderService(ctx, auth.sessions, environments), environments)],
-      ['/', graphqlRouter(ctx, auth, environments)],
+      ['/auth', providersRouter(providers, environments)],
+      ['/', graphqlRouter(ctx, auth, environments, providers)],
       [['/api/rest/_webhooks', '/gw/api/rest/_webhooks'], webhooks],
       [['/api/rest/_environment', '/gw/api/rest/_environment'], environmentRouter(ctx, environments)],
       [['/api/rest/_users', '/gw/api/rest/_users'], usersRouter(ctx, users, environments)],

@@ -284,3 +284,51 @@ describe('auth providers: OpenID Connect sign-in, refusals, linking and identiti
     ]);
   });
 });
+
+describe('auth providers: the GraphQL twins (providerToken, identities, unlinkIdentity)', function () {
+  this.timeout(120_000);
+  let t: TestApi;
+  let http: HttpClient;
+  let idp: FakeOidcProvider;
+
+  before(async () => {
+    t = await startProviderApi();
+    ({ http } = await t.provision({ projectId: PROJECT, name: 'master' }));
+    idp = new FakeOidcProvider();
+    await idp.start();
+    await setProviders(t, PROJECT, [
+      { id: 'fake', kind: 'oidc', issuer: idp.url, clientId: idp.clientId, clientSecret: idp.clientSecret, allowedRedirectUrls: [APP] },
+    ]);
+  });
+  after(async () => {
+    await t.close();
+    await idp.stop();
+  });
+
+  const gql = (query: string, variables: Record<string, unknown> = {}, token?: string) =>
+    http.post('/graphql', { query, variables }, token ? bearer(token) : {});
+
+  it('exchanges the code, lists the identity, and refuses to remove the last one, with the REST error codes', async () => {
+    idp.person = { sub: 'gql-user', email: uniqueEmail('gql'), email_verified: true };
+    const { verifier, challenge } = pkce();
+    const { landing } = await walkSignIn(t, 'fake', { projectId: PROJECT, redirectTo: APP, challenge });
+    const mutation = 'mutation ($input: ProviderTokenInput!) { providerToken(input: $input) { accessToken tokenType } }';
+    const input = { code: landing.searchParams.get('code'), codeVerifier: verifier };
+    const pair = await gql(mutation, { input });
+    expect(pair.body.errors, JSON.stringify(pair.body)).to.equal(undefined);
+    const token = pair.body.data.providerToken.accessToken;
+    const replay = await gql(mutation, { input });
+    expect(replay.body.errors[0].extensions.code).to.equal('AUTH_INVALID_CODE');
+
+    const listed = await gql('{ identities { identities { id provider subject email } } }', {}, token);
+    expect(listed.body.data.identities.identities).to.deep.equal([
+      { id: listed.body.data.identities.identities[0].id, provider: 'fake', subject: 'gql-user', email: idp.person.email },
+    ]);
+    const unlink = await gql(
+      'mutation ($input: UnlinkIdentityInput!) { unlinkIdentity(input: $input) { message } }',
+      { input: { id: listed.body.data.identities.identities[0].id } },
+      token,
+    );
+    expect(unlink.body.errors[0].extensions.code).to.equal('AUTH_LAST_SIGN_IN_METHOD');
+  });
+});
