@@ -33,7 +33,7 @@ export const ERRORS = {
   RATE_LIMIT_EXCEEDED: [429, 'Too many requests; retry later.'],
   INTERNAL_ERROR: [500, 'Something went wrong on our side.'],
   SERVICE_UNAVAILABLE: [503, 'A dependency is unavailable; retry later.'],
-  // Sign-in with an identity provider (issue 29, docs/providers.md).
+  // Sign-in with an identity provider (docs/providers.md).
   AUTH_PROVIDER_NOT_FOUND: [404, 'No identity provider with this id in this project and environment.'],
   AUTH_REDIRECT_NOT_ALLOWED: [400, "redirect_to is not one of the provider's allowed redirect URLs (the match is exact)."],
   AUTH_PROVIDER_STATE_INVALID: [400, 'The sign-in state is missing, unknown, expired or already used: start the sign-in again.'],

@@ -5,6 +5,7 @@ import { ANY_REQUEST_ERRORS, JSON_BODY_ERRORS, type Operation, type OperationGro
 import { projectHeaders } from '../../scope.js';
 import { tokenPair } from '../responses.js';
 import { timestamp } from '../../timestamp.js';
+import { providerTokenBody } from '../../../auth/schemas.js';
 
 // Sign-in with an identity provider (docs/providers.md), declared once for the router
 // (routes.ts) and the reference. The two browser navigations (authorize, callback) carry no
@@ -94,7 +95,7 @@ const operations = {
     description:
       'The `code` from `redirect_to` and the PKCE `codeVerifier` whose challenge the sign-in began with: a token pair (`amr: ["fed"]`). A code works once; a wrong verifier uses it up.',
     headers: projectHeaders,
-    body: z.strictObject({ code: z.string().min(1).max(512), codeVerifier }),
+    body: providerTokenBody,
     success: { status: 200, description: 'A token pair.', schema: tokenPair },
     errors: [...common, ...JSON_BODY_ERRORS, 'AUTH_INVALID_CODE', 'AUTH_USER_DISABLED'],
   },

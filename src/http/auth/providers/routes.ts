@@ -24,7 +24,7 @@ export function providersRouter(service: ProviderService, environments: Environm
     const e = await env(req);
     const location = await service.authorize(e, id, { redirectTo: q.redirect_to, codeChallenge: q.code_challenge });
     res.set('Cache-Control', 'no-store');
-    res.redirect(op.providerAuthorize.success.status, location);
+    res.status(op.providerAuthorize.success.status).location(location).end();
   });
   handle(r, op.providerCallback, async (req, res) => {
     const { id } = parse(op.providerCallback.params, req.params);
@@ -35,7 +35,7 @@ export function providersRouter(service: ProviderService, environments: Environm
     res.set('Cache-Control', 'no-store');
     // The one-time code must not leak to third parties through the landing page's Referer.
     res.set('Referrer-Policy', 'no-referrer');
-    res.redirect(op.providerCallback.success.status, location);
+    res.status(op.providerCallback.success.status).location(location).end();
   });
   handle(r, op.providerToken, async (req, res) => {
     const e = await env(req);
