@@ -1,9 +1,13 @@
 import { randomBytes } from 'node:crypto';
+import { mkdtemp, rm, writeFile } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import path from 'node:path';
 import { createServer, type Server } from 'node:http';
 import { expect } from 'chai';
 import { decodeJwt } from 'jose';
 import type { TestApi } from '../../support/api.js';
 import type { HttpClient } from '../../support/http.js';
+import { walgate } from '../../support/cli.js';
 import { bearer, signUpAndConfirm, uniqueEmail } from '../support.js';
 import { pkce, setProviders, startProviderApi, walkSignIn } from './support.js';
 
@@ -177,5 +181,38 @@ describe('auth providers: a GitHub-style OAuth 2.0 provider (authorize, token, u
     expect(landing.searchParams.get('error')).to.equal('AUTH_PROVIDER_RESPONSE_INVALID');
     expect(landing.searchParams.get('error_description')).to.match(/invalid_client/);
     await setProviders(t, PROJECT, [{ ...rest, clientSecret: gh.clientSecret }]);
+  });
+
+  it('is configured with the CLI from a file (walgate project set --set providers=@file.json); the secret is sealed there too', async () => {
+    const dir = await mkdtemp(path.join(tmpdir(), 'walgate-providers-'));
+    try {
+      const file = path.join(dir, 'providers.json');
+      const provider = {
+        id: 'gh-cli',
+        kind: 'oauth2',
+        clientId: gh.clientId,
+        clientSecret: gh.clientSecret,
+        authorizationUrl: `${gh.url}/login/oauth/authorize`,
+        tokenUrl: `${gh.url}/login/oauth/access_token`,
+        userinfoUrl: `${gh.url}/user`,
+        emailsUrl: `${gh.url}/user/emails`,
+        allowedRedirectUrls: [APP],
+      };
+      await writeFile(file, JSON.stringify([provider]));
+      const r = await walgate(t, ['project', 'set', PROJECT, '--set', `providers=@${file}`]);
+      expect(r.code, r.stderr).to.equal(0);
+      expect(r.stdout).to.contain('"clientSecretSet": true');
+      expect(r.stdout).not.to.contain(gh.clientSecret);
+      const missing = await walgate(t, ['project', 'set', PROJECT, '--set', `providers=@${path.join(dir, 'nope.json')}`]);
+      expect(missing.code).to.not.equal(0);
+      expect(missing.stderr).to.contain('cannot read');
+    } finally {
+      await rm(dir, { recursive: true, force: true });
+    }
+    gh.account = { id: 9, login: 'cli', name: 'C', email: null, emails: [{ email: uniqueEmail('cli'), primary: true, verified: true }] };
+    const { verifier, challenge } = pkce();
+    const { landing } = await walkSignIn(t, 'gh-cli', { projectId: PROJECT, redirectTo: APP, challenge });
+    const pair = await http.post('/auth/providers/token', { code: landing.searchParams.get('code'), codeVerifier: verifier });
+    expect(pair.status, JSON.stringify(pair.body)).to.equal(200);
   });
 });
