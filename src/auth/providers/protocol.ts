@@ -199,8 +199,10 @@ function asEmail(v: unknown): string | undefined {
   return v.toLowerCase();
 }
 
+/** The reason a provider failed us, from openid-client's error or what it wraps. */
 function describe(err: unknown): string {
-  if (err instanceof ProviderUnreachableError) return err.message;
+  const unreachable = unreachableCause(err);
+  if (unreachable) return unreachable.message;
   const e = err as { message?: string; cause?: unknown; error?: string; error_description?: string };
   // An OAuth error answered by the provider (RFC 6749 §5.2) says what it is itself.
   if (typeof e.error === 'string') return `${e.error}${e.error_description ? `: ${e.error_description}` : ''}`;
@@ -216,6 +218,14 @@ function describe(err: unknown): string {
 /** A failure of the exchange: unreachable provider (502), or an answer that does not verify (401, with the reason). */
 function asProviderError(err: unknown): AppError {
   if (err instanceof AppError) return err;
-  const unreachable = err instanceof ProviderUnreachableError || (err as { cause?: unknown }).cause instanceof ProviderUnreachableError;
-  return new AppError(unreachable ? 'AUTH_PROVIDER_UNAVAILABLE' : 'AUTH_PROVIDER_RESPONSE_INVALID', describe(err));
+  return new AppError(unreachableCause(err) ? 'AUTH_PROVIDER_UNAVAILABLE' : 'AUTH_PROVIDER_RESPONSE_INVALID', describe(err));
+}
+
+/** openid-client wraps a failed fetch ("something went wrong"): the network error is in its causes. */
+function unreachableCause(err: unknown): ProviderUnreachableError | undefined {
+  for (let e: unknown = err, depth = 0; e && depth < 4; depth++) {
+    if (e instanceof ProviderUnreachableError) return e;
+    e = (e as { cause?: unknown }).cause;
+  }
+  return undefined;
 }
