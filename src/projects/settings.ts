@@ -30,6 +30,7 @@ export const LIMIT_KEYS = [
   'resetPasswordPerIp',
   'resetPasswordPerEmail',
   'refreshTokenPerIp',
+  'providerSignInPerIp',
 ] as const;
 export type LimitKey = (typeof LIMIT_KEYS)[number];
 

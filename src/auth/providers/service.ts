@@ -6,6 +6,7 @@ import { AppError } from '../../core/errors.js';
 import type { Environment, EnvironmentCache } from '../../projects/environments.js';
 import type { StoredProvider } from '../../projects/providers.js';
 import { append, type EventOrigin } from '../events/append.js';
+import { spendLimit } from '../limits.js';
 import { AUTH_EVENT } from '../events/kinds.js';
 import { origin, type SessionService, type TokenPair } from '../sessions/service.js';
 import type { SessionClient } from '../sessions/store.js';
@@ -53,9 +54,15 @@ export class ProviderService {
   }
 
   /** The provider's authorization URL for a new sign-in that returns to `redirectTo`. */
-  async authorize(env: Environment, providerId: string, input: { redirectTo: string; codeChallenge: string }): Promise<string> {
+  async authorize(
+    env: Environment,
+    providerId: string,
+    input: { redirectTo: string; codeChallenge: string },
+    client: { ip: string },
+  ): Promise<string> {
     const provider = findProvider(env, providerId);
     allowedRedirect(provider, input.redirectTo);
+    await spendLimit(this.ctx, env, 'providerSignInPerIp', client.ip);
     const now = this.ctx.clock();
     const state = randomToken();
     const nonce = randomToken();
@@ -125,7 +132,8 @@ export class ProviderService {
   }
 
   /** The application's one-time code and the PKCE verifier of the challenge it began with: a session. */
-  async exchange(env: Environment, input: { code: string; codeVerifier: string }, client: Client): Promise<TokenPair> {
+  async exchange(env: Environment, input: { code: string; codeVerifier: string }, client: Client & { ip: string }): Promise<TokenPair> {
+    await spendLimit(this.ctx, env, 'providerSignInPerIp', client.ip);
     const now = this.ctx.clock();
     // Used up by this request whatever follows: a code is never good for a second try.
     const grant = await useGrant(this.ctx.pool, hashToken(input.code), env, now);

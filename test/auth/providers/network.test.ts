@@ -33,8 +33,10 @@ describe('auth providers: provider URLs go through the SSRF guard', function () 
     await new Promise<void>((resolve) => listener.close(() => resolve()));
   });
 
-  const start = () =>
-    step(t.url + authorizePath('idp', { projectId: 'ssrf', redirectTo: 'https://app.example.com/', challenge: pkce().challenge }));
+  const start = (environment = 'master') =>
+    step(
+      t.url + authorizePath('idp', { projectId: 'ssrf', environment, redirectTo: 'https://app.example.com/', challenge: pkce().challenge }),
+    );
   const provider = (issuer: string) => ({
     id: 'idp',
     kind: 'oidc',
@@ -58,5 +60,20 @@ describe('auth providers: provider URLs go through the SSRF guard', function () 
     }
     expect(reached, 'requests that reached the private listener').to.equal(0);
     expect((await http.get('/auth/me')).status).to.equal(401); // the api is fine
+  });
+
+  it('limits sign-ins started per client address (limits.providerSignInPerIp)', async () => {
+    // An environment of its own: its limit counts from zero.
+    await t.provision({ projectId: 'ssrf', name: 'limited' });
+    await setProviders(t, 'ssrf', [provider(`https://127.0.0.1:${port}`)], 'limited');
+    const token = await t.managementToken('ssrf');
+    const headers = { authorization: `Bearer ${token}`, environment: 'limited' };
+    const limited = await http.patch('/api/rest/_environment', { limits: { providerSignInPerIp: { points: 1 } } }, { headers });
+    expect(limited.status, JSON.stringify(limited.body)).to.equal(200);
+    const first = await start('limited');
+    expect(first.status, JSON.stringify(first.body)).to.equal(502);
+    const refused = await start('limited');
+    expect(refused.status).to.equal(429);
+    expect(refused.body.error).to.equal('RATE_LIMIT_EXCEEDED');
   });
 });

@@ -62,12 +62,12 @@ const operations = {
     path: '/providers/:id/authorize',
     summary: 'Sign in with an identity provider',
     description:
-      "A browser navigation: 302 to the provider's sign-in page (authorization code with PKCE, `state`, and a `nonce` for OpenID Connect). `redirect_to` must equal one of the provider's `allowedRedirectUrls` exactly, or 400 `AUTH_REDIRECT_NOT_ALLOWED`.",
+      "A browser navigation: 302 to the provider's sign-in page (authorization code with PKCE, `state`, and a `nonce` for OpenID Connect). `redirect_to` must equal one of the provider's `allowedRedirectUrls` exactly, or 400 `AUTH_REDIRECT_NOT_ALLOWED`. Limited to 60 a minute per client IP, with the code exchanges.",
     headers: z.object({}),
     params: providerParams,
     query: authorizeQuery,
     success: redirect("To the provider's authorization endpoint."),
-    errors: [...common, 'AUTH_PROVIDER_NOT_FOUND', 'AUTH_REDIRECT_NOT_ALLOWED', 'AUTH_PROVIDER_UNAVAILABLE'],
+    errors: [...common, 'AUTH_PROVIDER_NOT_FOUND', 'AUTH_REDIRECT_NOT_ALLOWED', 'AUTH_PROVIDER_UNAVAILABLE', 'RATE_LIMIT_EXCEEDED'],
   },
   providerCallback: {
     method: 'get',
@@ -97,7 +97,7 @@ const operations = {
     headers: projectHeaders,
     body: providerTokenBody,
     success: { status: 200, description: 'A token pair.', schema: tokenPair },
-    errors: [...common, ...JSON_BODY_ERRORS, 'AUTH_INVALID_CODE', 'AUTH_USER_DISABLED'],
+    errors: [...common, ...JSON_BODY_ERRORS, 'AUTH_INVALID_CODE', 'AUTH_USER_DISABLED', 'RATE_LIMIT_EXCEEDED'],
   },
   identities: {
     method: 'get',

@@ -22,7 +22,7 @@ export function providersRouter(service: ProviderService, environments: Environm
     if (q.environment) req.headers.environment = q.environment;
     else delete req.headers.environment;
     const e = await env(req);
-    const location = await service.authorize(e, id, { redirectTo: q.redirect_to, codeChallenge: q.code_challenge });
+    const location = await service.authorize(e, id, { redirectTo: q.redirect_to, codeChallenge: q.code_challenge }, meta(req));
     res.set('Cache-Control', 'no-store');
     res.status(op.providerAuthorize.success.status).location(location).end();
   });
