@@ -18,8 +18,7 @@ const common = [...AUTH_SCOPE, ...ANY_REQUEST_ERRORS] as const;
 const name = z.string().regex(TENANT_NAME, TENANT_NAME_RULE);
 const providerParams = z.object({ id: z.string().max(63).meta({ description: 'The provider id, as in the settings.' }) });
 
-/** RFC 7636 §4.1-4.2: a verifier is 43-128 unreserved characters; an S256 challenge is 43 base64url characters. */
-const codeVerifier = z.string().regex(/^[A-Za-z0-9\-._~]{43,128}$/, 'must be 43-128 characters of A-Z a-z 0-9 - . _ ~ (RFC 7636)');
+/** RFC 7636 §4.2: an S256 challenge is 43 base64url characters. */
 const codeChallenge = z.string().regex(/^[A-Za-z0-9_-]{43}$/, 'must be BASE64URL(SHA-256(code_verifier)), 43 characters');
 
 const authorizeQuery = z.object({
