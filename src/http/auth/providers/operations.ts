@@ -1,6 +1,7 @@
 import { z } from 'zod';
 import type { ErrorCode } from '../../../core/errors.js';
 import { TENANT_NAME, TENANT_NAME_RULE } from '../../../projects/environments.js';
+import { PROVIDER_ID } from '../../../projects/providers.js';
 import { ANY_REQUEST_ERRORS, JSON_BODY_ERRORS, type Operation, type OperationGroup } from '../../operation.js';
 import { projectHeaders } from '../../scope.js';
 import { tokenPair } from '../responses.js';
@@ -16,7 +17,9 @@ const ACCESS_TOKEN = ['AUTH_TOKEN_INVALID', 'AUTH_TOKEN_EXPIRED'] as const satis
 const common = [...AUTH_SCOPE, ...ANY_REQUEST_ERRORS] as const;
 
 const name = z.string().regex(TENANT_NAME, TENANT_NAME_RULE);
-const providerParams = z.object({ id: z.string().max(63).meta({ description: 'The provider id, as in the settings.' }) });
+const providerParams = z.object({
+  id: z.string().regex(PROVIDER_ID, 'must be a provider id').meta({ description: 'The provider id, as in the settings.' }),
+});
 
 /** RFC 7636 §4.2: an S256 challenge is 43 base64url characters. */
 const codeChallenge = z.string().regex(/^[A-Za-z0-9_-]{43}$/, 'must be BASE64URL(SHA-256(code_verifier)), 43 characters');
