@@ -60,17 +60,21 @@ export async function listIdentities(db: Queryable, userId: string): Promise<Ide
  * no other identity). The user's row is locked first, so two removals racing for the last two
  * identities cannot both succeed.
  */
-export async function removeIdentity(db: Queryable, userId: string, identityId: string): Promise<'removed' | 'not_found' | 'last'> {
+export async function removeIdentity(
+  db: Queryable,
+  userId: string,
+  identityId: string,
+): Promise<{ outcome: 'removed'; identity: Identity } | { outcome: 'not_found' } | { outcome: 'last' }> {
   const { rows: user } = await db.query<{ hasPassword: boolean }>(
     'SELECT has_password AS "hasPassword" FROM walgate.users WHERE id = $1 FOR UPDATE',
     [userId],
   );
   const identities = await listIdentities(db, userId);
-  const target = identities.find((i) => i.id === identityId);
-  if (!user[0] || !target) return 'not_found';
-  if (!user[0].hasPassword && identities.length === 1) return 'last';
+  const identity = identities.find((i) => i.id === identityId);
+  if (!user[0] || !identity) return { outcome: 'not_found' };
+  if (!user[0].hasPassword && identities.length === 1) return { outcome: 'last' };
   await db.query('DELETE FROM walgate.identities WHERE id = $1 AND user_id = $2', [identityId, userId]);
-  return 'removed';
+  return { outcome: 'removed', identity };
 }
 
 /**

@@ -167,11 +167,10 @@ export class ProviderService {
     const claims = await this.sessions.authenticate(env, authorization);
     const now = this.ctx.clock();
     await withTransaction(this.ctx.pool, async (c) => {
-      const identity = (await listIdentities(c, claims.sub)).find((i) => i.id === identityId);
-      const outcome = await removeIdentity(c, claims.sub, identityId);
-      if (outcome === 'not_found') throw new AppError('IDENTITY_NOT_FOUND');
-      if (outcome === 'last') throw new AppError('AUTH_LAST_SIGN_IN_METHOD');
-      const details = { provider: identity!.provider, identityId };
+      const removed = await removeIdentity(c, claims.sub, identityId);
+      if (removed.outcome === 'not_found') throw new AppError('IDENTITY_NOT_FOUND');
+      if (removed.outcome === 'last') throw new AppError('AUTH_LAST_SIGN_IN_METHOD');
+      const details = { provider: removed.identity.provider, identityId };
       await append(c, env, { type: AUTH_EVENT.identityUnlinked, userId: claims.sub, ...origin(client), details }, now);
     });
   }
