@@ -95,6 +95,16 @@ describe('auth providers: OpenID Connect sign-in, refusals, linking and identiti
     ]);
   });
 
+  it('creates a user whose address is unverified when the provider does not vouch for it', async () => {
+    idp.person = { sub: 'unvouched', email: uniqueEmail('unvouched'), email_verified: false };
+    const { landing, verifier } = await signIn();
+    const pair = await exchange(landing.searchParams.get('code'), verifier);
+    expect((await http.get('/auth/me', bearer(pair.body.accessToken))).body.user).to.include({
+      email: idp.person.email,
+      emailVerified: false,
+    });
+  });
+
   it('keeps the query of an allowed redirect URL and adds the code to it', async () => {
     const { landing } = await signIn('https://app.example.com/cb?tab=1');
     expect(landing.searchParams.get('tab')).to.equal('1');
