@@ -48,3 +48,15 @@ export const logoutBody = z.object({
     .meta({ description: '`local`: this session; `others`: every other session of the user; `global`: all of them.' }),
 });
 export const sessionParams = z.object({ id: z.uuid({ message: 'must be a session id' }) });
+
+/** RFC 7636 §4.1: a PKCE code verifier is 43-128 unreserved characters. */
+const codeVerifier = z
+  .string()
+  .regex(/^[A-Za-z0-9\-._~]{43,128}$/, 'must be 43-128 characters of A-Z a-z 0-9 - . _ ~ (RFC 7636)')
+  .meta({ description: 'The PKCE verifier whose S256 challenge the sign-in began with.' });
+
+/** POST /auth/providers/token: the one-time code of a provider sign-in and the PKCE verifier of its challenge. */
+export const providerTokenBody = z.strictObject({
+  code: z.string().min(1).max(512).meta({ description: 'The `code` the application received at `redirect_to`.' }),
+  codeVerifier,
+});

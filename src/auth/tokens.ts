@@ -67,7 +67,8 @@ export async function verifyAccessToken(
   ring: KeyRing,
   env: Environment,
   token: string,
-  issuer: string,
+  /** The issuers accepted (issuer.ts: the environment's own, and the one older tokens carry). */
+  issuer: string | string[],
   now: Date,
   /** Seconds another instance's clock may be ahead or behind (TOKEN_CLOCK_SKEW_SECONDS): exp, nbf and iat get that much slack. */
   clockToleranceSeconds = 0,

@@ -127,7 +127,7 @@ export async function replacePasswordHash(db: Queryable, userId: string, newHash
 /** A new password; the code that allowed it proved the address, too. (The lockout is lockout.ts's.) */
 export async function resetPassword(db: Queryable, userId: string, passwordHash: string, now: Date): Promise<void> {
   await db.query(
-    `UPDATE walgate.users SET password_hash = $2, locked_until = NULL,
+    `UPDATE walgate.users SET password_hash = $2, locked_until = NULL, has_password = true,
        email_verified_at = coalesce(email_verified_at, $3), updated_at = $3 WHERE id = $1`,
     [userId, passwordHash, now],
   );

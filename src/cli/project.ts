@@ -1,6 +1,7 @@
 import type { Command } from 'commander';
 import { EnvironmentExistsError, listEnvironments, SchemaTakenError, updateEnvironment } from '../projects/environments.js';
-import { settingsPatch } from '../projects/settings.js';
+import { readFileSync } from 'node:fs';
+import { settingsPatch, viewSettings } from '../projects/settings.js';
 import { provisionEnvironment } from '../auth/provision.js';
 import { CliError, table, withCliContext } from './runtime.js';
 import { authOption, tokenFormatOption } from './options.js';
@@ -44,7 +45,7 @@ export function registerProjectCommands(program: Command): void {
     .addOption(tokenFormatOption())
     .option(
       '--set <key=value>',
-      'a setting, repeatable: e.g. lockoutThreshold=10, limits.login.points=50, corsOrigins=https://app.example.com,https://admin.example.com',
+      'a setting, repeatable: e.g. lockoutThreshold=10, limits.login.points=50, corsOrigins=https://app.example.com,https://admin.example.com, providers=@providers.json (a JSON value read from a file)',
       (v: string, all: string[]) => [...all, v],
       [] as string[],
     )
@@ -58,10 +59,10 @@ export function registerProjectCommands(program: Command): void {
         throw new CliError(parsed.error.issues.map((i) => `${i.path.join('.') || '(settings)'}: ${i.message}`).join('\n'));
       }
       await withCliContext(async (ctx) => {
-        const env = await updateEnvironment(ctx.pool, projectId, o.environment, parsed.data);
+        const env = await updateEnvironment(ctx.pool, projectId, o.environment, parsed.data, ctx.secrets);
         if (!env) throw new CliError(`no environment ${projectId}/${o.environment}`);
         console.log(`updated ${env.projectId}/${env.name}: auth ${env.authEnabled ? 'on' : 'off'}, tokens ${env.tokenFormat}`);
-        console.log(JSON.stringify(env.settings, null, 2));
+        console.log(JSON.stringify(viewSettings(env.settings), null, 2));
       });
     });
 
@@ -87,14 +88,19 @@ export function registerProjectCommands(program: Command): void {
     });
 }
 
-/** `a.b=value` into `{a: {b: value}}`: numbers and booleans as such, `corsOrigins` as a comma-separated list. */
+/**
+ * `a.b=value` into `{a: {b: value}}`: numbers and booleans as such, `corsOrigins` as a
+ * comma-separated list, `@path` as the JSON in that file (providers: a list of objects, and their
+ * secrets stay out of the shell history).
+ */
 function assignSetting(target: Record<string, unknown>, pair: string): void {
   const eq = pair.indexOf('=');
   if (eq <= 0) throw new CliError(`--set wants key=value, got ${JSON.stringify(pair)}`);
   const path = pair.slice(0, eq).split('.');
   const raw = pair.slice(eq + 1);
-  const value =
-    path[0] === 'corsOrigins'
+  const value = raw.startsWith('@')
+    ? readJsonFile(raw.slice(1))
+    : path[0] === 'corsOrigins'
       ? raw === ''
         ? []
         : raw.split(',').map((s) => s.trim())
@@ -104,4 +110,18 @@ function assignSetting(target: Record<string, unknown>, pair: string): void {
   let node = target;
   for (const key of path.slice(0, -1)) node = (node[key] ??= {}) as Record<string, unknown>;
   node[path.at(-1)!] = value;
+}
+
+function readJsonFile(file: string): unknown {
+  let text: string;
+  try {
+    text = readFileSync(file, 'utf8');
+  } catch (err) {
+    throw new CliError(`cannot read ${file}: ${(err as Error).message}`);
+  }
+  try {
+    return JSON.parse(text);
+  } catch (err) {
+    throw new CliError(`${file} is not JSON: ${(err as Error).message}`);
+  }
 }

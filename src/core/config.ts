@@ -91,6 +91,7 @@ const schema = z.object({
   MAIL_RETRY_MAX_DELAY_MS: positiveMs.default(300_000),
   MAIL_SEND_LEASE_MS: positiveMs.default(60_000),
   MAIL_RETENTION_MS: retentionMs.default(7 * DAY_MS),
+  PROVIDER_ALLOW_PRIVATE_NETWORKS: bool.default(false),
 });
 
 export type Env = z.infer<typeof schema>;
@@ -191,6 +192,10 @@ const configSchema = schema.superRefine(checkTogether).transform((e) => ({
   },
   /** When set, the api serves /metrics on this port only, not on its public one. */
   metricsPort: e.METRICS_PORT,
+  providers: {
+    /** Identity providers on loopback/private addresses and over http: (tests, on-prem issuers). */
+    allowPrivateNetworks: e.PROVIDER_ALLOW_PRIVATE_NETWORKS,
+  },
 }));
 
 export type Config = z.output<typeof configSchema>;

@@ -33,6 +33,18 @@ export const ERRORS = {
   RATE_LIMIT_EXCEEDED: [429, 'Too many requests; retry later.'],
   INTERNAL_ERROR: [500, 'Something went wrong on our side.'],
   SERVICE_UNAVAILABLE: [503, 'A dependency is unavailable; retry later.'],
+  // Sign-in with an identity provider (docs/providers.md).
+  AUTH_PROVIDER_NOT_FOUND: [404, 'No identity provider with this id in this project and environment.'],
+  AUTH_REDIRECT_NOT_ALLOWED: [400, "redirect_to is not one of the provider's allowed redirect URLs (the match is exact)."],
+  AUTH_PROVIDER_STATE_INVALID: [400, 'The sign-in state is missing, unknown, expired or already used: start the sign-in again.'],
+  AUTH_PROVIDER_RESPONSE_INVALID: [401, "The identity provider's answer could not be verified."],
+  AUTH_PROVIDER_LINK_UNVERIFIED: [
+    409,
+    'An account with this e-mail address exists, and the provider or the account has not verified the address: nothing was linked. Sign in with the password (and verify the address) first.',
+  ],
+  AUTH_PROVIDER_UNAVAILABLE: [502, 'The identity provider could not be reached or answered unexpectedly.'],
+  IDENTITY_NOT_FOUND: [404, 'No identity with this id among yours.'],
+  AUTH_LAST_SIGN_IN_METHOD: [409, 'This is your last way to sign in: add a password or another identity first.'],
 } as const satisfies Record<string, readonly [number, string]>;
 
 export type ErrorCode = keyof typeof ERRORS;

@@ -1,5 +1,7 @@
 import type { Request } from 'express';
 import type { AuthService } from '../auth/service.js';
+import type { ProviderService } from '../auth/providers/service.js';
+import { providersApi } from '../http/auth/providers/operations.js';
 import { AppError } from '../core/errors.js';
 import { authApi } from '../http/auth/operations.js';
 import { clientIp } from '../http/client-ip.js';
@@ -10,13 +12,15 @@ import type { EnvironmentCache } from '../projects/environments.js';
 // Root resolvers: each parses its input with the REST operation's own schema and calls the same
 // AuthService method, so every rule (validation, limits, lockout, timing, errors) is the REST one.
 
+export const IDENTITY_REMOVED = 'The identity has been removed.';
+
 export type GraphQLContext = {
   req: Request;
 };
 
 type Args<T> = { input: T };
 
-export function authResolvers(service: AuthService, environments: EnvironmentCache) {
+export function authResolvers(service: AuthService, environments: EnvironmentCache, providers?: ProviderService) {
   const op = authApi.operations;
   const env = (c: GraphQLContext) => authEnvironment(c.req, environments);
   const meta = (c: GraphQLContext) => ({
@@ -31,7 +35,7 @@ export function authResolvers(service: AuthService, environments: EnvironmentCac
   // estimate), and `me` or `jwks` asked for under many aliases is worked out once.
   const perRequest = new WeakMap<
     Request,
-    { mutations: number; me?: Promise<unknown>; jwks?: Promise<unknown>; sessions?: Promise<unknown> }
+    { mutations: number; me?: Promise<unknown>; jwks?: Promise<unknown>; sessions?: Promise<unknown>; identities?: Promise<unknown> }
   >();
   const state = (c: GraphQLContext) => {
     let s = perRequest.get(c.req);
@@ -48,6 +52,11 @@ export function authResolvers(service: AuthService, environments: EnvironmentCac
     return run();
   };
   const authorization = (c: GraphQLContext) => c.req.get('authorization');
+  const pop = providersApi.operations;
+  const withProviders = () => {
+    if (!providers) throw new AppError('AUTH_NOT_CONFIGURED', 'Provider sign-in is not served by this api.');
+    return providers;
+  };
   return {
     me: (_: unknown, c: GraphQLContext) => (state(c).me ??= env(c).then((e) => sessions.me(e, authorization(c)))),
     sessions: (_: unknown, c: GraphQLContext) => (state(c).sessions ??= env(c).then((e) => sessions.list(e, authorization(c)))),
@@ -70,5 +79,14 @@ export function authResolvers(service: AuthService, environments: EnvironmentCac
       oneMutation(c, async () => sessions.logout(await env(c), authorization(c), parse(op.logout.body, input ?? {}).scope, meta(c))),
     endSession: ({ input }: Args<unknown>, c: GraphQLContext) =>
       oneMutation(c, async () => sessions.end(await env(c), authorization(c), parse(op.endSession.params, input).id, meta(c))),
+    identities: (_: unknown, c: GraphQLContext) =>
+      (state(c).identities ??= env(c).then((e) => withProviders().identities(e, authorization(c)))),
+    providerToken: ({ input }: Args<unknown>, c: GraphQLContext) =>
+      oneMutation(c, async () => withProviders().exchange(await env(c), parse(pop.providerToken.body, input), meta(c))),
+    unlinkIdentity: ({ input }: Args<unknown>, c: GraphQLContext) =>
+      oneMutation(c, async () => {
+        await withProviders().unlink(await env(c), authorization(c), parse(pop.unlinkIdentity.params, input).id, meta(c));
+        return { message: IDENTITY_REMOVED };
+      }),
   };
 }

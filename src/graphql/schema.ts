@@ -9,6 +9,8 @@ export const SDL = `type Query {
   jwks: Jwks!
   "The user's live sessions (access token in the Authorization header)."
   sessions: SessionList!
+  "The user's identity-provider identities (access token in the Authorization header)."
+  identities: IdentityList!
 }
 
 type Mutation {
@@ -23,6 +25,32 @@ type Mutation {
   logout(input: LogoutInput): Message!
   "Ends one of the user's own sessions."
   endSession(input: EndSessionInput!): Message!
+  "Exchanges the one-time code of a provider sign-in, with its PKCE verifier, for a token pair. (The sign-in itself is a browser redirect: REST only.)"
+  providerToken(input: ProviderTokenInput!): TokenPair!
+  "Removes one of the user's identities; never the last way to sign in."
+  unlinkIdentity(input: UnlinkIdentityInput!): Message!
+}
+
+input ProviderTokenInput {
+  code: String!
+  codeVerifier: String!
+}
+
+input UnlinkIdentityInput {
+  id: ID!
+}
+
+type Identity {
+  id: ID!
+  provider: String!
+  subject: String!
+  email: String
+  createdAt: String!
+  lastSignInAt: String!
+}
+
+type IdentityList {
+  identities: [Identity!]!
 }
 
 enum LogoutScope {

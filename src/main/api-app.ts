@@ -2,6 +2,8 @@ import type { Server } from 'node:http';
 import type express from 'express';
 import { KeyRing } from '../auth/keyring.js';
 import { authRouter } from '../http/auth/routes.js';
+import { providersRouter } from '../http/auth/providers/routes.js';
+import { ProviderService } from '../auth/providers/service.js';
 import { AuthService } from '../auth/service.js';
 import { CacheEvents, CacheListener, type CacheEventHandler } from '../core/cache-events.js';
 import { consoleRouter } from '../http/console/router.js';
@@ -27,6 +29,7 @@ export function createApiApp(ctx: Context, events = new CacheEvents(ctx.log), se
   const keys = new KeyRing(ctx);
   events.subscribe(applyCacheEvent(ctx, environments, keys));
   const auth = new AuthService(ctx, keys);
+  const providers = new ProviderService(ctx, auth.sessions, environments);
   const webhooks = webhooksRouter(ctx, service, environments);
   const users = new UserAdminService(ctx);
   registerProblemGauge(ctx);
@@ -35,8 +38,9 @@ export function createApiApp(ctx: Context, events = new CacheEvents(ctx.log), se
       ['/', apiOpsRouter(ctx)],
       ['/', docsRouter()],
       ['/', consoleRouter()],
-      ['/auth', authRouter(auth, environments, users)],
-      ['/', graphqlRouter(ctx, auth, environments)],
+      ['/auth', authRouter(auth, environments, users, ctx.config.publicUrl)],
+      ['/auth', providersRouter(providers, environments)],
+      ['/', graphqlRouter(ctx, auth, environments, providers)],
       [['/api/rest/_webhooks', '/gw/api/rest/_webhooks'], webhooks],
       [['/api/rest/_environment', '/gw/api/rest/_environment'], environmentRouter(ctx, environments)],
       [['/api/rest/_users', '/gw/api/rest/_users'], usersRouter(ctx, users, environments)],

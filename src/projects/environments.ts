@@ -6,6 +6,7 @@ import { selectList } from '../core/db/columns.js';
 import { PgCode, pgCode, withTransaction, type Pool, type PoolClient, type Queryable } from '../core/db/pool.js';
 import { publishCacheEvent } from '../core/cache-events.js';
 import { applyPatch, COLUMN_SETTINGS, documentPart, environmentSettings, type Settings, type SettingsPatch } from './settings.js';
+import { sealProviders } from './providers.js';
 
 export type TokenFormat = 'jws' | 'jwe';
 export type SigningAlg = 'ES256' | 'RS256' | 'EdDSA';
@@ -166,6 +167,8 @@ export async function updateEnvironment(
   projectId: string,
   name: string,
   patch: SettingsPatch,
+  /** Seals provider client secrets; needed when the change has `providers`. */
+  secrets?: SecretBox,
 ): Promise<Environment | undefined> {
   return withTransaction(pool, async (c) => {
     const { rows: current } = await c.query<EnvironmentRow>(
@@ -173,7 +176,13 @@ export async function updateEnvironment(
       [projectId, name],
     );
     if (!current[0]) return undefined;
-    const next = applyPatch(toEnvironment(current[0]).settings, patch);
+    const before = toEnvironment(current[0]).settings;
+    let sealed;
+    if (patch.providers) {
+      if (!secrets) throw new Error('updateEnvironment: provider secrets need the SecretBox');
+      sealed = sealProviders(patch.providers, before.providers, { projectId, name }, secrets);
+    }
+    const next = applyPatch(before, { ...patch, providers: sealed });
     const columns = Object.entries(COLUMN_SETTINGS);
     const { rows } = await c.query<EnvironmentRow>(
       `UPDATE walgate.environments SET ${columns.map(([, column], i) => `${column} = $${i + 4}`).join(', ')}, settings = $3, updated_at = now()

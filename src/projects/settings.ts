@@ -1,5 +1,6 @@
 import { z } from 'zod';
 import { DEFAULT_RATE_LIMITS } from '../core/store/rate-limits.js';
+import { providerInputs, providerView, storedProviders, viewProvider, type StoredProvider } from './providers.js';
 
 // An environment's settings: ONE schema, whose defaults are the seed's values. The CLI
 // (`walgate project set`) and the management API (`/api/rest/_environment`) write through it, the
@@ -29,6 +30,7 @@ export const LIMIT_KEYS = [
   'resetPasswordPerIp',
   'resetPasswordPerEmail',
   'refreshTokenPerIp',
+  'providerSignInPerIp',
 ] as const;
 export type LimitKey = (typeof LIMIT_KEYS)[number];
 
@@ -65,6 +67,8 @@ export const environmentSettings = z.object({
     .max(100)
     .default([]),
   limits,
+  /** Identity providers users may sign in with (providers.ts); client secrets stored sealed. */
+  providers: storedProviders.default([]),
 });
 
 export type Settings = z.infer<typeof environmentSettings>;
@@ -79,8 +83,17 @@ const withoutDefaults = Object.fromEntries(
 export const settingsPatch = z.strictObject({
   ...withoutDefaults,
   limits: z.strictObject(Object.fromEntries(LIMIT_KEYS.map((k) => [k, ratePatch])) as Record<LimitKey, typeof ratePatch>).optional(),
+  providers: providerInputs.optional(),
 });
 export type SettingsPatch = z.infer<typeof settingsPatch>;
+/** A change whose provider secrets have been sealed (providers.ts sealProviders): what applyPatch takes. */
+export type SealedSettingsPatch = Omit<SettingsPatch, 'providers'> & { providers?: StoredProvider[] };
+
+/** The settings as the management API and the CLI show them: secrets never, only whether one is set. */
+export const settingsView = environmentSettings.extend({ providers: z.array(providerView) });
+export function viewSettings(settings: Settings): z.infer<typeof settingsView> {
+  return { ...settings, providers: settings.providers.map(viewProvider) };
+}
 
 /** Keys stored in typed columns of walgate.environments (sql/001), by column. */
 export const COLUMN_SETTINGS = {
@@ -98,7 +111,7 @@ export const COLUMN_SETTINGS = {
 export type ColumnSetting = keyof typeof COLUMN_SETTINGS;
 
 /** The settings after a change: limits merge per entry, everything else replaces. */
-export function applyPatch(current: Settings, patch: SettingsPatch): Settings {
+export function applyPatch(current: Settings, patch: SealedSettingsPatch): Settings {
   const mergedLimits = Object.fromEntries(LIMIT_KEYS.map((k) => [k, { ...current.limits[k], ...patch.limits?.[k] }]));
   const defined = Object.fromEntries(Object.entries(patch).filter(([k, v]) => v !== undefined && k !== 'limits'));
   return environmentSettings.parse({ ...current, ...defined, limits: mergedLimits });

@@ -274,7 +274,7 @@ describe('auth: the flows of the seed, through HTTP', () => {
         expect(k).not.to.have.any.keys('d', 'p', 'q');
       }
       const a = await signUpAndConfirm(t, http);
-      const options = { issuer: 'http://walgate.test', audience: 'shop' };
+      const options = { issuer: 'http://walgate.test/auth/issuers/shop/master', audience: 'shop' };
       const remote = createRemoteJWKSet(jwksUrl);
       const before = await jwtVerify(a.accessToken, remote, { ...options, currentDate: t.clock.now() });
       expect(before.payload.sub).to.equal(a.userId);

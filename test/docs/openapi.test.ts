@@ -106,6 +106,12 @@ describe('OpenAPI document: /openapi.json', function () {
       'GET /api/rest/_auth-events',
       'GET /api/rest/_gaps',
       'POST /api/rest/_gaps/{id}/acknowledge',
+      'GET /auth/issuers/{projectId}/{environment}/.well-known/openid-configuration',
+      'GET /auth/providers/{id}/authorize',
+      'GET /auth/providers/{id}/callback',
+      'POST /auth/providers/token',
+      'GET /auth/identities',
+      'DELETE /auth/identities/{id}',
     ]);
   });
 

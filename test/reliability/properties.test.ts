@@ -1,6 +1,7 @@
 import { expect } from 'chai';
 import fc from 'fast-check';
 import { authApi } from '../../src/http/auth/operations.js';
+import { providersApi } from '../../src/http/auth/providers/operations.js';
 import { ERRORS } from '../../src/core/errors.js';
 import type { OperationGroup } from '../../src/http/operation.js';
 import { webhooksApi } from '../../src/http/webhooks/operations.js';
@@ -48,7 +49,7 @@ const pathSegment = fc.oneof(
   fc.constantFrom('%', '%E0%A4%A', '%ZZ', '%00', 'wh_%00', '..%2F..%2F', '%C0%AF'),
 );
 const query = fc.dictionary(
-  fc.constantFrom('projectId', 'environment', 'limit', 'cursor', 'since', 'until', 'x'),
+  fc.constantFrom('projectId', 'environment', 'limit', 'cursor', 'since', 'until', 'x', 'redirect_to', 'code_challenge', 'state', 'code'),
   fc.oneof(headerValue, text(20)),
   { maxKeys: 3 },
 );
@@ -105,7 +106,7 @@ describe('reliability: generated hostile requests always get the envelope', func
   });
   after(() => t?.close());
 
-  const groups: OperationGroup[] = [authApi, webhooksApi];
+  const groups: OperationGroup[] = [authApi, providersApi, webhooksApi];
   for (const group of groups) {
     for (const [name, op] of Object.entries(group.operations)) {
       it(`${group.tag}: ${name} (${op.method.toUpperCase()} ${group.mount}${op.path})`, async () => {

@@ -25,6 +25,8 @@ export interface TestApiOptions {
   /** Share another test api's database (two api processes over one database). */
   database?: TestDatabase;
   overrides?: ContextOverrides;
+  /** Listen on this port (default: any free one); for tests whose PUBLIC_URL must be the api's real address. */
+  port?: number;
 }
 
 export interface TestApi {
@@ -78,7 +80,7 @@ export async function startTestApi(options: TestApiOptions = {}): Promise<TestAp
     redisPrefix: `walgate-test:${randomBytes(4).toString('hex')}:`,
     ...options.overrides,
   });
-  const api = await startApi(ctx, 0, '127.0.0.1');
+  const api = await startApi(ctx, options.port ?? 0, '127.0.0.1');
   const http = new HttpClient(api.url);
   return {
     url: api.url,

@@ -12,6 +12,8 @@ export interface RequestOptions {
   headers?: Record<string, string>;
   /** Abort (and reject) when no answer came within this time: for tests that say "never hangs". */
   timeoutMs?: number;
+  /** `manual`: answer a redirect as it is (status and Location) instead of following it. */
+  redirect?: 'follow' | 'manual';
 }
 
 /** A small HTTP client for tests: JSON in, JSON (or text) out, never throws on a status. */
@@ -34,7 +36,7 @@ export class HttpClient {
       headers['content-type'] ??= 'application/json';
     }
     const signal = options.timeoutMs ? AbortSignal.timeout(options.timeoutMs) : undefined;
-    const res = await fetch(this.baseUrl + path, { method, headers, body, signal });
+    const res = await fetch(this.baseUrl + path, { method, headers, body, signal, redirect: options.redirect ?? 'follow' });
     const text = await res.text();
     let parsed: unknown = text;
     if ((res.headers.get('content-type') ?? '').includes('json') && text) parsed = JSON.parse(text);

@@ -18,6 +18,9 @@ export const AUTH_EVENT = {
   created: 'user.created',
   invited: 'user.invited',
   emailVerified: 'user.email_verified',
+  identityLinked: 'user.identity_linked',
+  identityUnlinked: 'user.identity_unlinked',
+  providerSignedIn: 'user.provider_signed_in',
 } as const;
 
 export type AuthEventType = (typeof AUTH_EVENT)[keyof typeof AUTH_EVENT];

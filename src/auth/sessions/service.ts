@@ -6,6 +6,7 @@ import type { Environment } from '../../projects/environments.js';
 import { append, type EventOrigin } from '../events/append.js';
 import { AUTH_EVENT, type AuthEventType } from '../events/kinds.js';
 import type { AuthMethod } from '../assurance.js';
+import { acceptedIssuers, issuerOf } from '../issuer.js';
 import type { KeyRing } from '../keyring.js';
 import { spendLimit } from '../limits.js';
 import { bearerToken, issueAccessToken, verifyAccessToken, type AccessClaims } from '../tokens.js';
@@ -131,7 +132,7 @@ export class SessionService {
     const now = this.ctx.clock();
     const skew = this.ctx.config.tokenClockSkewSeconds;
     const claims = await this.#verified.get(`${env.projectId}\0${env.name}\0${token}`, () =>
-      verifyAccessToken(this.keys, env, token, this.ctx.config.publicUrl, now, skew),
+      verifyAccessToken(this.keys, env, token, acceptedIssuers(this.ctx.config.publicUrl, env), now, skew),
     );
     if ((claims.exp + skew) * 1000 <= now.getTime()) throw new AppError('AUTH_TOKEN_EXPIRED');
     // A signature cannot say that the session was logged out: the revocation list can.
@@ -227,7 +228,7 @@ export class SessionService {
     refreshToken: string,
     now: Date,
   ): Promise<TokenPair> {
-    const access = await issueAccessToken(this.keys, env, { ...who, issuer: this.ctx.config.publicUrl, now });
+    const access = await issueAccessToken(this.keys, env, { ...who, issuer: issuerOf(this.ctx.config.publicUrl, env), now });
     return { accessToken: access.token, refreshToken, tokenType: 'Bearer', expiresIn: access.expiresIn };
   }
 

@@ -24,6 +24,8 @@ export interface RateLimitSettings {
   /** recover-password and resend-confirmation per client address, besides per e-mail. */
   recoverPasswordPerIp: RateLimitPolicy;
   refreshTokenPerIp: RateLimitPolicy;
+  /** Provider sign-ins started (each writes a flow row) and codes exchanged, per client address. */
+  providerSignInPerIp: RateLimitPolicy;
 }
 
 export const DEFAULT_RATE_LIMITS: RateLimitSettings = {
@@ -37,6 +39,7 @@ export const DEFAULT_RATE_LIMITS: RateLimitSettings = {
   management: { name: 'management', points: 600, durationSeconds: 60 },
   recoverPasswordPerIp: { name: 'recover-password-ip', points: 20, durationSeconds: 60 },
   refreshTokenPerIp: { name: 'refresh-token-ip', points: 300, durationSeconds: 60 },
+  providerSignInPerIp: { name: 'provider-sign-in-ip', points: 60, durationSeconds: 60 },
 };
 
 export type RateLimitDecision = { allowed: true } | { allowed: false; retryAfterSeconds: number };

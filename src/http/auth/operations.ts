@@ -178,6 +178,22 @@ const operations = {
     },
     errors: common,
   },
+  openidConfiguration: {
+    method: 'get',
+    path: '/issuers/:projectId/:environment/.well-known/openid-configuration',
+    summary: "An environment's issuer metadata (OpenID discovery)",
+    description:
+      "Access tokens name `{PUBLIC_URL}/auth/issuers/{projectId}/{environment}` as `iss`; this is that issuer's discovery document, so a resource server given only a token finds the key set (`jwks_uri`) with any standard OpenID library. Tokens issued before per-environment issuers (`iss` = `PUBLIC_URL`) are accepted until they expire.",
+    headers: z.object({}),
+    params: res.issuerParams,
+    success: {
+      status: 200,
+      description: 'The discovery document.',
+      schema: res.discoveryResponse,
+      headers: { 'Cache-Control': { description: '`public, max-age=300`', schema: z.string() } },
+    },
+    errors: common,
+  },
 } satisfies Record<string, Operation>;
 
 export const authApi = {

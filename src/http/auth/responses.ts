@@ -1,5 +1,6 @@
 import { z } from 'zod';
 import { timestamp } from '../timestamp.js';
+import { TENANT_NAME, TENANT_NAME_RULE } from '../../projects/environments.js';
 
 // What the auth endpoints answer, as schemas for the API reference. test/docs/contract.test.ts
 // checks real answers against the generated document, so a field added or renamed in a service
@@ -75,4 +76,18 @@ export const sessionsResponse = z.object({
       current: z.boolean().meta({ description: 'True for the session of the access token that asks.' }),
     }),
   ),
+});
+
+export const issuerParams = z.object({
+  projectId: z.string().regex(TENANT_NAME, TENANT_NAME_RULE),
+  environment: z.string().regex(TENANT_NAME, TENANT_NAME_RULE),
+});
+
+/** OpenID Connect Discovery 1.0 §3 (the members a resource server needs; others may follow). */
+export const discoveryResponse = z.looseObject({
+  issuer: z.string(),
+  jwks_uri: z.string(),
+  id_token_signing_alg_values_supported: z.array(z.string()),
+  subject_types_supported: z.array(z.string()),
+  claims_supported: z.array(z.string()),
 });

@@ -8,10 +8,12 @@ import { authCors } from './cors.js';
 import { authApi } from './operations.js';
 import type { AuthService } from '../../auth/service.js';
 import { userView } from '../../auth/users.js';
+import { discoveryDocument } from '../../auth/issuer.js';
+import { AppError } from '../../core/errors.js';
 import type { UserAdminService } from '../../auth/users/service.js';
 
 /** The authentication API under /auth: parse, call the service, shape the response. */
-export function authRouter(service: AuthService, environments: EnvironmentCache, users: UserAdminService): Router {
+export function authRouter(service: AuthService, environments: EnvironmentCache, users: UserAdminService, publicUrl: string): Router {
   const r = Router();
   r.use(authCors(environments));
   const op = authApi.operations;
@@ -89,6 +91,15 @@ export function authRouter(service: AuthService, environments: EnvironmentCache,
     // Public keys: any page may read them, whatever the environment's origins.
     res.set('Access-Control-Allow-Origin', '*');
     reply(res, op.jwks, await service.jwks(e));
+  });
+
+  handle(r, op.openidConfiguration, async (req, res) => {
+    const { projectId, environment } = parse(op.openidConfiguration.params, req.params);
+    const e = await environments.get(projectId, environment);
+    if (!e || !e.authEnabled) throw new AppError('AUTH_NOT_CONFIGURED');
+    res.set('Cache-Control', 'public, max-age=300');
+    res.set('Access-Control-Allow-Origin', '*');
+    reply(res, op.openidConfiguration, discoveryDocument(publicUrl, e));
   });
 
   refuseOtherMethods(r, authApi);

@@ -1,6 +1,6 @@
 import { ANY_REQUEST_ERRORS, JSON_BODY_ERRORS, type Operation, type OperationGroup } from '../operation.js';
 import { MANAGEMENT_SCOPE, managementHeaders } from '../webhooks/access.js';
-import { environmentSettings, settingsPatch } from '../../projects/settings.js';
+import { settingsPatch, settingsView } from '../../projects/settings.js';
 
 // The environment's settings over the management API: what `walgate project set` changes, with
 // the same management token and headers as the webhook API.
@@ -15,7 +15,7 @@ const operations = {
     path: '/',
     summary: "The environment's settings",
     description: 'Every setting with its current value (defaults filled in). Secrets are never returned.',
-    success: { status: 200, description: 'The settings.', schema: environmentSettings },
+    success: { status: 200, description: 'The settings.', schema: settingsView },
     errors: common,
   },
   updateEnvironment: {
@@ -26,7 +26,7 @@ const operations = {
     description:
       'Any subset of the settings; each entry of `limits` on its own. Unknown keys are refused. Takes effect on every api process at once.',
     body: settingsPatch,
-    success: { status: 200, description: 'The settings after the change.', schema: environmentSettings },
+    success: { status: 200, description: 'The settings after the change.', schema: settingsView },
     errors: [...common, ...JSON_BODY_ERRORS],
   },
 } satisfies Record<string, Operation>;

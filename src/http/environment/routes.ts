@@ -5,6 +5,7 @@ import { parse } from '../validate.js';
 import { updateEnvironment, type EnvironmentCache } from '../../projects/environments.js';
 import { managementScope } from '../webhooks/access.js';
 import { environmentApi } from './operations.js';
+import { viewSettings } from '../../projects/settings.js';
 
 /** GET and PATCH /api/rest/_environment (and /gw/…): the settings of the token's environment. */
 export function environmentRouter(ctx: Context, environments: EnvironmentCache): Router {
@@ -13,15 +14,15 @@ export function environmentRouter(ctx: Context, environments: EnvironmentCache):
 
   handle(r, op.getEnvironment, async (req, res) => {
     const { env } = await managementScope(ctx, environments, req);
-    reply(res, op.getEnvironment, env.settings);
+    reply(res, op.getEnvironment, viewSettings(env.settings));
   });
   handle(r, op.updateEnvironment, async (req, res) => {
     const { env } = await managementScope(ctx, environments, req);
     const patch = parse(op.updateEnvironment.body, req.body);
-    const updated = await updateEnvironment(ctx.pool, env.projectId, env.name, patch);
+    const updated = await updateEnvironment(ctx.pool, env.projectId, env.name, patch, ctx.secrets);
     // The NOTIFY reaches every process; this one need not wait for it.
     environments.forget(env.projectId, env.name);
-    reply(res, op.updateEnvironment, updated?.settings);
+    reply(res, op.updateEnvironment, updated && viewSettings(updated.settings));
   });
 
   refuseOtherMethods(r, environmentApi);
