@@ -2,7 +2,7 @@ import type { ConnectionOptions } from 'node:tls';
 import { Pool, type Dispatcher } from 'undici';
 import { VERSION } from '../core/version.js';
 import type { HostLookup } from '../core/net/address-policy.js';
-import { guardedConnector } from './connector.js';
+import { guardedConnector } from '../core/net/guarded-connector.js';
 
 export interface SendResult {
   /** The subscriber's status, when it answered. */

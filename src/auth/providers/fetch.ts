@@ -1,5 +1,6 @@
-import { Agent, buildConnector, fetch as undiciFetch } from 'undici';
-import { forbiddenAddressReason, isHostnameLiteral, type HostLookup } from '../../core/net/address-policy.js';
+import { Agent, fetch as undiciFetch } from 'undici';
+import type { HostLookup } from '../../core/net/address-policy.js';
+import { guardedConnector } from '../../core/net/guarded-connector.js';
 import { VERSION } from '../../core/version.js';
 
 // Every request walgate makes to an identity provider (discovery, keys, token, userinfo) goes
@@ -29,23 +30,8 @@ type FetchInit = { method?: string; headers?: Record<string, string> | Headers; 
 export type ProviderFetch = (url: string, init: FetchInit) => Promise<Response>;
 
 export function providerFetch(options: ProviderFetchOptions): ProviderFetch {
-  const connect = buildConnector({ timeout: options.timeoutMs });
-  const agent = new Agent({
-    connect: (opts, callback) => {
-      const host = opts.hostname.startsWith('[') ? opts.hostname.slice(1, -1) : opts.hostname;
-      const resolve = isHostnameLiteral(host) ? Promise.resolve([{ address: host, family: 0 }]) : options.lookup(host);
-      resolve.then(
-        (addresses) => {
-          if (addresses.length === 0) return callback(new ProviderUnreachableError(`${host} has no address`), null);
-          if (!options.allowPrivate && addresses.some(({ address }) => forbiddenAddressReason(address)))
-            return callback(new ProviderUnreachableError(`refused to connect: ${host} resolves to a private or reserved address`), null);
-          const servername = opts.servername ?? (isHostnameLiteral(host) ? undefined : host);
-          connect({ ...opts, hostname: addresses[0]!.address, ...(servername ? { servername } : {}) }, callback);
-        },
-        (err: Error) => callback(new ProviderUnreachableError(`cannot resolve ${host}: ${err.message}`), null),
-      );
-    },
-  });
+  // The same guard as webhook deliveries: the address checked is the address connected to.
+  const agent = new Agent({ connect: guardedConnector(options) });
 
   return async (url, init) => {
     const target = new URL(url);

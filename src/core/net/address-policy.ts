@@ -3,7 +3,7 @@ import ipaddr from 'ipaddr.js';
 
 // The SSRF guard: which addresses a webhook may be sent to. Only global unicast addresses pass,
 // unless WEBHOOK_ALLOW_PRIVATE_NETWORKS is set (tests, self-hosting on a private network).
-// The check that counts is on the address a connection actually uses (src/delivery/connector.ts);
+// The check that counts is on the address a connection actually uses (guarded-connector.ts);
 // checking names at subscription time only gives an early, clear error.
 
 /**

@@ -1,6 +1,6 @@
 import type { ConnectionOptions } from 'node:tls';
 import { buildConnector } from 'undici';
-import { forbiddenAddressReason, isHostnameLiteral, systemLookup, type HostLookup } from '../core/net/address-policy.js';
+import { forbiddenAddressReason, isHostnameLiteral, systemLookup, type HostLookup } from './address-policy.js';
 
 export class ForbiddenAddressError extends Error {
   override name = 'ForbiddenAddressError';
