@@ -12,6 +12,7 @@ const elements = [
   { type: 'auth-sessions', pattern: 'src/auth/sessions/**', partialMatch: false },
   { type: 'auth-events', pattern: 'src/auth/events/**', partialMatch: false },
   { type: 'auth-users', pattern: 'src/auth/users/**', partialMatch: false },
+  { type: 'auth-mfa', pattern: 'src/auth/mfa/**', partialMatch: false },
   { type: 'auth', pattern: 'src/auth/**', partialMatch: false },
   // Change capture's one narrow interface: what the webhook service may call of the tailer.
   { type: 'capture', pattern: 'src/tailer/capture/**', partialMatch: false },
@@ -35,15 +36,17 @@ const layers = {
   // The root of src/auth holds what capabilities share and the flows (service.ts) that use them;
   // a capability folder may use the root and the audit trail; the admin operations (users) may
   // also end sessions. Nothing points back, so a cycle between capabilities stays an error.
-  auth: ['core', 'projects', 'auth-sessions', 'auth-events'],
+  auth: ['core', 'projects', 'auth-sessions', 'auth-events', 'auth-mfa'],
   'auth-sessions': ['core', 'projects', 'auth', 'auth-events'],
-  'auth-users': ['core', 'projects', 'auth', 'auth-events', 'auth-sessions'],
+  'auth-users': ['core', 'projects', 'auth', 'auth-events', 'auth-sessions', 'auth-mfa'],
+  // Second factors: sign-in finishes with a session (or the MFA step), never the other way.
+  'auth-mfa': ['core', 'projects', 'auth', 'auth-events', 'auth-sessions'],
   tailer: ['core'],
   capture: ['core', 'tailer'],
   delivery: ['core', 'tailer'],
   webhooks: ['core', 'projects', 'delivery', 'capture'],
-  http: ['core', 'projects', 'auth', 'webhooks', 'delivery', 'auth-events', 'auth-users'],
-  graphql: ['core', 'projects', 'auth', 'http', 'auth-events', 'auth-users'],
+  http: ['core', 'projects', 'auth', 'webhooks', 'delivery', 'auth-events', 'auth-users', 'auth-mfa'],
+  graphql: ['core', 'projects', 'auth', 'http', 'auth-events', 'auth-users', 'auth-mfa'],
   docs: ['core', 'http'],
   ops: ['core', 'tailer', 'delivery'],
   retention: ['core'],
@@ -62,8 +65,9 @@ const layers = {
     'retention',
     'auth-events',
     'auth-users',
+    'auth-mfa',
   ],
-  cli: ['core', 'projects', 'auth', 'tailer', 'capture', 'delivery', 'webhooks', 'main', 'auth-events', 'auth-users'],
+  cli: ['core', 'projects', 'auth', 'tailer', 'capture', 'delivery', 'webhooks', 'main', 'auth-events', 'auth-users', 'auth-mfa'],
 };
 
 export default tseslint.config(

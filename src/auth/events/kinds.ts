@@ -18,6 +18,11 @@ export const AUTH_EVENT = {
   created: 'user.created',
   invited: 'user.invited',
   emailVerified: 'user.email_verified',
+  // Second factors (src/auth/mfa/): `details` name the factor's id and type, never a secret.
+  mfaFactorAdded: 'user.mfa_factor_added',
+  mfaFactorRemoved: 'user.mfa_factor_removed',
+  recoveryCodeUsed: 'user.recovery_code_used',
+  recoveryCodesRegenerated: 'user.recovery_codes_regenerated',
 } as const;
 
 export type AuthEventType = (typeof AUTH_EVENT)[keyof typeof AUTH_EVENT];
