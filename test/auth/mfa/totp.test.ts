@@ -1,0 +1,162 @@
+import { expect } from 'chai';
+import type { TestApi } from '../../support/api.js';
+import type { HttpClient } from '../../support/http.js';
+import { codeIn } from '../../support/smtp.js';
+import { bearer, PASSWORD, signUpAndConfirm, startAuthApi } from '../support.js';
+import { claimsOf, enrolTotp, totp } from './support.js';
+
+// An authenticator app from enrolment to sign-in, with codes computed by the test's own RFC 6238
+// (support.ts), and every way a code is refused.
+
+describe('auth mfa: TOTP end to end (codes from an independent RFC 6238)', function () {
+  this.timeout(60_000);
+  let t: TestApi;
+  let http: HttpClient;
+
+  before(async () => {
+    t = await startAuthApi();
+    ({ http } = await t.provision({ projectId: 'totp', name: 'master' }));
+  });
+  after(() => t.close());
+
+  const login = (email: string) => http.post('/auth/login', { email, password: PASSWORD });
+  const nextStep = () => t.clock.advanceSeconds(30);
+
+  it('enrol → verify → login answers mfaRequired without tokens → challenge → a pair with aal2 and amr [pwd, otp]', async () => {
+    const a = await signUpAndConfirm(t, http);
+    const enrol = await http.post('/auth/mfa/totp/enroll', {}, bearer(a.accessToken));
+    expect(enrol.status).to.equal(200);
+    expect(enrol.body).to.have.all.keys('factorId', 'secret', 'otpauthUrl', 'qrSvg');
+    expect(enrol.body.secret).to.match(/^[A-Z2-7]{32}$/);
+    const url = new URL(enrol.body.otpauthUrl);
+    expect(url.protocol).to.equal('otpauth:');
+    expect(url.searchParams.get('secret')).to.equal(enrol.body.secret);
+    expect(url.searchParams.get('issuer')).to.equal('totp');
+    expect(enrol.body.qrSvg).to.match(/^<svg[\s\S]*<\/svg>\s*$/);
+
+    // Pending until a code is seen: a login still gets tokens, the factor is not listed.
+    expect((await login(a.email)).body).to.have.property('accessToken');
+    expect((await http.get('/auth/mfa/factors', bearer(a.accessToken))).body.factors).to.deep.equal([]);
+
+    const wrong = await http.post('/auth/mfa/totp/verify', { factorId: enrol.body.factorId, code: '000000' }, bearer(a.accessToken));
+    const right = totp(enrol.body.secret, t.clock.now());
+    expect(wrong.status).to.equal(right === '000000' ? 200 : 400);
+    const verify = await http.post('/auth/mfa/totp/verify', { factorId: enrol.body.factorId, code: right }, bearer(a.accessToken));
+    expect(verify.status, JSON.stringify(verify.body)).to.equal(200);
+    expect(verify.body.recoveryCodes).to.have.length(10);
+    expect(new Set(verify.body.recoveryCodes).size).to.equal(10);
+    expect(verify.body.factor).to.include({ id: enrol.body.factorId, type: 'totp' });
+
+    // The secret is never shown again, nor stored in clear.
+    const listed = await http.get('/auth/mfa/factors', bearer(a.accessToken));
+    expect(listed.status).to.equal(200);
+    expect(listed.body.recoveryCodesLeft).to.equal(10);
+    expect(listed.body.factors).to.have.length(1);
+    expect(JSON.stringify(listed.body)).not.to.include(enrol.body.secret);
+    const stored = await t.ctx.pool.query('SELECT totp_secret FROM walgate.mfa_factors WHERE id = $1', [enrol.body.factorId]);
+    const raw = Buffer.from(enrol.body.secret, 'ascii');
+    expect(stored.rows[0].totp_secret.includes(raw)).to.equal(false);
+
+    nextStep();
+    const first = await login(a.email);
+    expect(first.status).to.equal(200);
+    expect(first.body).to.have.all.keys('mfaRequired', 'mfaToken', 'factors');
+    expect(first.body.mfaRequired).to.equal(true);
+    expect(first.body.factors).to.deep.equal([{ id: enrol.body.factorId, type: 'totp' }]);
+
+    const code = totp(enrol.body.secret, t.clock.now());
+    const pair = await http.post('/auth/mfa/challenge', { mfaToken: first.body.mfaToken, factorId: enrol.body.factorId, code });
+    expect(pair.status, JSON.stringify(pair.body)).to.equal(200);
+    expect(pair.body).to.include.keys('accessToken', 'refreshToken', 'tokenType', 'expiresIn');
+    const claims = claimsOf(pair.body.accessToken);
+    expect(claims.aal).to.equal('aal2');
+    expect(claims.amr).to.deep.equal(['pwd', 'otp']);
+    expect((await http.get('/auth/me', bearer(pair.body.accessToken))).status).to.equal(200);
+    // A refresh keeps how the session began.
+    const refreshed = await http.post('/auth/refresh-token', { refreshToken: pair.body.refreshToken });
+    expect(claimsOf(refreshed.body.accessToken)).to.include({ aal: 'aal2' });
+
+    // The mfaToken was single use.
+    const again = await http.post('/auth/mfa/challenge', { mfaToken: first.body.mfaToken, factorId: enrol.body.factorId, code });
+    expect(again.status).to.equal(401);
+    expect(again.body.error).to.equal('AUTH_TOKEN_INVALID');
+  });
+
+  it('the same code twice → 400 AUTH_INVALID_CODE; a code two steps old → 400; one step old still works once', async () => {
+    const a = await signUpAndConfirm(t, http);
+    const { secret, factorId } = await enrolTotp(t, http, a);
+    nextStep();
+
+    const code = totp(secret, t.clock.now());
+    const once = await http.post('/auth/mfa/challenge', { mfaToken: (await login(a.email)).body.mfaToken, factorId, code });
+    expect(once.status).to.equal(200);
+    const twice = await http.post('/auth/mfa/challenge', { mfaToken: (await login(a.email)).body.mfaToken, factorId, code });
+    expect(twice.status).to.equal(400);
+    expect(twice.body.error).to.equal('AUTH_INVALID_CODE');
+
+    nextStep();
+    nextStep();
+    nextStep();
+    const twoOld = totp(secret, t.clock.now(), 2);
+    const stale = await http.post('/auth/mfa/challenge', { mfaToken: (await login(a.email)).body.mfaToken, factorId, code: twoOld });
+    expect(stale.status).to.equal(400);
+    expect(stale.body.error).to.equal('AUTH_INVALID_CODE');
+    // One step of drift is allowed (a phone's clock a little behind).
+    const oneOld = totp(secret, t.clock.now(), 1);
+    const drift = await http.post('/auth/mfa/challenge', { mfaToken: (await login(a.email)).body.mfaToken, factorId, code: oneOld });
+    expect(drift.status, JSON.stringify(drift.body)).to.equal(200);
+    // ...but after a code of a later step, an earlier one never again.
+    const now = totp(secret, t.clock.now());
+    expect((await http.post('/auth/mfa/challenge', { mfaToken: (await login(a.email)).body.mfaToken, factorId, code: now })).status).to.equal(200);
+    const back = await http.post('/auth/mfa/challenge', { mfaToken: (await login(a.email)).body.mfaToken, factorId, code: oneOld });
+    expect(back.body.error).to.equal('AUTH_INVALID_CODE');
+  });
+
+  it('5 wrong codes end the mfaToken: even the right code is refused after them', async () => {
+    const a = await signUpAndConfirm(t, http);
+    const { secret, factorId } = await enrolTotp(t, http, a);
+    nextStep();
+    const { mfaToken } = (await login(a.email)).body;
+    const right = totp(secret, t.clock.now());
+    const wrongCode = right === '123456' ? '654321' : '123456';
+    for (let i = 0; i < 5; i++) {
+      const r = await http.post('/auth/mfa/challenge', { mfaToken, factorId, code: wrongCode });
+      expect(r.status).to.equal(400);
+      expect(r.body.error).to.equal('AUTH_INVALID_CODE');
+    }
+    const dead = await http.post('/auth/mfa/challenge', { mfaToken, factorId, code: right });
+    expect(dead.status).to.equal(401);
+    expect(dead.body.error).to.equal('AUTH_TOKEN_INVALID');
+    // A fresh login gets a fresh mfaToken, and the right code (not yet used) works with it.
+    const fresh = await http.post('/auth/mfa/challenge', { mfaToken: (await login(a.email)).body.mfaToken, factorId, code: right });
+    expect(fresh.status).to.equal(200);
+  });
+
+  it('an mfaToken lives 5 minutes, and belongs to its environment', async () => {
+    const a = await signUpAndConfirm(t, http);
+    const { secret, factorId } = await enrolTotp(t, http, a);
+    nextStep();
+    const { mfaToken } = (await login(a.email)).body;
+    const { http: other } = await t.provision({ projectId: 'totp', name: 'staging' });
+    const elsewhere = await other.post('/auth/mfa/challenge', { mfaToken, factorId, code: totp(secret, t.clock.now()) });
+    expect(elsewhere.body.error).to.equal('AUTH_TOKEN_INVALID');
+    t.clock.advanceSeconds(301);
+    const late = await http.post('/auth/mfa/challenge', { mfaToken, factorId, code: totp(secret, t.clock.now()) });
+    expect(late.status).to.equal(401);
+    expect(late.body.error).to.equal('AUTH_TOKEN_INVALID');
+  });
+
+  it('a password reset keeps the second factor', async () => {
+    const a = await signUpAndConfirm(t, http);
+    await enrolTotp(t, http, a);
+    const before = t.smtp.to(a.email).length;
+    await http.post('/auth/recover-password', { email: a.email });
+    const mail = await t.smtp.waitFor(a.email, { after: before });
+    const code = codeIn(mail);
+    const reset = await http.post('/auth/reset-password', { email: a.email, code, newPassword: `${PASSWORD} again` });
+    expect(reset.status, JSON.stringify(reset.body)).to.equal(200);
+    const after = await http.post('/auth/login', { email: a.email, password: `${PASSWORD} again` });
+    expect(after.body.mfaRequired).to.equal(true);
+    expect(after.body).not.to.have.property('accessToken');
+  });
+});
