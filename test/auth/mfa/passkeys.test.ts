@@ -32,7 +32,9 @@ describe('auth mfa: passkeys in Chromium with a virtual authenticator', function
 
   before(async () => {
     t = await startAuthApi({
-      overrides: { rateLimits: { ...GENEROUS_LIMITS, passkeyLoginPerIp: { name: 'passkey-login-ip', points: 10_000, durationSeconds: 60 } } },
+      overrides: {
+        rateLimits: { ...GENEROUS_LIMITS, passkeyLoginPerIp: { name: 'passkey-login-ip', points: 10_000, durationSeconds: 60 } },
+      },
     });
     ({ http } = await t.provision({ projectId: 'passkeys', name: 'master' }));
     const bundle = await readFile(BROWSER_BUNDLE);
@@ -43,7 +45,11 @@ describe('auth mfa: passkeys in Chromium with a virtual authenticator', function
     await new Promise<void>((resolve) => pages.listen(0, resolve));
     origin = `http://localhost:${(pages.address() as AddressInfo).port}`;
     const manage = bearer(await t.managementToken('passkeys'));
-    const patched = await http.patch('/api/rest/_environment', { webauthn: { rpId: 'localhost', rpName: 'Passkey shop', origins: [origin] } }, manage);
+    const patched = await http.patch(
+      '/api/rest/_environment',
+      { webauthn: { rpId: 'localhost', rpName: 'Passkey shop', origins: [origin] } },
+      manage,
+    );
     expect(patched.status, JSON.stringify(patched.body)).to.equal(200);
 
     browser = await launchChromium();
@@ -147,7 +153,10 @@ describe('auth mfa: passkeys in Chromium with a virtual authenticator', function
 
     // Its counter moved on past the stored one: the authenticator is believed again.
     await cdp.send('WebAuthn.removeCredential', { authenticatorId, credentialId: credential!.credentialId });
-    await cdp.send('WebAuthn.addCredential', { authenticatorId, credential: { ...credential!, signCount: Number(stored.rows[0].counter) + 10 } });
+    await cdp.send('WebAuthn.addCredential', {
+      authenticatorId,
+      credential: { ...credential!, signCount: Number(stored.rows[0].counter) + 10 },
+    });
     const ahead = await http.post('/auth/passkeys/login/verify', { response: await get(await loginOptions()) });
     expect(ahead.status, JSON.stringify(ahead.body)).to.equal(200);
   });

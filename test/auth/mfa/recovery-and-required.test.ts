@@ -129,7 +129,10 @@ describe('auth mfa: recovery codes, aal2-only changes, required mode', function 
       ['get', '/auth/sessions'],
       ['patch', '/auth/me'],
     ] as const) {
-      const r = method === 'patch' ? await req.patch(path, { userMetadata: {} }, bearer(a.accessToken)) : await req.get(path, bearer(a.accessToken));
+      const r =
+        method === 'patch'
+          ? await req.patch(path, { userMetadata: {} }, bearer(a.accessToken))
+          : await req.get(path, bearer(a.accessToken));
       expect(r.status, `${method} ${path}`).to.equal(403);
       expect(r.body.error).to.equal('AUTH_MFA_REQUIRED');
     }

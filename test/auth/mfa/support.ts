@@ -60,5 +60,9 @@ export async function enrolTotp(t: TestApi, http: HttpClient, a: Account) {
     bearer(a.accessToken),
   );
   expect(verify.status, JSON.stringify(verify.body)).to.equal(200);
-  return { secret: enrol.body.secret as string, factorId: enrol.body.factorId as string, recoveryCodes: verify.body.recoveryCodes as string[] };
+  return {
+    secret: enrol.body.secret as string,
+    factorId: enrol.body.factorId as string,
+    recoveryCodes: verify.body.recoveryCodes as string[],
+  };
 }

@@ -107,7 +107,9 @@ describe('auth mfa: TOTP end to end (codes from an independent RFC 6238)', funct
     expect(drift.status, JSON.stringify(drift.body)).to.equal(200);
     // ...but after a code of a later step, an earlier one never again.
     const now = totp(secret, t.clock.now());
-    expect((await http.post('/auth/mfa/challenge', { mfaToken: (await login(a.email)).body.mfaToken, factorId, code: now })).status).to.equal(200);
+    expect(
+      (await http.post('/auth/mfa/challenge', { mfaToken: (await login(a.email)).body.mfaToken, factorId, code: now })).status,
+    ).to.equal(200);
     const back = await http.post('/auth/mfa/challenge', { mfaToken: (await login(a.email)).body.mfaToken, factorId, code: oneOld });
     expect(back.body.error).to.equal('AUTH_INVALID_CODE');
   });
