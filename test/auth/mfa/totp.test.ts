@@ -3,7 +3,7 @@ import type { TestApi } from '../../support/api.js';
 import type { HttpClient } from '../../support/http.js';
 import { codeIn } from '../../support/smtp.js';
 import { bearer, PASSWORD, signUpAndConfirm, startAuthApi } from '../support.js';
-import { claimsOf, enrolTotp, totp } from './support.js';
+import { claimsOf, enrolTotp, gql, totp } from './support.js';
 
 // An authenticator app from enrolment to sign-in, with codes computed by the test's own RFC 6238
 // (support.ts), and every way a code is refused.
@@ -160,5 +160,37 @@ describe('auth mfa: TOTP end to end (codes from an independent RFC 6238)', funct
     const after = await http.post('/auth/login', { email: a.email, password: `${PASSWORD} again` });
     expect(after.body.mfaRequired).to.equal(true);
     expect(after.body).not.to.have.property('accessToken');
+  });
+
+  it('GraphQL twins: enrol, verify, login (mfaRequired), challenge, factor list — same answers and errors as REST', async () => {
+    const a = await signUpAndConfirm(t, http);
+    const enrol = await gql(
+      http,
+      'mutation { mfaTotpEnroll(input: { name: "app" }) { factorId secret otpauthUrl qrSvg } }',
+      {},
+      a.accessToken,
+    );
+    const { factorId, secret } = enrol.body.data.mfaTotpEnroll;
+    const VERIFY = 'mutation ($i: MfaTotpVerifyInput!) { mfaTotpVerify(input: $i) { factor { id type name } recoveryCodes } }';
+    const verified = await gql(http, VERIFY, { i: { factorId, code: totp(secret, t.clock.now()) } }, a.accessToken);
+    expect(verified.body.data.mfaTotpVerify.factor).to.deep.equal({ id: factorId, type: 'totp', name: 'app' });
+    expect(verified.body.data.mfaTotpVerify.recoveryCodes).to.have.length(10);
+    const listed = await gql(http, '{ mfaFactors { factors { id type } recoveryCodesLeft } }', {}, a.accessToken);
+    expect(listed.body.data.mfaFactors).to.deep.equal({ factors: [{ id: factorId, type: 'totp' }], recoveryCodesLeft: 10 });
+
+    nextStep();
+    const LOGIN = 'mutation ($i: LoginInput!) { login(input: $i) { accessToken mfaRequired mfaToken factors { id type } } }';
+    const login = await gql(http, LOGIN, { i: { email: a.email, password: PASSWORD } });
+    expect(login.body.data.login).to.deep.include({ accessToken: null, mfaRequired: true, factors: [{ id: factorId, type: 'totp' }] });
+    const CHALLENGE = 'mutation ($i: MfaChallengeInput!) { mfaChallenge(input: $i) { accessToken tokenType } }';
+    const code = totp(secret, t.clock.now());
+    const wrong = await gql(http, CHALLENGE, {
+      i: { mfaToken: login.body.data.login.mfaToken, factorId, code: code === '111111' ? '222222' : '111111' },
+    });
+    expect(wrong.body.errors[0].extensions.code).to.equal('AUTH_INVALID_CODE');
+    const pair = await gql(http, CHALLENGE, { i: { mfaToken: login.body.data.login.mfaToken, factorId, code } });
+    expect(claimsOf(pair.body.data.mfaChallenge.accessToken)).to.deep.include({ aal: 'aal2', amr: ['pwd', 'otp'] });
+    const replay = await gql(http, CHALLENGE, { i: { mfaToken: login.body.data.login.mfaToken, factorId, code } });
+    expect(replay.body.errors[0].extensions.code).to.equal('AUTH_TOKEN_INVALID');
   });
 });
