@@ -2,6 +2,7 @@ import { Validator } from '@seriousme/openapi-schema-validator';
 import { expect } from 'chai';
 import { z } from 'zod';
 import * as authRequests from '../../src/auth/schemas.js';
+import * as mfaRequests from '../../src/auth/mfa/schemas.js';
 import { API_GROUPS } from '../../src/docs/openapi.js';
 import { createApiApp } from '../../src/main/api-app.js';
 import { ERRORS } from '../../src/core/errors.js';
@@ -106,6 +107,17 @@ describe('OpenAPI document: /openapi.json', function () {
       'GET /api/rest/_auth-events',
       'GET /api/rest/_gaps',
       'POST /api/rest/_gaps/{id}/acknowledge',
+      'POST /auth/mfa/totp/enroll',
+      'POST /auth/mfa/totp/verify',
+      'GET /auth/mfa/factors',
+      'DELETE /auth/mfa/factors/{id}',
+      'POST /auth/mfa/recovery-codes',
+      'POST /auth/mfa/challenge',
+      'POST /auth/passkeys/register/options',
+      'POST /auth/passkeys/register/verify',
+      'POST /auth/passkeys/login/options',
+      'POST /auth/passkeys/login/verify',
+      'DELETE /api/rest/_users/{id}/factors/{factorId}',
     ]);
   });
 
@@ -144,6 +156,7 @@ describe('OpenAPI document: /openapi.json', function () {
   it('request bodies, queries, paths and headers are the JSON Schema of the zod schemas the routes parse with', () => {
     const exported = [
       ...Object.values(authRequests),
+      ...Object.values(mfaRequests),
       ...Object.values(webhookRequests),
       ...Object.values(userRequests),
       userMetadataBody,
