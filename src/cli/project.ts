@@ -87,14 +87,14 @@ export function registerProjectCommands(program: Command): void {
     });
 }
 
-/** `a.b=value` into `{a: {b: value}}`: numbers and booleans as such, `corsOrigins` as a comma-separated list. */
+/** `a.b=value` into `{a: {b: value}}`: numbers and booleans as such, `corsOrigins` and `webauthn.origins` as comma-separated lists. */
 function assignSetting(target: Record<string, unknown>, pair: string): void {
   const eq = pair.indexOf('=');
   if (eq <= 0) throw new CliError(`--set wants key=value, got ${JSON.stringify(pair)}`);
   const path = pair.slice(0, eq).split('.');
   const raw = pair.slice(eq + 1);
   const value =
-    path[0] === 'corsOrigins'
+    path[0] === 'corsOrigins' || path.join('.') === 'webauthn.origins'
       ? raw === ''
         ? []
         : raw.split(',').map((s) => s.trim())
