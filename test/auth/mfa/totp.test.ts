@@ -3,7 +3,7 @@ import type { TestApi } from '../../support/api.js';
 import type { HttpClient } from '../../support/http.js';
 import { codeIn } from '../../support/smtp.js';
 import { bearer, PASSWORD, signUpAndConfirm, startAuthApi } from '../support.js';
-import { claimsOf, enrolTotp, gql, totp } from './support.js';
+import { base32Decode, claimsOf, enrolTotp, gql, totp } from './support.js';
 
 // An authenticator app from enrolment to sign-in, with codes computed by the test's own RFC 6238
 // (support.ts), and every way a code is refused.
@@ -54,8 +54,10 @@ describe('auth mfa: TOTP end to end (codes from an independent RFC 6238)', funct
     expect(listed.body.factors).to.have.length(1);
     expect(JSON.stringify(listed.body)).not.to.include(enrol.body.secret);
     const stored = await t.ctx.pool.query('SELECT totp_secret FROM walgate.mfa_factors WHERE id = $1', [enrol.body.factorId]);
-    const raw = Buffer.from(enrol.body.secret, 'ascii');
-    expect(stored.rows[0].totp_secret.includes(raw)).to.equal(false);
+    const key = base32Decode(enrol.body.secret);
+    expect(key).to.have.length(20);
+    expect(stored.rows[0].totp_secret.includes(key), 'the key is sealed, not stored').to.equal(false);
+    expect(stored.rows[0].totp_secret.includes(Buffer.from(enrol.body.secret))).to.equal(false);
 
     nextStep();
     const first = await login(a.email);
@@ -192,5 +194,44 @@ describe('auth mfa: TOTP end to end (codes from an independent RFC 6238)', funct
     expect(claimsOf(pair.body.data.mfaChallenge.accessToken)).to.deep.include({ aal: 'aal2', amr: ['pwd', 'otp'] });
     const replay = await gql(http, CHALLENGE, { i: { mfaToken: login.body.data.login.mfaToken, factorId, code } });
     expect(replay.body.errors[0].extensions.code).to.equal('AUTH_TOKEN_INVALID');
+  });
+
+  it('two requests with the same right code at once: exactly one gets the pair', async () => {
+    const a = await signUpAndConfirm(t, http);
+    const { secret, factorId } = await enrolTotp(t, http, a);
+    nextStep();
+    const [one, two] = [(await login(a.email)).body.mfaToken, (await login(a.email)).body.mfaToken];
+    const code = totp(secret, t.clock.now());
+    const answers = await Promise.all([one, two].map((mfaToken) => http.post('/auth/mfa/challenge', { mfaToken, factorId, code })));
+    expect(answers.map((r) => r.status).sort()).to.deep.equal([200, 400]);
+  });
+
+  it('guesses are limited per user, however many mfaTokens: past 10 a minute, 429 with Retry-After', async () => {
+    const a = await signUpAndConfirm(t, http);
+    const { secret, factorId } = await enrolTotp(t, http, a);
+    nextStep();
+    const right = totp(secret, t.clock.now());
+    const wrongCode = right === '123456' ? '654321' : '123456';
+    const statuses: number[] = [];
+    for (let token = 0; token < 3; token++) {
+      const { mfaToken } = (await login(a.email)).body;
+      for (let i = 0; i < 4; i++) {
+        const r = await http.post('/auth/mfa/challenge', { mfaToken, factorId, code: wrongCode });
+        statuses.push(r.status);
+        if (r.status === 429) expect(Number(r.headers.get('retry-after'))).to.be.greaterThan(0);
+      }
+    }
+    // Ten checks a minute per user: the enrolment's code was the first, so nine wrong guesses are answered.
+    expect(statuses.slice(0, 9)).to.deep.equal(Array(9).fill(400));
+    expect(statuses.slice(9)).to.deep.equal([429, 429, 429]);
+    // Another user is not held back by it.
+    const b = await signUpAndConfirm(t, http);
+    const theirs = await enrolTotp(t, http, b);
+    const ok = await http.post('/auth/mfa/challenge', {
+      mfaToken: (await login(b.email)).body.mfaToken,
+      factorId: theirs.factorId,
+      code: totp(theirs.secret, t.clock.now(), -1),
+    });
+    expect(ok.status, JSON.stringify(ok.body)).to.equal(200);
   });
 });
