@@ -13,6 +13,8 @@ type Scope = { projectId: string; name: string };
 
 export async function issueMfaToken(db: Queryable, env: Scope, userId: string, amr: readonly string[], now: Date): Promise<string> {
   const token = randomToken(PREFIX);
+  // Steps never finished go as new ones come: the table holds about five minutes' worth.
+  await db.query('DELETE FROM walgate.mfa_challenges WHERE expires_at < $1', [now]);
   await db.query(
     `INSERT INTO walgate.mfa_challenges (token_hash, user_id, project_id, environment, amr, expires_at) VALUES ($1, $2, $3, $4, $5, $6)`,
     [hashToken(token), userId, env.projectId, env.name, [...amr], new Date(now.getTime() + MFA_TOKEN_TTL_SECONDS * 1000)],

@@ -248,8 +248,11 @@ export class MfaService {
     if (!taken) throw refusedPasskey();
     const passkey = await factors.findPasskey(this.ctx.pool, env, input.response.id);
     if (!passkey || passkey.status !== 'active') throw refusedPasskey();
-    // A challenge handed out for one user's second factor is answered by that user's passkey only.
+    // A challenge handed out for one user's second factor is answered by that user's passkey only,
+    // and the user handle the authenticator reports (the user id at registration) must be its user's.
     if (taken.userId !== null && taken.userId !== passkey.userId) throw refusedPasskey();
+    const handle = input.response.response.userHandle;
+    if (handle !== undefined && Buffer.from(handle, 'base64url').toString('utf8') !== passkey.userId) throw refusedPasskey();
     let step: MfaStep | undefined;
     if (input.mfaToken) {
       step = await spendMfaAttempt(this.ctx.pool, env, input.mfaToken, now);

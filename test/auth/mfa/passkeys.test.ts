@@ -125,6 +125,8 @@ describe('auth mfa: passkeys in Chromium with a virtual authenticator', function
   });
 
   it('an assertion whose signature counter did not increase is refused, though its challenge is fresh and its signature good', async () => {
+    // One passkey on the authenticator, so that every passwordless assertion below is this one's.
+    await cdp.send('WebAuthn.clearCredentials', { authenticatorId });
     const a = await signUpAndConfirm(t, http);
     const created = await create((await http.post('/auth/passkeys/register/options', undefined, bearer(a.accessToken))).body);
     expect((await http.post('/auth/passkeys/register/verify', { response: created }, bearer(a.accessToken))).status).to.equal(200);
@@ -132,6 +134,7 @@ describe('auth mfa: passkeys in Chromium with a virtual authenticator', function
     // Two assertions from the authenticator (counters n and n+1), for two live challenges.
     const older = await get(await loginOptions());
     const newer = await get(await loginOptions());
+    expect([older.id, newer.id]).to.deep.equal([created.id, created.id]);
     expect((await http.post('/auth/passkeys/login/verify', { response: newer })).status).to.equal(200);
     // The older one's challenge is still unanswered: only its counter, behind the stored one, refuses it.
     const behind = await http.post('/auth/passkeys/login/verify', { response: older });
@@ -147,6 +150,7 @@ describe('auth mfa: passkeys in Chromium with a virtual authenticator', function
     await cdp.send('WebAuthn.removeCredential', { authenticatorId, credentialId: credential!.credentialId });
     await cdp.send('WebAuthn.addCredential', { authenticatorId, credential: { ...credential!, signCount: 0 } });
     const cloned = await get(await loginOptions());
+    expect(cloned.id).to.equal(created.id);
     const refused = await http.post('/auth/passkeys/login/verify', { response: cloned });
     expect(refused.status).to.equal(400);
     expect(refused.body.error).to.equal('AUTH_INVALID_CODE');
