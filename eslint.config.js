@@ -13,6 +13,7 @@ const elements = [
   { type: 'auth-events', pattern: 'src/auth/events/**', partialMatch: false },
   { type: 'auth-users', pattern: 'src/auth/users/**', partialMatch: false },
   { type: 'auth-providers', pattern: 'src/auth/providers/**', partialMatch: false },
+  { type: 'auth-mfa', pattern: 'src/auth/mfa/**', partialMatch: false },
   { type: 'auth', pattern: 'src/auth/**', partialMatch: false },
   // Change capture's one narrow interface: what the webhook service may call of the tailer.
   { type: 'capture', pattern: 'src/tailer/capture/**', partialMatch: false },
@@ -36,16 +37,19 @@ const layers = {
   // The root of src/auth holds what capabilities share and the flows (service.ts) that use them;
   // a capability folder may use the root and the audit trail; the admin operations (users) may
   // also end sessions. Nothing points back, so a cycle between capabilities stays an error.
-  auth: ['core', 'projects', 'auth-sessions', 'auth-events'],
+  auth: ['core', 'projects', 'auth-sessions', 'auth-events', 'auth-mfa'],
   'auth-sessions': ['core', 'projects', 'auth', 'auth-events'],
-  'auth-users': ['core', 'projects', 'auth', 'auth-events', 'auth-sessions'],
-  'auth-providers': ['core', 'projects', 'auth', 'auth-events', 'auth-sessions'],
+  'auth-users': ['core', 'projects', 'auth', 'auth-events', 'auth-sessions', 'auth-mfa'],
+  // Second factors: sign-in finishes with a session (or the MFA step), never the other way.
+  'auth-mfa': ['core', 'projects', 'auth', 'auth-events', 'auth-sessions'],
+  // Provider sign-in finishes through the MFA step when the user has a factor.
+  'auth-providers': ['core', 'projects', 'auth', 'auth-events', 'auth-sessions', 'auth-mfa'],
   tailer: ['core'],
   capture: ['core', 'tailer'],
   delivery: ['core', 'tailer'],
   webhooks: ['core', 'projects', 'delivery', 'capture'],
-  http: ['core', 'projects', 'auth', 'webhooks', 'delivery', 'auth-events', 'auth-users', 'auth-providers'],
-  graphql: ['core', 'projects', 'auth', 'http', 'auth-events', 'auth-users', 'auth-providers'],
+  http: ['core', 'projects', 'auth', 'webhooks', 'delivery', 'auth-events', 'auth-users', 'auth-providers', 'auth-mfa'],
+  graphql: ['core', 'projects', 'auth', 'http', 'auth-events', 'auth-users', 'auth-providers', 'auth-mfa'],
   docs: ['core', 'http'],
   ops: ['core', 'tailer', 'delivery'],
   retention: ['core'],
@@ -65,8 +69,9 @@ const layers = {
     'auth-events',
     'auth-users',
     'auth-providers',
+    'auth-mfa',
   ],
-  cli: ['core', 'projects', 'auth', 'tailer', 'capture', 'delivery', 'webhooks', 'main', 'auth-events', 'auth-users'],
+  cli: ['core', 'projects', 'auth', 'tailer', 'capture', 'delivery', 'webhooks', 'main', 'auth-events', 'auth-users', 'auth-mfa'],
 };
 
 export default tseslint.config(

@@ -134,6 +134,42 @@ async function detailView(ui, id) {
   const emails = detail.emails.map((m) =>
     h('tr', {}, h('td', {}, m.purpose), h('td', {}, m.state), h('td', {}, String(m.attempts)), h('td', {}, time(m.createdAt))),
   );
+  // Second factors: what they are and when last used, never a secret; an operator removes one
+  // for a user who lost their phone or key (their next login asks for the others, or none).
+  const factors = detail.factors.map((f) =>
+    h(
+      'tr',
+      {},
+      h('td', {}, f.type === 'totp' ? 'Authenticator app' : 'Passkey'),
+      h('td', {}, f.name ?? '—'),
+      h('td', {}, time(f.createdAt)),
+      h('td', {}, f.lastUsedAt ? time(f.lastUsedAt) : 'never'),
+      h(
+        'td',
+        {},
+        h(
+          'button',
+          {
+            type: 'button',
+            class: 'danger',
+            'aria-label': `Remove factor ${f.name ?? f.type}`,
+            onclick: async () => {
+              if (
+                !(await ui.ask(
+                  `Remove this ${f.type === 'totp' ? 'authenticator app' : 'passkey'} from ${u.email}?`,
+                  'Remove factor',
+                  true,
+                ))
+              )
+                return;
+              await act('Factor removed.', () => users('DELETE', `/${enc(id)}/factors/${enc(f.id)}`));
+            },
+          },
+          'Remove',
+        ),
+      ),
+    ),
+  );
   const events = trail.events.map((e) =>
     h('tr', {}, h('td', {}, time(e.createdAt)), h('td', {}, e.type), h('td', {}, e.clientAddress ?? '—'), h('td', {}, e.actor ?? '—')),
   );
@@ -144,6 +180,10 @@ async function detailView(ui, id) {
     h('div', { class: 'actions' }, toggle, logout, remove),
     h('h3', {}, 'Sessions'),
     sessions.length ? ui.scrollTable('Sessions', ['Started', 'Expires', 'State'], sessions) : h('p', {}, 'No session.'),
+    h('h3', {}, 'Second factors'),
+    factors.length
+      ? ui.scrollTable('Second factors', ['Kind', 'Name', 'Added', 'Last used', ''], factors)
+      : h('p', {}, 'No second factor.'),
     h('h3', {}, 'E-mails'),
     emails.length ? ui.scrollTable('E-mails', ['Purpose', 'State', 'Tries', 'Written'], emails) : h('p', {}, 'No e-mail.'),
     h('h3', {}, 'Events'),

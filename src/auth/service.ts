@@ -9,6 +9,8 @@ import type { KeyRing } from './keyring.js';
 import { spendLimit } from './limits.js';
 import { accountKey, clearLoginFailures, deviceClient, recordLoginSuccess, reserveLoginAttempt } from './lockout.js';
 import { queueCodeMail } from './mail.js';
+import { MfaService } from './mfa/service.js';
+import type { MfaRequired } from './mfa/view.js';
 import { hashPassword, lengthViolations, needsRehash, passwordViolations, spendVerificationTime, verifyPassword } from './passwords.js';
 import { issueDeviceToken, trustedDevice } from './sessions/devices.js';
 import { LOGOUT_MESSAGE, origin, SessionService, type TokenPair } from './sessions/service.js';
@@ -42,12 +44,15 @@ const NOBODY = '00000000-0000-0000-0000-000000000000';
 export class AuthService {
   /** Refresh, access checks, logout and the user's own sessions (src/auth/sessions/). */
   readonly sessions: SessionService;
+  /** Second factors and passkeys (src/auth/mfa/); `mfa.finishSignIn` ends every sign-in. */
+  readonly mfa: MfaService;
 
   constructor(
     private readonly ctx: Context,
     readonly keys: KeyRing,
   ) {
     this.sessions = new SessionService(ctx, keys);
+    this.mfa = new MfaService(ctx, this.sessions);
   }
 
   async signup(env: Environment, input: { email: string; password: string; name?: string | null }, meta: RequestMeta) {
@@ -109,7 +114,7 @@ export class AuthService {
     env: Environment,
     input: { email: string; password: string },
     meta: RequestMeta,
-  ): Promise<TokenPair & { deviceToken: string }> {
+  ): Promise<(TokenPair & { deviceToken: string }) | MfaRequired> {
     await spendLimit(this.ctx, env, 'login', meta.ip);
     const now = this.ctx.clock();
     const account = accountKey(this.ctx.secrets, env, input.email);
@@ -151,8 +156,10 @@ export class AuthService {
     this.#count('login_ok');
     if (needsRehash(user.passwordHash)) await users.replacePasswordHash(this.ctx.pool, user.id, await hashPassword(input.password), now);
     // The counts start again while the session starts (two statements at once, not one after the other).
-    const [pair] = await Promise.all([this.sessions.start(env, user, meta, now), succeeded]);
-    return { ...pair, deviceToken: device ? meta.deviceToken! : issueDeviceToken(this.ctx.secrets, account) };
+    const [finished] = await Promise.all([this.mfa.finishSignIn(env, user, meta, now), succeeded]);
+    // A user with a second factor gets the MFA step instead of a pair (mfa/service.ts).
+    if ('mfaRequired' in finished) return finished;
+    return { ...finished, deviceToken: device ? meta.deviceToken! : issueDeviceToken(this.ctx.secrets, account) };
   }
 
   /**

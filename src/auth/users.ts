@@ -111,6 +111,16 @@ export async function findUserByEmail(db: Queryable, scope: Scope, email: string
   return rows[0];
 }
 
+/** A user of this environment by id (a passkey's user handle, an mfaToken's user). */
+export async function findUserById(db: Queryable, scope: Scope, id: string): Promise<User | undefined> {
+  const { rows } = await db.query<User>(`SELECT ${COLUMNS} FROM walgate.users WHERE project_id = $1 AND environment = $2 AND id = $3`, [
+    scope.projectId,
+    scope.name,
+    id,
+  ]);
+  return rows[0];
+}
+
 export async function markVerified(db: Queryable, userId: string, now: Date): Promise<User> {
   const { rows } = await db.query<User>(
     `UPDATE walgate.users SET email_verified_at = coalesce(email_verified_at, $2), updated_at = $2 WHERE id = $1 RETURNING ${COLUMNS}`,

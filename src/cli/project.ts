@@ -89,9 +89,9 @@ export function registerProjectCommands(program: Command): void {
 }
 
 /**
- * `a.b=value` into `{a: {b: value}}`: numbers and booleans as such, `corsOrigins` as a
- * comma-separated list, `@path` as the JSON in that file (providers: a list of objects, and their
- * secrets stay out of the shell history).
+ * `a.b=value` into `{a: {b: value}}`: numbers and booleans as such, `corsOrigins` and
+ * `webauthn.origins` as comma-separated lists, `@path` as the JSON in that file (providers: a list
+ * of objects, and their secrets stay out of the shell history).
  */
 function assignSetting(target: Record<string, unknown>, pair: string): void {
   const eq = pair.indexOf('=');
@@ -100,7 +100,7 @@ function assignSetting(target: Record<string, unknown>, pair: string): void {
   const raw = pair.slice(eq + 1);
   const value = raw.startsWith('@')
     ? readJsonFile(raw.slice(1))
-    : path[0] === 'corsOrigins'
+    : path[0] === 'corsOrigins' || path.join('.') === 'webauthn.origins'
       ? raw === ''
         ? []
         : raw.split(',').map((s) => s.trim())

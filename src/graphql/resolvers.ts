@@ -1,8 +1,9 @@
 import type { Request } from 'express';
 import type { AuthService } from '../auth/service.js';
 import type { ProviderService } from '../auth/providers/service.js';
+import { AppError, validationError } from '../core/errors.js';
+import { mfaApi } from '../http/auth/mfa/operations.js';
 import { providersApi } from '../http/auth/providers/operations.js';
-import { AppError } from '../core/errors.js';
 import { authApi } from '../http/auth/operations.js';
 import { clientIp } from '../http/client-ip.js';
 import { authEnvironment } from '../http/scope.js';
@@ -35,7 +36,14 @@ export function authResolvers(service: AuthService, environments: EnvironmentCac
   // estimate), and `me` or `jwks` asked for under many aliases is worked out once.
   const perRequest = new WeakMap<
     Request,
-    { mutations: number; me?: Promise<unknown>; jwks?: Promise<unknown>; sessions?: Promise<unknown>; identities?: Promise<unknown> }
+    {
+      mutations: number;
+      me?: Promise<unknown>;
+      jwks?: Promise<unknown>;
+      sessions?: Promise<unknown>;
+      identities?: Promise<unknown>;
+      mfaFactors?: Promise<unknown>;
+    }
   >();
   const state = (c: GraphQLContext) => {
     let s = perRequest.get(c.req);
@@ -57,7 +65,41 @@ export function authResolvers(service: AuthService, environments: EnvironmentCac
     if (!providers) throw new AppError('AUTH_NOT_CONFIGURED', 'Provider sign-in is not served by this api.');
     return providers;
   };
+  const mfa = service.mfa;
+  const mop = mfaApi.operations;
+  // WebAuthn JSON travels as text in GraphQL (no JSON scalar); it is parsed, then checked by the REST schema.
+  const json = (text: unknown, path: string) => {
+    try {
+      return typeof text === 'string' ? (JSON.parse(text) as unknown) : text;
+    } catch {
+      throw validationError([{ path, message: 'must be JSON text' }]);
+    }
+  };
+  const withJson = (input: Record<string, unknown>) => ({ ...input, response: json(input.response, 'response') });
   return {
+    mfaFactors: (_: unknown, c: GraphQLContext) => (state(c).mfaFactors ??= env(c).then((e) => mfa.listFactors(e, authorization(c)))),
+    mfaTotpEnroll: ({ input }: Partial<Args<unknown>>, c: GraphQLContext) =>
+      oneMutation(c, async () => mfa.enrollTotp(await env(c), authorization(c), parse(mop.totpEnroll.body, input ?? {}))),
+    mfaTotpVerify: ({ input }: Args<unknown>, c: GraphQLContext) =>
+      oneMutation(c, async () => mfa.verifyTotp(await env(c), authorization(c), parse(mop.totpVerify.body, input), meta(c))),
+    mfaChallenge: ({ input }: Args<unknown>, c: GraphQLContext) =>
+      oneMutation(c, async () => mfa.challenge(await env(c), parse(mop.mfaChallenge.body, input), meta(c))),
+    mfaDeleteFactor: ({ input }: Args<unknown>, c: GraphQLContext) =>
+      oneMutation(c, async () => mfa.deleteFactor(await env(c), authorization(c), parse(mop.deleteFactor.params, input).id, meta(c))),
+    mfaRecoveryCodes: (_: unknown, c: GraphQLContext) =>
+      oneMutation(c, async () => mfa.regenerateRecoveryCodes(await env(c), authorization(c), meta(c))),
+    passkeyRegisterOptions: (_: unknown, c: GraphQLContext) =>
+      oneMutation(c, async () => ({ optionsJSON: JSON.stringify(await mfa.passkeyRegisterOptions(await env(c), authorization(c))) })),
+    passkeyRegisterVerify: ({ input }: Args<Record<string, unknown>>, c: GraphQLContext) =>
+      oneMutation(c, async () =>
+        mfa.passkeyRegisterVerify(await env(c), authorization(c), parse(mop.passkeyRegisterVerify.body, withJson(input)), meta(c)),
+      ),
+    passkeyLoginOptions: ({ input }: Partial<Args<unknown>>, c: GraphQLContext) =>
+      oneMutation(c, async () => ({
+        optionsJSON: JSON.stringify(await mfa.passkeyLoginOptions(await env(c), parse(mop.passkeyLoginOptions.body, input ?? {}), meta(c))),
+      })),
+    passkeyLoginVerify: ({ input }: Args<Record<string, unknown>>, c: GraphQLContext) =>
+      oneMutation(c, async () => mfa.passkeyLoginVerify(await env(c), parse(mop.passkeyLoginVerify.body, withJson(input)), meta(c))),
     me: (_: unknown, c: GraphQLContext) => (state(c).me ??= env(c).then((e) => sessions.me(e, authorization(c)))),
     sessions: (_: unknown, c: GraphQLContext) => (state(c).sessions ??= env(c).then((e) => sessions.list(e, authorization(c)))),
     jwks: (_: unknown, c: GraphQLContext) => (state(c).jwks ??= env(c).then((e) => service.jwks(e))),

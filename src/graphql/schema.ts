@@ -11,6 +11,8 @@ export const SDL = `type Query {
   sessions: SessionList!
   "The user's identity-provider identities (access token in the Authorization header)."
   identities: IdentityList!
+  "The user's active second factors (access token in the Authorization header)."
+  mfaFactors: MfaFactorList!
 }
 
 type Mutation {
@@ -25,10 +27,28 @@ type Mutation {
   logout(input: LogoutInput): Message!
   "Ends one of the user's own sessions."
   endSession(input: EndSessionInput!): Message!
-  "Exchanges the one-time code of a provider sign-in, with its PKCE verifier, for a token pair. (The sign-in itself is a browser redirect: REST only.)"
-  providerToken(input: ProviderTokenInput!): TokenPair!
+  "Exchanges the one-time code of a provider sign-in, with its PKCE verifier, for a token pair, or the MFA step for a user with a second factor. (The sign-in itself is a browser redirect: REST only.)"
+  providerToken(input: ProviderTokenInput!): LoginResult!
   "Removes one of the user's identities; never the last way to sign in."
   unlinkIdentity(input: UnlinkIdentityInput!): Message!
+  "Starts enrolling an authenticator app: the secret is shown this once."
+  mfaTotpEnroll(input: MfaTotpEnrollInput): MfaTotpEnrollment!
+  "A right code activates the app; the user's first factor comes with recovery codes."
+  mfaTotpVerify(input: MfaTotpVerifyInput!): MfaFactorAdded!
+  "Finishes a login that answered mfaRequired, with a TOTP code or a recovery code."
+  mfaChallenge(input: MfaChallengeInput!): TokenPair!
+  "Removes one of the user's factors (needs an aal2 token)."
+  mfaDeleteFactor(input: MfaDeleteFactorInput!): Message!
+  "A new set of ten recovery codes (needs an aal2 token)."
+  mfaRecoveryCodes: RecoveryCodes!
+  "Options for navigator.credentials.create(), as JSON text."
+  passkeyRegisterOptions: PasskeyOptions!
+  "Registers the passkey: response is the browser's answer as JSON text."
+  passkeyRegisterVerify(input: PasskeyRegisterVerifyInput!): MfaFactorAdded!
+  "Options for navigator.credentials.get(), as JSON text; with an mfaToken, the passkey is the second factor."
+  passkeyLoginOptions(input: PasskeyLoginOptionsInput): PasskeyOptions!
+  "Signs in with the passkey's assertion (JSON text)."
+  passkeyLoginVerify(input: PasskeyLoginVerifyInput!): TokenPair!
 }
 
 input ProviderTokenInput {
@@ -51,6 +71,78 @@ type Identity {
 
 type IdentityList {
   identities: [Identity!]!
+}
+
+input MfaTotpEnrollInput {
+  name: String
+}
+
+input MfaTotpVerifyInput {
+  factorId: ID!
+  code: String!
+}
+
+input MfaChallengeInput {
+  mfaToken: String!
+  factorId: ID
+  code: String!
+}
+
+input MfaDeleteFactorInput {
+  id: ID!
+}
+
+input PasskeyRegisterVerifyInput {
+  response: String!
+  name: String
+}
+
+input PasskeyLoginOptionsInput {
+  mfaToken: String
+}
+
+input PasskeyLoginVerifyInput {
+  response: String!
+  mfaToken: String
+}
+
+type MfaTotpEnrollment {
+  factorId: ID!
+  secret: String!
+  otpauthUrl: String!
+  qrSvg: String!
+}
+
+type MfaFactor {
+  id: ID!
+  type: String!
+  name: String
+  createdAt: String!
+  lastUsedAt: String
+}
+
+type MfaFactorRef {
+  id: ID!
+  type: String!
+}
+
+type MfaFactorAdded {
+  factor: MfaFactor!
+  recoveryCodes: [String!]
+}
+
+type MfaFactorList {
+  factors: [MfaFactor!]!
+  recoveryCodesLeft: Int!
+}
+
+type RecoveryCodes {
+  recoveryCodes: [String!]!
+}
+
+type PasskeyOptions {
+  "PublicKeyCredentialCreationOptionsJSON or PublicKeyCredentialRequestOptionsJSON, as JSON text."
+  optionsJSON: String!
 }
 
 enum LogoutScope {
@@ -109,12 +201,16 @@ type TokenPair {
   expiresIn: Int!
 }
 
+"The token pair, or (for a user with an active second factor) mfaRequired, mfaToken and factors instead."
 type LoginResult {
-  accessToken: String!
-  refreshToken: String!
-  tokenType: String!
-  expiresIn: Int!
-  deviceToken: String!
+  accessToken: String
+  refreshToken: String
+  tokenType: String
+  expiresIn: Int
+  deviceToken: String
+  mfaRequired: Boolean
+  mfaToken: String
+  factors: [MfaFactorRef!]
 }
 
 type ConfirmSignupResult {

@@ -29,7 +29,7 @@ export function createApiApp(ctx: Context, events = new CacheEvents(ctx.log), se
   const keys = new KeyRing(ctx);
   events.subscribe(applyCacheEvent(ctx, environments, keys));
   const auth = new AuthService(ctx, keys);
-  const providers = new ProviderService(ctx, auth.sessions, environments);
+  const providers = new ProviderService(ctx, auth.sessions, environments, auth.mfa);
   const webhooks = webhooksRouter(ctx, service, environments);
   const users = new UserAdminService(ctx);
   registerProblemGauge(ctx);

@@ -31,6 +31,9 @@ export const LIMIT_KEYS = [
   'resetPasswordPerEmail',
   'refreshTokenPerIp',
   'providerSignInPerIp',
+  'mfaChallengePerIp',
+  'mfaChallengePerUser',
+  'passkeyLoginPerIp',
 ] as const;
 export type LimitKey = (typeof LIMIT_KEYS)[number];
 
@@ -69,6 +72,16 @@ export const environmentSettings = z.object({
   limits,
   /** Identity providers users may sign in with (providers.ts); client secrets stored sealed. */
   providers: storedProviders.default([]),
+  /** `required`: tokens without a second factor (aal1) are accepted only to enrol one, list factors and log out. */
+  mfa: z.enum(['optional', 'required']).default('optional'),
+  /** The WebAuthn relying party of passkeys: its id (a host name; default PUBLIC_URL's), its name (default the project id) and the page origins allowed (default PUBLIC_URL's). */
+  webauthn: z
+    .strictObject({
+      rpId: z.string().min(1).max(253).optional(),
+      rpName: z.string().min(1).max(200).optional(),
+      origins: z.array(origin).max(100).default([]),
+    })
+    .prefault({}),
 });
 
 export type Settings = z.infer<typeof environmentSettings>;

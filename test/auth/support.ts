@@ -16,6 +16,9 @@ export const GENEROUS_LIMITS = {
   confirmSignupPerEmail: { name: 'confirm-signup-email', points: 10_000, durationSeconds: 60 },
   resetPasswordPerIp: { name: 'reset-password-ip', points: 10_000, durationSeconds: 60 },
   resetPasswordPerEmail: { name: 'reset-password-email', points: 10_000, durationSeconds: 60 },
+  // Per client address only: the per-user limit of second-factor guesses stays as it is.
+  mfaChallengePerIp: { name: 'mfa-challenge-ip', points: 10_000, durationSeconds: 60 },
+  passkeyLoginPerIp: { name: 'passkey-login-ip', points: 10_000, durationSeconds: 60 },
 };
 
 export function startAuthApi(options: TestApiOptions = {}): Promise<TestApi> {

@@ -3,6 +3,7 @@ import { createRequire } from 'node:module';
 import { expect } from 'chai';
 import type { Browser, Page } from 'playwright-core';
 import { signUpAndConfirm, startAuthApi } from '../auth/support.js';
+import { enrolTotp } from '../auth/mfa/support.js';
 import type { TestApi } from '../support/api.js';
 import { launchChromium } from '../support/chromium.js';
 import type { HttpClient } from '../support/http.js';
@@ -111,6 +112,44 @@ describe('console: the Users page in Chromium', function () {
     expect((await t.ctx.pool.query('SELECT 1 FROM walgate.users WHERE id = $1', [ada.userId])).rowCount).to.equal(0);
     expect(await page.getByRole('link', { name: 'ada.lovelace@example.com' }).count()).to.equal(0);
 
+    expect(problems).to.deep.equal([]);
+  });
+
+  it("shows a user's second factors and removes one after asking", async () => {
+    const grace = await signUpAndConfirm(t, http, 'grace.hopper@example.com');
+    const { factorId } = await enrolTotp(t, http, grace);
+    const token = await t.managementToken('people');
+    const own = await browser.newPage({ viewport: { width: 1280, height: 900 } });
+    own.setDefaultTimeout(10_000);
+    own.on('pageerror', (e) => problems.push(`page error: ${e.message}`));
+    await own.goto(`${t.url}/console`);
+    await own.locator('#project-id').fill('people');
+    await own.locator('#token').fill(token);
+    await own.getByRole('button', { name: 'Sign in' }).click();
+    await own.getByRole('heading', { name: 'Subscriptions' }).waitFor();
+    await own.goto(`${t.url}/console#/users/${grace.userId}`);
+    await own.getByRole('heading', { name: 'grace.hopper@example.com' }).waitFor();
+    const factors = own.getByRole('region', { name: 'Second factors' });
+    expect(await factors.innerText())
+      .to.contain('Authenticator app')
+      .and.contain('phone');
+    expect(await factors.innerText()).not.to.contain(factorId); // ids are for the API, the page names the factor
+
+    await own.getByRole('button', { name: 'Remove factor phone' }).click();
+    await own.getByRole('dialog').getByRole('button', { name: 'Cancel' }).click();
+    expect((await t.ctx.pool.query('SELECT 1 FROM walgate.mfa_factors WHERE id = $1', [factorId])).rowCount).to.equal(1);
+    await own.getByRole('button', { name: 'Remove factor phone' }).click();
+    await own.getByRole('dialog').getByRole('button', { name: 'Remove factor' }).click();
+    await own.getByText('Factor removed.').waitFor();
+    await own.getByText('No second factor.').waitFor();
+    expect((await t.ctx.pool.query('SELECT 1 FROM walgate.mfa_factors WHERE id = $1', [factorId])).rowCount).to.equal(0);
+    // The next login gives tokens again, without a second step.
+    expect((await http.post('/auth/login', { email: grace.email, password: grace.password })).body).to.have.property('accessToken');
+    const trail = await http.get(`/api/rest/_users/${grace.userId}/events?type=user.mfa_factor_removed`, {
+      headers: { authorization: `Bearer ${token}` },
+    });
+    expect(trail.body.events).to.have.length(1);
+    await own.close();
     expect(problems).to.deep.equal([]);
   });
 });

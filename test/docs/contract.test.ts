@@ -7,6 +7,8 @@ import type { TestApi } from '../support/api.js';
 import { HttpClient } from '../support/http.js';
 import { ContractClient, documentedOperations } from '../support/openapi.js';
 import { codeIn } from '../support/smtp.js';
+import { SoftwarePasskey } from '../support/passkey.js';
+import { totp } from '../auth/mfa/support.js';
 
 // The api as a client generated from /openapi.json sees it: every answer below — successes, and
 // the failures a client can provoke — is checked against the document (status documented for the
@@ -246,6 +248,47 @@ describe('OpenAPI document: the api answers as documented', function () {
     mergeSeen(anonymous);
   });
 
+  it('second factors: TOTP, the login step, challenge, recovery codes, passkeys, removal by the user and by an operator', async () => {
+    const email = uniqueEmail('mfa');
+    await user.call('signup', { body: { email, password: PASSWORD } });
+    const confirmed = await user.call('confirmSignup', { body: { email, code: await mailedCode(email, 0) } });
+    const weak = confirmed.body.accessToken as string;
+    const enrol = await user.call('totpEnroll', { ...bearer(weak), body: { name: 'phone' } });
+    expect(enrol.status).to.equal(200);
+    const { factorId, secret } = enrol.body;
+    expect((await user.call('totpVerify', { ...bearer(weak), body: { factorId, code: 'abcdef' } })).body.error).to.equal('AUTH_INVALID_CODE');
+    expect((await user.call('totpVerify', { ...bearer(weak), body: { factorId, code: totp(secret, t.clock.now()) } })).status).to.equal(200);
+    expect((await user.call('listFactors', bearer(weak))).body.factors).to.have.length(1);
+    expect((await user.call('deleteFactor', { ...bearer(weak), params: { id: factorId } })).body.error).to.equal('AUTH_MFA_REQUIRED');
+
+    t.clock.advanceSeconds(30);
+    const step = await user.call('login', { body: { email, password: PASSWORD } });
+    expect(step.body.mfaRequired).to.equal(true);
+    const pair = await user.call('mfaChallenge', { body: { mfaToken: step.body.mfaToken, factorId, code: totp(secret, t.clock.now()) } });
+    expect(pair.status).to.equal(200);
+    expect((await user.call('mfaChallenge', { body: { mfaToken: step.body.mfaToken, code: 'abcde-fghij' } })).body.error).to.equal('AUTH_TOKEN_INVALID');
+    const strong = pair.body.accessToken as string;
+    expect((await user.call('regenerateRecoveryCodes', bearer(strong))).body.recoveryCodes).to.have.length(10);
+
+    const passkey = new SoftwarePasskey('walgate.test', 'http://walgate.test');
+    const options = await user.call('passkeyRegisterOptions', bearer(strong));
+    expect(options.status).to.equal(200);
+    const registered = await user.call('passkeyRegisterVerify', { ...bearer(strong), body: { response: passkey.create(options.body) } });
+    expect(registered.status).to.equal(200);
+    const loginOptions = await user.call('passkeyLoginOptions', {});
+    expect(loginOptions.status).to.equal(200);
+    expect((await user.call('passkeyLoginVerify', { body: { response: passkey.get(loginOptions.body) } })).status).to.equal(200);
+    expect((await user.call('passkeyLoginVerify', { body: { response: passkey.get(loginOptions.body) } })).body.error).to.equal('AUTH_INVALID_CODE');
+
+    expect((await user.call('deleteFactor', { ...bearer(strong), params: { id: factorId } })).status).to.equal(200);
+    expect((await user.call('deleteFactor', { ...bearer(strong), params: { id: factorId } })).body.error).to.equal('MFA_FACTOR_NOT_FOUND');
+    const userId = confirmed.body.user.id as string;
+    expect((await manager.call('getUser', { params: { id: userId } })).body.factors).to.have.length(1);
+    const passkeyFactor = registered.body.factor.id as string;
+    expect((await manager.call('removeUserFactor', { params: { id: userId, factorId: passkeyFactor } })).status).to.equal(204);
+    expect((await manager.call('removeUserFactor', { params: { id: userId, factorId: passkeyFactor } })).body.error).to.equal('MFA_FACTOR_NOT_FOUND');
+  });
+
   it('capture gaps: list, acknowledge', async () => {
     await t.ctx.pool.query(
       `INSERT INTO walgate.capture_gaps (id, project_id, environment, slot_name, reason, from_lsn, to_lsn, from_time, to_time, webhook_ids)
@@ -259,7 +302,7 @@ describe('OpenAPI document: the api answers as documented', function () {
   });
 
   describe('the failures every operation of a kind shares', () => {
-    const params = { id: 'wh_nonexistent', deliveryId: 'del_nonexistent', replayId: 'rpl_nonexistent' };
+    const params = { id: 'wh_nonexistent', deliveryId: 'del_nonexistent', replayId: 'rpl_nonexistent', factorId: '00000000-0000-4000-8000-000000000000' };
     const bodyless = (id: string) => !documentedOperations(doc).find((o) => o.id === id)!.operation.requestBody;
     const all = () => documentedOperations(doc).map((o) => o.id);
     // Operations that name their project with the headers (browser navigations and the issuer documents carry it in the URL).

@@ -2,6 +2,7 @@ import { Validator } from '@seriousme/openapi-schema-validator';
 import { expect } from 'chai';
 import { z } from 'zod';
 import * as authRequests from '../../src/auth/schemas.js';
+import * as mfaRequests from '../../src/auth/mfa/schemas.js';
 import { API_GROUPS } from '../../src/docs/openapi.js';
 import { createApiApp } from '../../src/main/api-app.js';
 import { ERRORS } from '../../src/core/errors.js';
@@ -112,6 +113,17 @@ describe('OpenAPI document: /openapi.json', function () {
       'POST /auth/providers/token',
       'GET /auth/identities',
       'DELETE /auth/identities/{id}',
+      'POST /auth/mfa/totp/enroll',
+      'POST /auth/mfa/totp/verify',
+      'GET /auth/mfa/factors',
+      'DELETE /auth/mfa/factors/{id}',
+      'POST /auth/mfa/recovery-codes',
+      'POST /auth/mfa/challenge',
+      'POST /auth/passkeys/register/options',
+      'POST /auth/passkeys/register/verify',
+      'POST /auth/passkeys/login/options',
+      'POST /auth/passkeys/login/verify',
+      'DELETE /api/rest/_users/{id}/factors/{factorId}',
     ]);
   });
 
@@ -150,6 +162,7 @@ describe('OpenAPI document: /openapi.json', function () {
   it('request bodies, queries, paths and headers are the JSON Schema of the zod schemas the routes parse with', () => {
     const exported = [
       ...Object.values(authRequests),
+      ...Object.values(mfaRequests),
       ...Object.values(webhookRequests),
       ...Object.values(userRequests),
       userMetadataBody,

@@ -21,6 +21,11 @@ export const AUTH_EVENT = {
   identityLinked: 'user.identity_linked',
   identityUnlinked: 'user.identity_unlinked',
   providerSignedIn: 'user.provider_signed_in',
+  // Second factors (src/auth/mfa/): `details` name the factor's id and type, never a secret.
+  mfaFactorAdded: 'user.mfa_factor_added',
+  mfaFactorRemoved: 'user.mfa_factor_removed',
+  recoveryCodeUsed: 'user.recovery_code_used',
+  recoveryCodesRegenerated: 'user.recovery_codes_regenerated',
 } as const;
 
 export type AuthEventType = (typeof AUTH_EVENT)[keyof typeof AUTH_EVENT];

@@ -8,6 +8,8 @@ import type { StoredProvider } from '../../projects/providers.js';
 import { append, type EventOrigin } from '../events/append.js';
 import { spendLimit } from '../limits.js';
 import { AUTH_EVENT } from '../events/kinds.js';
+import type { MfaService } from '../mfa/service.js';
+import type { MfaRequired } from '../mfa/view.js';
 import { origin, type SessionService, type TokenPair } from '../sessions/service.js';
 import type { SessionClient } from '../sessions/store.js';
 import { findUserByEmail, USER_COLUMNS, type User } from '../users.js';
@@ -44,6 +46,8 @@ export class ProviderService {
     private readonly ctx: Context,
     private readonly sessions: SessionService,
     private readonly environments: EnvironmentCache,
+    /** A user with an active second factor gets the MFA step instead of a pair (mfa/service.ts). */
+    private readonly mfa: MfaService,
   ) {
     this.protocol = new ProviderProtocol(ctx);
   }
@@ -131,8 +135,12 @@ export class ProviderService {
     return back.href;
   }
 
-  /** The application's one-time code and the PKCE verifier of the challenge it began with: a session. */
-  async exchange(env: Environment, input: { code: string; codeVerifier: string }, client: Client & { ip: string }): Promise<TokenPair> {
+  /** The application's one-time code and the PKCE verifier of the challenge it began with: a session (or the MFA step). */
+  async exchange(
+    env: Environment,
+    input: { code: string; codeVerifier: string },
+    client: Client & { ip: string },
+  ): Promise<TokenPair | MfaRequired> {
     await spendLimit(this.ctx, env, 'providerSignInPerIp', client.ip);
     const now = this.ctx.clock();
     // Used up by this request whatever follows: a code is never good for a second try.
@@ -151,10 +159,10 @@ export class ProviderService {
    * Every provider sign-in ends here, and only here: the one place where a further step (a second
    * factor) joins before a session is given.
    */
-  async completeSignIn(env: Environment, user: User, client: Client, now: Date): Promise<TokenPair> {
-    const pair = await this.sessions.start(env, user, client, now, { event: AUTH_EVENT.providerSignedIn, amr: ['fed'] });
+  async completeSignIn(env: Environment, user: User, client: Client, now: Date): Promise<TokenPair | MfaRequired> {
+    const finished = await this.mfa.finishSignIn(env, user, client, now, { event: AUTH_EVENT.providerSignedIn, amr: ['fed'] });
     this.#count('provider_sign_in');
-    return pair;
+    return finished;
   }
 
   async identities(env: Environment, authorization: string | undefined): Promise<{ identities: IdentityView[] }> {

@@ -126,8 +126,17 @@ export class SessionService {
     return this.#pair(env, exchanged, exchanged.refreshToken, now);
   }
 
-  /** The claims of a valid, unrevoked access token (every protected request goes through here). */
-  async authenticate(env: Environment, authorization: string | undefined): Promise<AccessClaims> {
+  /**
+   * The claims of a valid, unrevoked access token (every protected request goes through here).
+   * In an environment whose `mfa` setting is `required`, a token without a second factor (aal1)
+   * is refused with 403 AUTH_MFA_REQUIRED, except by the calls that say `firstFactorEnough`:
+   * enrolling a factor, listing factors, logging out.
+   */
+  async authenticate(
+    env: Environment,
+    authorization: string | undefined,
+    { firstFactorEnough = false }: { firstFactorEnough?: boolean } = {},
+  ): Promise<AccessClaims> {
     const token = bearerToken(authorization);
     const now = this.ctx.clock();
     const skew = this.ctx.config.tokenClockSkewSeconds;
@@ -137,12 +146,13 @@ export class SessionService {
     if ((claims.exp + skew) * 1000 <= now.getTime()) throw new AppError('AUTH_TOKEN_EXPIRED');
     // A signature cannot say that the session was logged out: the revocation list can.
     if (await this.ctx.revocations.isRevoked(claims.sid)) throw new AppError('AUTH_TOKEN_INVALID', 'The token has been revoked.');
+    if (env.settings.mfa === 'required' && claims.aal !== 'aal2' && !firstFactorEnough) throw new AppError('AUTH_MFA_REQUIRED');
     return claims;
   }
 
   /** `local`: this session; `others`: every other session of the user; `global`: all of them. */
   async logout(env: Environment, authorization: string | undefined, scope: LogoutScope = 'local', client: EventOrigin = {}) {
-    const claims = await this.authenticate(env, authorization);
+    const claims = await this.authenticate(env, authorization, { firstFactorEnough: true });
     const now = this.ctx.clock();
     const ended = await withTransaction(this.ctx.pool, async (c) => {
       const event = { type: AUTH_EVENT.loggedOut, userId: claims.sub, sessionId: claims.sid, ...origin(client), details: { scope } };

@@ -10,6 +10,7 @@ import { append, type EventOrigin } from '../events/append.js';
 import { AUTH_EVENT as EVENT, type AuthEventType } from '../events/kinds.js';
 import { hasAuthEvents, listAuthEvents, type EventQuery } from '../events/store.js';
 import { hashPassword, passwordViolations } from '../passwords.js';
+import { listFactorViews, removeFactor } from '../mfa/remove.js';
 import { revokeUserSessions } from '../sessions/store.js';
 import { insertUser } from '../users.js';
 import * as store from './store.js';
@@ -56,8 +57,9 @@ export class UserAdminService {
   async get(env: Environment, id: string) {
     const user = await this.#find(env, id);
     const [sessions, emails] = await Promise.all([store.userSessions(this.ctx.pool, id), store.userMails(this.ctx.pool, id)]);
-    // Factors and identities join here when those capabilities exist.
-    return { user: adminUserView(user, this.ctx.clock()), sessions, emails, factors: [], identities: [] };
+    const factors = await listFactorViews(this.ctx.pool, id);
+    // Identities join here when that capability exists.
+    return { user: adminUserView(user, this.ctx.clock()), sessions, emails, factors, identities: [] };
   }
 
   async create(env: Environment, input: CreateUserInput, origin: EventOrigin) {
@@ -139,6 +141,12 @@ export class UserAdminService {
       return sessions;
     });
     await this.#revokeLocally(env, ended, now);
+  }
+
+  /** Removes one of the user's second factors (a lost phone or key); the user signs in without it. */
+  async removeFactor(env: Environment, id: string, factorId: string, origin: EventOrigin): Promise<void> {
+    await this.#find(env, id);
+    await removeFactor(this.ctx.pool, env, id, factorId, origin, this.ctx.clock());
   }
 
   /** Ends every session of the user; returns how many were live. */

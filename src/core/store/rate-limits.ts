@@ -26,6 +26,11 @@ export interface RateLimitSettings {
   refreshTokenPerIp: RateLimitPolicy;
   /** Provider sign-ins started (each writes a flow row) and codes exchanged, per client address. */
   providerSignInPerIp: RateLimitPolicy;
+  /** Second-factor guesses (mfa challenge): per client address, and per user whoever asks. */
+  mfaChallengePerIp: RateLimitPolicy;
+  mfaChallengePerUser: RateLimitPolicy;
+  /** Passkey sign-in (options and verify) per client address. */
+  passkeyLoginPerIp: RateLimitPolicy;
 }
 
 export const DEFAULT_RATE_LIMITS: RateLimitSettings = {
@@ -40,6 +45,9 @@ export const DEFAULT_RATE_LIMITS: RateLimitSettings = {
   recoverPasswordPerIp: { name: 'recover-password-ip', points: 20, durationSeconds: 60 },
   refreshTokenPerIp: { name: 'refresh-token-ip', points: 300, durationSeconds: 60 },
   providerSignInPerIp: { name: 'provider-sign-in-ip', points: 60, durationSeconds: 60 },
+  mfaChallengePerIp: { name: 'mfa-challenge-ip', points: 20, durationSeconds: 60 },
+  mfaChallengePerUser: { name: 'mfa-challenge-user', points: 10, durationSeconds: 60 },
+  passkeyLoginPerIp: { name: 'passkey-login-ip', points: 60, durationSeconds: 60 },
 };
 
 export type RateLimitDecision = { allowed: true } | { allowed: false; retryAfterSeconds: number };

@@ -3,6 +3,7 @@ import type { ErrorCode } from '../../core/errors.js';
 import { ANY_REQUEST_ERRORS, JSON_BODY_ERRORS, type Operation, type OperationGroup } from '../operation.js';
 import { projectHeaders } from '../scope.js';
 import * as res from './responses.js';
+import { mfaRequiredResponse } from './mfa/responses.js';
 import * as body from '../../auth/schemas.js';
 import { userMetadataBody } from '../../auth/users/metadata.js';
 
@@ -13,6 +14,9 @@ const AUTH_SCOPE = ['VALIDATION_ERROR', 'AUTH_NOT_CONFIGURED'] as const satisfie
 
 /** AuthService.authenticate: a revoked, tampered or missing token, or an expired one. */
 const ACCESS_TOKEN = ['AUTH_TOKEN_INVALID', 'AUTH_TOKEN_EXPIRED'] as const satisfies readonly ErrorCode[];
+
+/** A protected call other than logout: where `mfa` is `required`, a token without a second factor is 403 AUTH_MFA_REQUIRED. */
+const PROTECTED = [...ACCESS_TOKEN, 'AUTH_MFA_REQUIRED'] as const satisfies readonly ErrorCode[];
 
 const common = [...AUTH_SCOPE, ...ANY_REQUEST_ERRORS] as const;
 
@@ -52,7 +56,12 @@ const operations = {
       'Five failures from one client lock that client out of the account for 15 minutes (423 with `lockedUntil`); fifty from all clients together lock it for every client without a device token. A client that sends the `deviceToken` of an earlier login as `X-Device-Token` is judged by its own failures only. An unknown address is answered, counted and locked exactly like a wrong password. Limited to 20 a minute per client IP. Every number here is a setting of the environment.',
     headers: loginHeaders,
     body: body.loginBody,
-    success: { status: 200, description: 'A token pair and a device token.', schema: res.loginResponse },
+    success: {
+      status: 200,
+      description:
+        'A token pair and a device token; for a user with an active second factor, `{mfaRequired: true, mfaToken, factors}` instead (finish with `POST /auth/mfa/challenge` or a passkey).',
+      schema: z.union([res.loginResponse, mfaRequiredResponse]),
+    },
     errors: [
       ...withBody,
       'AUTH_INVALID_CREDENTIALS',
@@ -114,7 +123,7 @@ const operations = {
     security: 'accessToken',
     headers: projectHeaders,
     success: { status: 200, description: 'The sessions, most recently used first.', schema: res.sessionsResponse },
-    errors: [...common, ...ACCESS_TOKEN],
+    errors: [...common, ...PROTECTED],
   },
   endSession: {
     method: 'delete',
@@ -125,7 +134,7 @@ const operations = {
     headers: projectHeaders,
     params: body.sessionParams,
     success: { status: 200, description: 'Ended.', schema: res.messageResponse },
-    errors: [...common, ...ACCESS_TOKEN, 'SESSION_NOT_FOUND'],
+    errors: [...common, ...PROTECTED, 'SESSION_NOT_FOUND'],
   },
   logout: {
     method: 'post',
@@ -149,7 +158,7 @@ const operations = {
     security: 'accessToken',
     headers: projectHeaders,
     success: { status: 200, description: 'The user and the session.', schema: res.meResponse },
-    errors: [...common, ...ACCESS_TOKEN],
+    errors: [...common, ...PROTECTED],
   },
   updateMe: {
     method: 'patch',
@@ -160,7 +169,7 @@ const operations = {
     headers: projectHeaders,
     body: userMetadataBody,
     success: { status: 200, description: 'The user as it now is.', schema: res.meUserResponse },
-    errors: [...withBody, ...ACCESS_TOKEN],
+    errors: [...withBody, ...PROTECTED],
   },
   jwks: {
     method: 'get',

@@ -6,6 +6,7 @@ import { parse } from '../validate.js';
 import type { EnvironmentCache } from '../../projects/environments.js';
 import { authCors } from './cors.js';
 import { authApi } from './operations.js';
+import { mfaRouter } from './mfa/routes.js';
 import type { AuthService } from '../../auth/service.js';
 import { userView } from '../../auth/users.js';
 import { discoveryDocument } from '../../auth/issuer.js';
@@ -101,6 +102,8 @@ export function authRouter(service: AuthService, environments: EnvironmentCache,
     res.set('Access-Control-Allow-Origin', '*');
     reply(res, op.openidConfiguration, discoveryDocument(publicUrl, e));
   });
+  // Second factors and passkeys (/auth/mfa/*, /auth/passkeys/*): their own operation group.
+  r.use(mfaRouter(service.mfa, environments));
 
   refuseOtherMethods(r, authApi);
   return r;

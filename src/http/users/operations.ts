@@ -73,6 +73,17 @@ const userOperations = {
     success: { status: 200, description: 'How many sessions were live.', schema: s.logoutResponse },
     errors: [...common, 'USER_NOT_FOUND'],
   },
+  removeUserFactor: {
+    ...shared,
+    method: 'delete',
+    path: '/:id/factors/:factorId',
+    summary: "Remove one of a user's second factors",
+    description:
+      'For a user who lost their phone or passkey: their next login asks for the remaining factors, or none. Removing the last factor removes the recovery codes too.',
+    params: s.userFactorParams,
+    success: { status: 204, description: 'Removed.' },
+    errors: [...common, 'USER_NOT_FOUND', 'MFA_FACTOR_NOT_FOUND'],
+  },
   listUserEvents: {
     ...shared,
     method: 'get',

@@ -49,6 +49,12 @@ export function usersRouter(ctx: Context, service: UserAdminService, environment
     const { env, tokenId } = await scope(req);
     reply(res, op.logoutUser, await service.logout(env, parse(op.logoutUser.params, req.params).id, origin(req, tokenId)));
   });
+  handle(r, op.removeUserFactor, async (req, res) => {
+    const { env, tokenId } = await scope(req);
+    const { id, factorId } = parse(op.removeUserFactor.params, req.params);
+    await service.removeFactor(env, id, factorId, origin(req, tokenId));
+    reply(res, op.removeUserFactor);
+  });
   handle(r, op.listUserEvents, async (req, res) => {
     const { env } = await scope(req);
     const { id } = parse(op.listUserEvents.params, req.params);

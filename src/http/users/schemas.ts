@@ -1,4 +1,5 @@
 import { z } from 'zod';
+import { factor } from '../auth/mfa/responses.js';
 import { timestamp } from '../timestamp.js';
 import { email } from '../../auth/schemas.js';
 import { AUTH_EVENT_TYPES } from '../../auth/events/kinds.js';
@@ -83,7 +84,7 @@ export const userDetailResponse = z.object({
   user: adminUser,
   sessions: z.array(session),
   emails: z.array(mail).meta({ description: "The user's recent e-mails and their state (never their content)." }),
-  factors: z.array(z.unknown()),
+  factors: z.array(factor).meta({ description: "The user's active second factors (never a secret)." }),
   identities: z.array(z.unknown()),
 });
 
@@ -102,3 +103,8 @@ export const authEvent = z.object({
 });
 
 export const eventListResponse = z.object({ events: z.array(authEvent), nextCursor: z.string().nullable() });
+
+export const userFactorParams = z.object({
+  id: z.uuid({ message: 'must be a user id' }),
+  factorId: z.uuid({ message: 'must be a factor id' }),
+});

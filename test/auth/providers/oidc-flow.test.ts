@@ -3,6 +3,7 @@ import { decodeJwt } from 'jose';
 import type { TestApi } from '../../support/api.js';
 import { HttpClient } from '../../support/http.js';
 import { bearer, signUpAndConfirm, uniqueEmail, PASSWORD } from '../support.js';
+import { enrolTotp, totp } from '../mfa/support.js';
 import { FakeOidcProvider } from './fake-oidc.js';
 import { authorizePath, pkce, setProviders, startProviderApi, step, walkSignIn } from './support.js';
 
@@ -93,6 +94,28 @@ describe('auth providers: OpenID Connect sign-in, refusals, linking and identiti
       'user.provider_signed_in',
       'user.provider_signed_in',
     ]);
+  });
+
+  it('a user with a second factor gets the MFA step from the exchange, and a TOTP code finishes it: amr fed + otp, aal2', async () => {
+    const first = await signIn();
+    const pair = await exchange(first.landing.searchParams.get('code'), first.verifier);
+    expect(pair.status, JSON.stringify(pair.body)).to.equal(200);
+    const factor = await enrolTotp(t, http, { accessToken: pair.body.accessToken });
+    t.clock.advanceSeconds(30); // the enrolment's code is spent: the next step's code
+    const again = await signIn();
+    const stepped = await exchange(again.landing.searchParams.get('code'), again.verifier);
+    expect(stepped.status, JSON.stringify(stepped.body)).to.equal(200);
+    expect(stepped.body).to.include({ mfaRequired: true });
+    expect(stepped.body).to.not.have.property('accessToken');
+    expect(stepped.body.factors).to.deep.equal([{ id: factor.factorId, type: 'totp' }]);
+    const done = await http.post('/auth/mfa/challenge', {
+      mfaToken: stepped.body.mfaToken,
+      factorId: factor.factorId,
+      code: totp(factor.secret, t.clock.now()),
+    });
+    expect(done.status, JSON.stringify(done.body)).to.equal(200);
+    expect(decodeJwt(done.body.accessToken)).to.include({ aal: 'aal2' });
+    expect(decodeJwt(done.body.accessToken).amr).to.deep.equal(['fed', 'otp']);
   });
 
   it('creates a user whose address is unverified when the provider does not vouch for it', async () => {

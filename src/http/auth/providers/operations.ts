@@ -4,6 +4,7 @@ import { TENANT_NAME, TENANT_NAME_RULE } from '../../../projects/environments.js
 import { PROVIDER_ID } from '../../../projects/providers.js';
 import { ANY_REQUEST_ERRORS, JSON_BODY_ERRORS, type Operation, type OperationGroup } from '../../operation.js';
 import { projectHeaders } from '../../scope.js';
+import { mfaRequiredResponse } from '../mfa/responses.js';
 import { tokenPair } from '../responses.js';
 import { timestamp } from '../../timestamp.js';
 import { providerTokenBody } from '../../../auth/schemas.js';
@@ -98,7 +99,12 @@ const operations = {
       'The `code` from `redirect_to` and the PKCE `codeVerifier` whose challenge the sign-in began with: a token pair (`amr: ["fed"]`). A code works once; a wrong verifier uses it up.',
     headers: projectHeaders,
     body: providerTokenBody,
-    success: { status: 200, description: 'A token pair.', schema: tokenPair },
+    success: {
+      status: 200,
+      description:
+        'A token pair; for a user with an active second factor, `{mfaRequired: true, mfaToken, factors}` instead (finish with `POST /auth/mfa/challenge` or a passkey, as after a password login).',
+      schema: z.union([tokenPair, mfaRequiredResponse]),
+    },
     errors: [...common, ...JSON_BODY_ERRORS, 'AUTH_INVALID_CODE', 'AUTH_USER_DISABLED', 'RATE_LIMIT_EXCEEDED'],
   },
   identities: {
