@@ -15,6 +15,8 @@ export interface User {
   disabledAt: Date | null;
   userMetadata: Record<string, unknown>;
   appMetadata: Record<string, unknown>;
+  /** Read with the user for a password login (findUserByEmail): whether an active second factor exists. */
+  hasSecondFactor?: boolean;
 }
 
 /** The user as the API shows it. */
@@ -40,7 +42,7 @@ export function userView(u: User): UserView {
   };
 }
 
-const COLUMNS = selectList<User>({
+const COLUMNS = selectList<Omit<User, 'hasSecondFactor'>>({
   id: 'id',
   projectId: 'project_id',
   environment: 'environment',
@@ -105,7 +107,10 @@ export async function findSessionUser(db: Queryable, sessionId: string): Promise
 export async function findUserByEmail(db: Queryable, scope: Scope, email: string): Promise<User | undefined> {
   const { rows } = await db.query<User>({
     name: 'walgate_user_by_email', // prepared once per connection: every login looks up its user
-    text: `SELECT ${COLUMNS} FROM walgate.users WHERE project_id = $1 AND environment = $2 AND email = $3`,
+    // Whether the login ends with the MFA step is read here too: a login of a user without a
+    // factor (most of them) needs no round trip of its own to find that out (mfa/service.ts).
+    text: `SELECT ${COLUMNS}, EXISTS (SELECT 1 FROM walgate.mfa_factors f WHERE f.user_id = u.id AND f.status = 'active') AS "hasSecondFactor"
+             FROM walgate.users u WHERE project_id = $1 AND environment = $2 AND email = $3`,
     values: [scope.projectId, scope.name, email],
   });
   return rows[0];

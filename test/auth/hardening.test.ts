@@ -302,11 +302,13 @@ describe('auth hardening (issue 12)', function () {
       }
     });
 
-    it('a successful login opens no transaction: the failure reservation is one statement, the session another', async () => {
+    it('a successful login opens no transaction and asks for no factors of a user without one: the reservation is one statement, the session another', async () => {
       const a = await signUpAndConfirm(t, http);
       const sent = await statementsOf(() => http.post('/auth/login', { email: a.email, password: PASSWORD }, from('198.51.100.34')));
       expect(sent.filter((s) => /reserve_login_attempt/.test(s))).to.have.length(1);
       expect(sent.filter((s) => /^(BEGIN|COMMIT)\b/i.test(s))).to.deep.equal([]);
+      // Whether the user has a second factor came with the user's row (users.ts findUserByEmail).
+      expect(sent.filter((s) => /FROM walgate\.mfa_factors WHERE user_id/.test(s))).to.deep.equal([]);
     });
   });
 

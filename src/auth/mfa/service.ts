@@ -49,7 +49,7 @@ export class MfaService {
     now: Date,
     { amr = ['pwd'], event }: { amr?: readonly AuthMethod[]; event?: AuthEventType } = {},
   ): Promise<TokenPair | MfaRequired> {
-    const active = await factors.activeFactors(this.ctx.pool, user.id);
+    const active = user.hasSecondFactor === false ? [] : await factors.activeFactors(this.ctx.pool, user.id);
     if (active.length === 0) return this.sessions.start(env, user, client, now, { amr, event });
     if (user.disabledAt) throw new AppError('AUTH_USER_DISABLED');
     const mfaToken = await issueMfaToken(this.ctx.pool, env, user.id, amr, now);
