@@ -91,6 +91,13 @@ const schema = z.object({
   MAIL_RETRY_MAX_DELAY_MS: positiveMs.default(300_000),
   MAIL_SEND_LEASE_MS: positiveMs.default(60_000),
   MAIL_RETENTION_MS: retentionMs.default(7 * DAY_MS),
+  BACKFILL_PAGE_ROWS: z.coerce.number().int().min(1).max(100_000).default(1000),
+  BACKFILL_PAGE_BYTES: z.coerce
+    .number()
+    .int()
+    .min(1024)
+    .default(4 * 1024 ** 2),
+  BACKFILL_CONCURRENCY: z.coerce.number().int().min(1).max(64).default(2),
 });
 
 export type Env = z.infer<typeof schema>;
@@ -191,6 +198,14 @@ const configSchema = schema.superRefine(checkTogether).transform((e) => ({
   },
   /** When set, the api serves /metrics on this port only, not on its public one. */
   metricsPort: e.METRICS_PORT,
+  backfill: {
+    /** Rows one backfill page reads at most. */
+    pageRows: e.BACKFILL_PAGE_ROWS,
+    /** Bytes (Postgres's size of the rows) one page reads at most, one row at least. */
+    pageBytes: e.BACKFILL_PAGE_BYTES,
+    /** Backfills (each a different subscription, one page in flight each) one tailer reads at once. */
+    concurrency: e.BACKFILL_CONCURRENCY,
+  },
 }));
 
 export type Config = z.output<typeof configSchema>;

@@ -3,7 +3,17 @@ import type { Queryable } from '../core/db/pool.js';
 import type { Logger } from '../core/log.js';
 import type { DeliveryStream } from './sink.js';
 import { decodeChange, decodeRow, describeRelation, type Relation } from './decode.js';
-import { eventId, matchDeliveries, toEventRecord, truncateChange, type DeliveryRecord, type Operation } from './events.js';
+import {
+  eventId,
+  matchDeliveries,
+  readDelivery,
+  toEventRecord,
+  truncateChange,
+  type Change,
+  type DeliveryRecord,
+  type Operation,
+} from './events.js';
+import { matchesFilter } from './match.js';
 import { changeRows } from './order-keys.js';
 import { formatLsn, type Lsn } from './lsn.js';
 import type { PgoutputMessage, RawTuple } from './pgoutput.js';
@@ -41,12 +51,34 @@ export interface SessionOptions {
   onEvent?: (operation: Operation) => void;
   /** Counts truncates of watched tables (whether or not a subscription opted into them). */
   onTruncate?: (schema: string, table: string) => void;
-  /** Takes walgate's own logical messages (prefix `walgate.`, messages.ts), e.g. backfill watermarks; awaited. */
-  onReservedMessage?: (m: ReservedMessage) => void | Promise<void>;
+  /**
+   * Takes walgate's own logical messages (prefix `walgate.`, messages.ts), e.g. backfill
+   * watermarks; awaited. What it returns is handed on at the message's place (a backfill page).
+   */
+  onReservedMessage?: (m: ReservedMessage) => void | InjectedRows | Promise<void | InjectedRows>;
+  /** Sees every decoded change of a watched table, before it is matched (backfill windows, tailer/backfill/). */
+  onChange?: (change: Change) => void;
   /** Reports a position that may be acknowledged to Postgres. */
   onDurable: (lsn: Lsn) => void;
   /** Called once when processing failed and the stream must restart from the durable position. */
   onFailure: (err: Error) => void;
+}
+
+/**
+ * Rows a reserved message hands on at its place in its transaction (a backfill page, delivered as
+ * READ to one subscription). The session numbers them after the message, so their event ids sort
+ * after every change committed before it and before every change after.
+ */
+export interface InjectedRows {
+  webhookId: string;
+  /** `eventId` is filled in by the session; `rows`: each change's row identities (order keys). */
+  changes: Array<{ change: Change; rows: readonly string[] }>;
+  /**
+   * Called once every handed row is settled (delivered or parked), with how many were handed;
+   * `skipped`: the subscription was gone or paused at that position, nothing was handed. Not
+   * called when the session ends first (its rows are dropped unsettled, and read again).
+   */
+  onSettled: (handed: number, skipped: boolean) => void;
 }
 
 /** A transaction read and not yet settled. */
@@ -255,6 +287,7 @@ export class ReplicationSession {
       oldIsKeyOnly: keyOnly,
     });
     if (isAuthEventsRelation(rel)) asAuthEvent(change, subs);
+    this.#o.onChange?.(change);
     if (missing.length > 0) {
       this.#o.log.warn(
         { table: `${rel.schema}.${rel.name}`, columns: missing, event: change.eventId },
@@ -274,6 +307,7 @@ export class ReplicationSession {
     if (subs.length === 0) return;
     this.#o.onTruncate?.(rel.schema, rel.name);
     const change = truncateChange(eventId(tx.commitLsn, index), tx.committedAt, rel.schema, rel.name);
+    this.#o.onChange?.(change);
     await this.#hand(tx, change, await this.#unrecorded(tx, index, relationOid, subs, matchDeliveries(subs, change)));
   }
 
@@ -311,7 +345,13 @@ export class ReplicationSession {
     const index = tx ? tx.index++ : null;
     if (tx?.skip) return;
     if (isReservedPrefix(msg.prefix)) {
-      await this.#o.onReservedMessage?.({ message: msg, commitLsn: tx?.commitLsn ?? null, index, committedAt: tx?.committedAt ?? null });
+      const injected = await this.#o.onReservedMessage?.({
+        message: msg,
+        commitLsn: tx?.commitLsn ?? null,
+        index,
+        committedAt: tx?.committedAt ?? null,
+      });
+      if (injected && tx) await this.#inject(tx, injected);
       return;
     }
     if (!tx || index === null) return;
@@ -320,6 +360,37 @@ export class ReplicationSession {
     this.stats.changes++;
     const change = messageChange(eventId(tx.commitLsn, index), tx.committedAt, subs[0]!.schema, msg);
     await this.#hand(tx, change, await this.#unrecorded(tx, index, MESSAGES_RELATION, subs, matchDeliveries(subs, change)));
+  }
+
+  /** Hands a backfill page's rows to its subscription (filtered as the subscription stood here), in this transaction. */
+  async #inject(tx: OpenTransaction, injected: InjectedRows): Promise<void> {
+    const sub = this.#view.get(injected.webhookId);
+    if (!sub?.active) {
+      injected.onSettled(0, true);
+      return;
+    }
+    let handed = 0;
+    // One extra count for the loop itself, so the callback cannot fire before every row is handed.
+    let unsettled = 1;
+    const settledOne = () => {
+      if (--unsettled === 0) injected.onSettled(handed, false);
+    };
+    for (const { change, rows } of injected.changes) {
+      const index = tx.index++;
+      if (!matchesFilter(sub.filter, change.record)) continue;
+      change.eventId = eventId(tx.commitLsn, index);
+      handed++;
+      unsettled++;
+      tx.unsettled++;
+      this.stats.deliveries++;
+      this.#o.onEvent?.('READ');
+      const accepted = this.#o.stream.accept(toEventRecord(change), [readDelivery(sub, change, rows)], () => {
+        this.#settled(tx);
+        settledOne();
+      });
+      if (accepted) await accepted;
+    }
+    settledOne();
   }
 
   #keyColumnsOf(relationOid: number, rel: Relation): Promise<number[] | null> {

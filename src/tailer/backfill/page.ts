@@ -1,0 +1,125 @@
+import type { Queryable } from '../../core/db/pool.js';
+import { qualified, quoteIdent } from '../../core/db/identifiers.js';
+import { matchesFilter, type Row } from '../match.js';
+import { rowIdentity } from '../order-keys.js';
+import type { PageRow } from './window.js';
+
+// Reading a backfill's table in keyset pages: ordered by the sort column (the primary key by
+// default) and then the primary key, so every row has one place and a page starts strictly after
+// the last row handed on. Values are rendered by Postgres's own to_jsonb, column by column, as
+// the WAL decoder renders them (values.ts), so a READ looks like an INSERT of the same row.
+
+/** A table as a backfill reads it. */
+export interface BackfillTable {
+  schema: string;
+  table: string;
+  /** Every column, in table order (what a WAL change of the table carries). */
+  columns: string[];
+  /** Primary-key columns, in key order: a row's identity. */
+  key: string[];
+  /** The keyset: the sort column (when not part of the key) and then the key. */
+  sort: string[];
+}
+
+/** The table's columns and primary key; undefined when it does not exist. */
+export async function describeBackfillTable(
+  db: Queryable,
+  schema: string,
+  table: string,
+  sortColumn: string | null,
+): Promise<BackfillTable | undefined> {
+  const { rows } = await db.query<{ columns: string[] | null; key: string[] | null }>(
+    `SELECT (SELECT array_agg(a.attname::text ORDER BY a.attnum) FROM pg_catalog.pg_attribute a
+              WHERE a.attrelid = c.oid AND a.attnum > 0 AND NOT a.attisdropped) AS columns,
+            (SELECT array_agg(a.attname::text ORDER BY array_position(i.indkey::int2[], a.attnum))
+               FROM pg_catalog.pg_index i JOIN pg_catalog.pg_attribute a ON a.attrelid = i.indrelid AND a.attnum = ANY (i.indkey)
+              WHERE i.indrelid = c.oid AND i.indisprimary) AS key
+       FROM pg_catalog.pg_class c JOIN pg_catalog.pg_namespace n ON n.oid = c.relnamespace
+      WHERE n.nspname = $1 AND c.relname = $2 AND c.relkind IN ('r', 'p')`,
+    [schema, table],
+  );
+  const found = rows[0];
+  if (!found?.columns) return undefined;
+  const key = found.key ?? [];
+  const sort = sortColumn && !key.includes(sortColumn) ? [sortColumn, ...key] : key;
+  return { schema, table, columns: found.columns, key, sort };
+}
+
+/** The rows in the table when the backfill starts: the planner's estimate, counted when small or unknown. */
+export async function estimateRows(db: Queryable, t: BackfillTable): Promise<number> {
+  const { rows } = await db.query<{ n: string }>(
+    `SELECT greatest(c.reltuples, 0)::bigint::text AS n FROM pg_catalog.pg_class c WHERE c.oid = $1::regclass`,
+    [qualified(t.schema, t.table)],
+  );
+  const estimate = Number(rows[0]?.n ?? 0);
+  if (estimate >= 100_000) return estimate;
+  // A table never analysed reads 0 (or -1): counting up to the threshold costs little.
+  const counted = await db.query<{ n: string }>(`SELECT count(*)::text AS n FROM (SELECT 1 FROM ${qualified(t.schema, t.table)} LIMIT 1000000) s`);
+  return Number(counted.rows[0]!.n);
+}
+
+export interface PageQuery {
+  table: BackfillTable;
+  /** The sort values of the last row handed on (text); null: from the start. */
+  cursor: string[] | null;
+  /** Only rows whose sort column is at least this (text, cast by Postgres to the column's type). */
+  since: string | null;
+  /** The backfill's own filter (equality on columns), besides the subscription's. */
+  filter: Record<string, unknown> | null;
+  maxRows: number;
+  /** The page stops after the row that reaches this many bytes (one row at least). */
+  maxBytes: number;
+}
+
+export interface Page {
+  rows: PageRow[];
+  /** Where the next page starts; null when nothing was read. */
+  cursor: string[] | null;
+  /** False once the table has no rows after this page. */
+  more: boolean;
+  /** Rows read (before the backfill's filter). */
+  read: number;
+}
+
+/**
+ * One page. The byte bound is applied by Postgres (a running sum of the rows' sizes), so what
+ * comes back to the tailer is bounded by maxBytes plus one row, whatever the table holds.
+ */
+export async function readPage(db: Queryable, q: PageQuery): Promise<Page> {
+  const { table: t } = q;
+  const params: unknown[] = [];
+  const param = (v: unknown) => {
+    params.push(v);
+    return `$${params.length}`;
+  };
+  const sortCols = t.sort.map((c) => `t.${quoteIdent(c)}`);
+  const where: string[] = [];
+  if (q.since !== null) where.push(`t.${quoteIdent(t.sort[0]!)} >= ${param(q.since)}`);
+  if (q.cursor) where.push(`(${sortCols.join(', ')}) > (${q.cursor.map((v) => param(v)).join(', ')})`);
+  const order = t.sort.map((_, i) => `k${i}`).join(', ');
+  const sql = `
+    SELECT f, c, read FROM (
+      SELECT f, c, count(*) OVER () AS read, sum(size) OVER (ORDER BY ${order} ROWS UNBOUNDED PRECEDING) - size AS before, ${order}
+        FROM (SELECT ARRAY[${t.columns.map((c) => `to_jsonb(t.${quoteIdent(c)})::text`).join(', ')}] AS f,
+                     ARRAY[${sortCols.map((c) => `${c}::text`).join(', ')}] AS c,
+                     pg_column_size(t.*)::bigint AS size, ${sortCols.map((c, i) => `${c} AS k${i}`).join(', ')}
+                FROM ${qualified(t.schema, t.table)} t
+               ${where.length ? `WHERE ${where.join(' AND ')}` : ''}
+               ORDER BY ${sortCols.join(', ')} LIMIT ${param(q.maxRows)}) page
+    ) weighed
+    WHERE before < ${param(q.maxBytes)}
+    ORDER BY ${order}`;
+  const { rows } = await db.query<{ f: string[]; c: string[]; read: string }>(sql, params);
+  const read = rows.length > 0 ? Number(rows[0]!.read) : 0;
+  const last = rows.at(-1);
+  const indexOf = new Map(t.columns.map((c, i) => [c, i]));
+  const keyPositions = t.key.map((c) => indexOf.get(c)!);
+  const out: PageRow[] = [];
+  for (const r of rows) {
+    const row: Row = { names: t.columns, fragments: r.f, indexOf };
+    if (!matchesFilter(q.filter, row)) continue;
+    out.push({ identity: rowIdentity(t.schema, t.table, row, keyPositions), fragments: r.f });
+  }
+  // Cut by bytes (fewer rows than read), or a full page: there may be more.
+  return { rows: out, cursor: last ? last.c : q.cursor, more: rows.length < read || read === q.maxRows, read: rows.length };
+}
