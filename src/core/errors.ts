@@ -33,6 +33,8 @@ export const ERRORS = {
   RATE_LIMIT_EXCEEDED: [429, 'Too many requests; retry later.'],
   INTERNAL_ERROR: [500, 'Something went wrong on our side.'],
   SERVICE_UNAVAILABLE: [503, 'A dependency is unavailable; retry later.'],
+  BACKFILL_NOT_FOUND: [404, 'No backfill with this id for this webhook.'],
+  BACKFILL_RUNNING: [409, 'This webhook already has a backfill running: cancel it or wait for it to finish.'],
 } as const satisfies Record<string, readonly [number, string]>;
 
 export type ErrorCode = keyof typeof ERRORS;

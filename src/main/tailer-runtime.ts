@@ -27,7 +27,10 @@ export async function startTailerRuntime(ctx: Context, options: TailerRuntimeOpt
   const worker = new DeliveryEngine(ctx, { disableSubscription: (id, reason, at) => disableWebhook(ctx.pool, id, reason, at) });
   worker.start();
   // Backfills run where the slot is read: their watermarks come back through this tailer's session.
-  const backfills: BackfillRunner = new BackfillRunner(ctx, { isLeader: (): boolean => tailer.status().role === 'leader', ...ctx.config.backfill });
+  const backfills: BackfillRunner = new BackfillRunner(ctx, {
+    isLeader: (): boolean => tailer.status().role === 'leader',
+    ...ctx.config.backfill,
+  });
   const tailer = new WalTailer(ctx, {
     databaseUrl: options.databaseUrl,
     sink: worker,

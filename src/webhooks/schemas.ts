@@ -16,7 +16,7 @@ const events = z
   .refine((e) => new Set(e).size === e.length, 'must not repeat an event')
   .meta({ description: 'The kinds of change to deliver, without repeats.' });
 
-const filter = z
+export const filter = z
   .record(
     columnName,
     z.union([z.string(), z.number(), z.boolean(), z.null()], { message: 'must be a string, number, boolean or null (equality)' }),

@@ -54,7 +54,9 @@ export async function estimateRows(db: Queryable, t: BackfillTable): Promise<num
   const estimate = Number(rows[0]?.n ?? 0);
   if (estimate >= 100_000) return estimate;
   // A table never analysed reads 0 (or -1): counting up to the threshold costs little.
-  const counted = await db.query<{ n: string }>(`SELECT count(*)::text AS n FROM (SELECT 1 FROM ${qualified(t.schema, t.table)} LIMIT 1000000) s`);
+  const counted = await db.query<{ n: string }>(
+    `SELECT count(*)::text AS n FROM (SELECT 1 FROM ${qualified(t.schema, t.table)} LIMIT 1000000) s`,
+  );
   return Number(counted.rows[0]!.n);
 }
 
@@ -122,4 +124,17 @@ export async function readPage(db: Queryable, q: PageQuery): Promise<Page> {
   }
   // Cut by bytes (fewer rows than read), or a full page: there may be more.
   return { rows: out, cursor: last ? last.c : q.cursor, more: rows.length < read || read === q.maxRows, read: rows.length };
+}
+
+/** Whether `since` reads as a value of the sort column; Postgres's own cast decides (the message says why not). */
+export async function probeSince(db: Queryable, t: BackfillTable, since: string): Promise<string | undefined> {
+  try {
+    await db.query(`SELECT 1 FROM ${qualified(t.schema, t.table)} t WHERE t.${quoteIdent(t.sort[0]!)} >= $1 LIMIT 0`, [since]);
+    return undefined;
+  } catch (err) {
+    // Class 22 (data exception): the text is no value of the column's type; 42: the type has no order.
+    const code = (err as { code?: string }).code;
+    if (typeof code === 'string' && (code.startsWith('22') || code.startsWith('42'))) return (err as Error).message;
+    throw err;
+  }
 }

@@ -39,7 +39,12 @@ type BackfillRow = Omit<RunningBackfill, 'createdAt' | 'updatedAt' | 'finishedAt
 };
 
 function running(r: BackfillRow): RunningBackfill {
-  return { ...r, createdAt: r.createdAt.toISOString(), updatedAt: r.updatedAt.toISOString(), finishedAt: r.finishedAt?.toISOString() ?? null };
+  return {
+    ...r,
+    createdAt: r.createdAt.toISOString(),
+    updatedAt: r.updatedAt.toISOString(),
+    finishedAt: r.finishedAt?.toISOString() ?? null,
+  };
 }
 
 /** The view a client sees (no cursor: its text form is an internal detail). */
@@ -62,13 +67,25 @@ export async function insertBackfill(db: Queryable, b: NewBackfill, now: Date): 
   const { rows } = await db.query<BackfillRow>(
     `INSERT INTO walgate.backfills (id, webhook_id, gap_id, state, filter, sort_column, since, total_estimate, created_at, updated_at)
      VALUES ($1, $2, $3, 'running', $4::jsonb, $5, $6, $7, $8, $8) RETURNING ${COLUMNS}`,
-    [randomId('bf_'), b.webhookId, b.gapId, b.filter === null ? null : JSON.stringify(b.filter), b.sortColumn, b.since, b.totalEstimate, now],
+    [
+      randomId('bf_'),
+      b.webhookId,
+      b.gapId,
+      b.filter === null ? null : JSON.stringify(b.filter),
+      b.sortColumn,
+      b.since,
+      b.totalEstimate,
+      now,
+    ],
   );
   return running(rows[0]!);
 }
 
 export async function getBackfill(db: Queryable, webhookId: string, id: string): Promise<RunningBackfill | undefined> {
-  const { rows } = await db.query<BackfillRow>(`SELECT ${COLUMNS} FROM walgate.backfills WHERE id = $1 AND webhook_id = $2`, [id, webhookId]);
+  const { rows } = await db.query<BackfillRow>(`SELECT ${COLUMNS} FROM walgate.backfills WHERE id = $1 AND webhook_id = $2`, [
+    id,
+    webhookId,
+  ]);
   return rows[0] ? running(rows[0]) : undefined;
 }
 
@@ -130,11 +147,10 @@ export async function recordPage(
 
 /** A backfill that cannot go on (its table dropped, its key gone): failed, with the reason. */
 export async function failBackfill(db: Queryable, id: string, error: string, now: Date): Promise<void> {
-  await db.query(`UPDATE walgate.backfills SET state = 'failed', error = $2, updated_at = $3, finished_at = $3 WHERE id = $1 AND state = 'running'`, [
-    id,
-    error,
-    now,
-  ]);
+  await db.query(
+    `UPDATE walgate.backfills SET state = 'failed', error = $2, updated_at = $3, finished_at = $3 WHERE id = $1 AND state = 'running'`,
+    [id, error, now],
+  );
 }
 
 /** Where a backfill reads (its subscription's table) and whether the subscription takes deliveries now. */
