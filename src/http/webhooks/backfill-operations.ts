@@ -13,11 +13,9 @@ const columnName = z.string().min(1, 'must not be empty').max(63, 'must be at mo
 
 export const backfillBody = z.strictObject({
   filter: filter.nullish().meta({ description: 'Column → value (equality): only matching rows, besides the subscription’s own filter.' }),
-  sortColumn: columnName
-    .optional()
-    .meta({
-      description: 'The column pages are ordered by (then the primary key); default the primary key. Rows where it is NULL are not read.',
-    }),
+  sortColumn: columnName.optional().meta({
+    description: 'The column pages are ordered by (then the primary key); default the primary key. Rows where it is NULL are not read.',
+  }),
   since: z
     .string()
     .max(200, 'must be at most 200 characters')
