@@ -62,7 +62,7 @@ export class BackfillService {
       );
       return { backfill: backfillView(backfill) };
     } catch (err) {
-      if (pgCode(err) === PgCode.uniqueViolation) throw this.#running(webhookId);
+      if (pgCode(err) === PgCode.uniqueViolation) throw new AppError('BACKFILL_RUNNING');
       throw err;
     }
   }
@@ -113,9 +113,5 @@ export class BackfillService {
     const row = await store.findWebhook(this.ctx.pool, env.projectId, env.name, webhookId);
     if (!row) throw new AppError('WEBHOOK_NOT_FOUND');
     return row;
-  }
-
-  #running(webhookId: string): AppError {
-    return new AppError('BACKFILL_RUNNING', undefined, { webhookId });
   }
 }

@@ -165,8 +165,9 @@ export class BackfillRunner {
     const { pool, clock, metrics } = this.#ctx;
     let cursor = bf.cursor;
     while (!this.#abort.signal.aborted && this.#o.isLeader()) {
-      const target = await backfillTarget(pool, bf.webhookId);
-      if (!target) return; // the subscription was deleted, and its backfills with it
+      const target = await backfillTarget(pool, bf.id);
+      // Cancelled, or the subscription deleted (and its backfills with it).
+      if (!target?.running) return;
       if (!target.active) {
         await sleep(this.#o.pollMs * 4, undefined, { signal: this.#abort.signal }).catch(() => undefined);
         continue;

@@ -137,8 +137,8 @@ export async function recordPage(
   now: Date,
 ): Promise<boolean> {
   const { rowCount } = await db.query(
-    `UPDATE walgate.backfills SET cursor = $2, rows = rows + $3, pages = pages + 1, updated_at = $5,
-            state = CASE WHEN $4 THEN 'done' ELSE state END, finished_at = CASE WHEN $4 THEN $5 ELSE NULL END
+    `UPDATE walgate.backfills SET cursor = $2, rows = rows + $3, pages = pages + 1, updated_at = $5::timestamptz,
+            state = CASE WHEN $4::boolean THEN 'done' ELSE state END, finished_at = CASE WHEN $4::boolean THEN $5::timestamptz ELSE NULL END
       WHERE id = $1 AND state = 'running'`,
     [id, page.cursor, page.rows, page.done, now],
   );
@@ -153,14 +153,15 @@ export async function failBackfill(db: Queryable, id: string, error: string, now
   );
 }
 
-/** Where a backfill reads (its subscription's table) and whether the subscription takes deliveries now. */
+/** Where a backfill reads (its subscription's table), whether the subscription takes deliveries now, and whether it still runs. */
 export async function backfillTarget(
   db: Queryable,
-  webhookId: string,
-): Promise<{ schema: string; table: string; active: boolean } | undefined> {
-  const { rows } = await db.query<{ schema: string; table: string; active: boolean }>(
-    'SELECT schema_name AS schema, table_name AS "table", active FROM walgate.webhooks WHERE id = $1',
-    [webhookId],
+  backfillId: string,
+): Promise<{ schema: string; table: string; active: boolean; running: boolean } | undefined> {
+  const { rows } = await db.query<{ schema: string; table: string; active: boolean; running: boolean }>(
+    `SELECT w.schema_name AS schema, w.table_name AS "table", w.active, b.state = 'running' AS running
+       FROM walgate.backfills b JOIN walgate.webhooks w ON w.id = b.webhook_id WHERE b.id = $1`,
+    [backfillId],
   );
   return rows[0];
 }
