@@ -115,7 +115,11 @@ describe(`backfill of ${ROWS} rows under a concurrent writer, with a SIGKILL of 
     expect(started.status, JSON.stringify(started.body)).to.equal(202);
     const backfillId = started.body.backfill.id as string;
     const progress = async () =>
-      (await t.ctx.pool.query<{ rows: number; state: string }>('SELECT rows::int, state FROM walgate.backfills WHERE id = $1', [backfillId])).rows[0]!;
+      (
+        await t.ctx.pool.query<{ rows: number; state: string }>('SELECT rows::int, state FROM walgate.backfills WHERE id = $1', [
+          backfillId,
+        ])
+      ).rows[0]!;
 
     // SIGKILL once about a third of the table is delivered.
     const until = Date.now() + 300_000;
@@ -151,7 +155,10 @@ describe(`backfill of ${ROWS} rows under a concurrent writer, with a SIGKILL of 
     }
     await sample(second);
     const left = stale();
-    expect(left.length, `rows whose last delivered state is not the table's, e.g. ${JSON.stringify(left.slice(0, 3).map(([id, v]) => [id, v, arrived.get(id)]))}`).to.equal(0);
+    expect(
+      left.length,
+      `rows whose last delivered state is not the table's, e.g. ${JSON.stringify(left.slice(0, 3).map(([id, v]) => [id, v, arrived.get(id)]))}`,
+    ).to.equal(0);
     const wentBack = [...arrived].filter(([, versions]) => versions.some((v, i) => i > 0 && v < versions[i - 1]!));
     expect(wentBack.length, `rows that went back: ${JSON.stringify(wentBack.slice(0, 3))}`).to.equal(0);
     expect(peak, `peak tailer RSS ${Math.round(peak / 2 ** 20)} MB`).to.be.at.most(RSS_LIMIT);
