@@ -3,17 +3,8 @@ import type { Queryable } from '../core/db/pool.js';
 import type { Logger } from '../core/log.js';
 import type { DeliveryStream } from './sink.js';
 import { decodeChange, decodeRow, describeRelation, type Relation } from './decode.js';
-import {
-  eventId,
-  matchDeliveries,
-  readDelivery,
-  toEventRecord,
-  truncateChange,
-  type Change,
-  type DeliveryRecord,
-  type Operation,
-} from './events.js';
-import { matchesFilter } from './match.js';
+import { eventId, matchDeliveries, toEventRecord, truncateChange, type Change, type DeliveryRecord, type Operation } from './events.js';
+import { handInjected, type InjectedRows } from './injection.js';
 import { changeRows } from './order-keys.js';
 import { formatLsn, type Lsn } from './lsn.js';
 import type { PgoutputMessage, RawTuple } from './pgoutput.js';
@@ -51,10 +42,7 @@ export interface SessionOptions {
   onEvent?: (operation: Operation) => void;
   /** Counts truncates of watched tables (whether or not a subscription opted into them). */
   onTruncate?: (schema: string, table: string) => void;
-  /**
-   * Takes walgate's own logical messages (prefix `walgate.`, messages.ts), e.g. backfill
-   * watermarks; awaited. What it returns is handed on at the message's place (a backfill page).
-   */
+  /** Takes walgate's own logical messages (`walgate.` prefixes, messages.ts); awaited; what it returns (a backfill page) is handed on at the message's place. */
   onReservedMessage?: (m: ReservedMessage) => void | InjectedRows | Promise<void | InjectedRows>;
   /** Sees every decoded change of a watched table, before it is matched (backfill windows, tailer/backfill/). */
   onChange?: (change: Change) => void;
@@ -62,23 +50,6 @@ export interface SessionOptions {
   onDurable: (lsn: Lsn) => void;
   /** Called once when processing failed and the stream must restart from the durable position. */
   onFailure: (err: Error) => void;
-}
-
-/**
- * Rows a reserved message hands on at its place in its transaction (a backfill page, delivered as
- * READ to one subscription). The session numbers them after the message, so their event ids sort
- * after every change committed before it and before every change after.
- */
-export interface InjectedRows {
-  webhookId: string;
-  /** `eventId` is filled in by the session; `rows`: each change's row identities (order keys). */
-  changes: Array<{ change: Change; rows: readonly string[] }>;
-  /**
-   * Called once every handed row is settled (delivered or parked), with how many were handed;
-   * `skipped`: the subscription was gone or paused at that position, nothing was handed. Not
-   * called when the session ends first (its rows are dropped unsettled, and read again).
-   */
-  onSettled: (handed: number, skipped: boolean) => void;
 }
 
 /** A transaction read and not yet settled. */
@@ -323,13 +294,13 @@ export class ReplicationSession {
   }
 
   /** Hands a change's deliveries to the stream; the transaction waits for them to settle. */
-  async #hand(tx: OpenTransaction, change: Parameters<typeof toEventRecord>[0], rows: ReturnType<typeof matchDeliveries>): Promise<void> {
+  async #hand(tx: OpenTransaction, change: Change, rows: DeliveryRecord[], then?: () => void): Promise<void> {
     if (rows.length === 0) return;
     this.#o.onEvent?.(change.operation);
     this.stats.deliveries += rows.length;
     tx.unsettled++;
     // A returned promise is backpressure: the library pauses the socket while we await it.
-    const accepted = this.#o.stream.accept(toEventRecord(change), rows, () => this.#settled(tx));
+    const accepted = this.#o.stream.accept(toEventRecord(change), rows, () => this.#settled(tx, then));
     if (accepted) await accepted;
   }
 
@@ -345,13 +316,12 @@ export class ReplicationSession {
     const index = tx ? tx.index++ : null;
     if (tx?.skip) return;
     if (isReservedPrefix(msg.prefix)) {
-      const injected = await this.#o.onReservedMessage?.({
-        message: msg,
-        commitLsn: tx?.commitLsn ?? null,
-        index,
-        committedAt: tx?.committedAt ?? null,
-      });
-      if (injected && tx) await this.#inject(tx, injected);
+      const at = { commitLsn: tx?.commitLsn ?? null, index, committedAt: tx?.committedAt ?? null };
+      const injected = await this.#o.onReservedMessage?.({ message: msg, ...at });
+      if (injected && tx) {
+        const next = () => eventId(tx.commitLsn, tx.index++);
+        await handInjected(injected, this.#view.get(injected.webhookId), next, (c, d, done) => this.#hand(tx, c, [d], done));
+      }
       return;
     }
     if (!tx || index === null) return;
@@ -360,37 +330,6 @@ export class ReplicationSession {
     this.stats.changes++;
     const change = messageChange(eventId(tx.commitLsn, index), tx.committedAt, subs[0]!.schema, msg);
     await this.#hand(tx, change, await this.#unrecorded(tx, index, MESSAGES_RELATION, subs, matchDeliveries(subs, change)));
-  }
-
-  /** Hands a backfill page's rows to its subscription (filtered as the subscription stood here), in this transaction. */
-  async #inject(tx: OpenTransaction, injected: InjectedRows): Promise<void> {
-    const sub = this.#view.get(injected.webhookId);
-    if (!sub?.active) {
-      injected.onSettled(0, true);
-      return;
-    }
-    let handed = 0;
-    // One extra count for the loop itself, so the callback cannot fire before every row is handed.
-    let unsettled = 1;
-    const settledOne = () => {
-      if (--unsettled === 0) injected.onSettled(handed, false);
-    };
-    for (const { change, rows } of injected.changes) {
-      const index = tx.index++;
-      if (!matchesFilter(sub.filter, change.record)) continue;
-      change.eventId = eventId(tx.commitLsn, index);
-      handed++;
-      unsettled++;
-      tx.unsettled++;
-      this.stats.deliveries++;
-      this.#o.onEvent?.('READ');
-      const accepted = this.#o.stream.accept(toEventRecord(change), [readDelivery(sub, change, rows)], () => {
-        this.#settled(tx);
-        settledOne();
-      });
-      if (accepted) await accepted;
-    }
-    settledOne();
   }
 
   #keyColumnsOf(relationOid: number, rel: Relation): Promise<number[] | null> {
@@ -439,7 +378,8 @@ export class ReplicationSession {
     );
   }
 
-  #settled(tx: OpenTransaction): void {
+  #settled(tx: OpenTransaction, then?: () => void): void {
+    then?.(); // an injected row's own callback (injection.ts): it did settle, even if the session failed since
     if (this.#failed) return;
     tx.unsettled--;
     this.#advance();

@@ -106,6 +106,11 @@ describe('OpenAPI document: /openapi.json', function () {
       'GET /api/rest/_auth-events',
       'GET /api/rest/_gaps',
       'POST /api/rest/_gaps/{id}/acknowledge',
+      'POST /api/rest/_gaps/{id}/backfill',
+      'POST /api/rest/_webhooks/{id}/backfill',
+      'GET /api/rest/_webhooks/{id}/backfills',
+      'GET /api/rest/_webhooks/{id}/backfills/{backfillId}',
+      'POST /api/rest/_webhooks/{id}/backfills/{backfillId}/cancel',
     ]);
   });
 

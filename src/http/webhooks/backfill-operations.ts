@@ -2,29 +2,12 @@ import { z } from 'zod';
 import { timestamp } from '../timestamp.js';
 import { ANY_REQUEST_ERRORS, JSON_BODY_ERRORS, type Operation } from '../operation.js';
 import { MANAGEMENT_SCOPE, managementHeaders } from './access.js';
-import { filter, webhookParams } from '../../webhooks/schemas.js';
+import { backfillBody, webhookParams } from '../../webhooks/schemas.js';
 
 // Backfills of a subscription (docs/backfills.md), part of the webhook API (operations.ts spreads them in).
 
 const common = [...MANAGEMENT_SCOPE, ...ANY_REQUEST_ERRORS] as const;
 const shared = { security: 'managementToken', headers: managementHeaders } as const;
-
-const columnName = z.string().min(1, 'must not be empty').max(63, 'must be at most 63 characters');
-
-export const backfillBody = z.strictObject({
-  filter: filter.nullish().meta({ description: 'Column → value (equality): only matching rows, besides the subscription’s own filter.' }),
-  sortColumn: columnName.optional().meta({
-    description: 'The column pages are ordered by (then the primary key); default the primary key. Rows where it is NULL are not read.',
-  }),
-  since: z
-    .string()
-    .max(200, 'must be at most 200 characters')
-    .optional()
-    .meta({
-      description: 'Only rows whose sort column is at least this (written as Postgres reads a value of the column).',
-      examples: ['2026-11-01T00:00:00Z'],
-    }),
-});
 
 export const backfillParams = z.object({
   id: webhookParams.shape.id,

@@ -4,7 +4,7 @@ import { randomId } from '../../core/crypto/tokens.js';
 import type { Change } from '../events.js';
 import type { ReservedMessage } from '../messages.js';
 import { changeRows } from '../order-keys.js';
-import type { InjectedRows } from '../session.js';
+import type { InjectedRows } from '../injection.js';
 import { describeBackfillTable, readPage, type BackfillTable } from './page.js';
 import { backfillTarget, failBackfill, recordPage, runningBackfills, type RunningBackfill } from './store.js';
 import { emitWatermark, parseWatermark } from './watermarks.js';
