@@ -181,6 +181,7 @@ export class BackfillRunner {
             ? `column ${bf.sortColumn} does not exist`
             : undefined;
       if (problem) {
+        this.#ctx.log.warn({ backfill: bf.id, webhookId: bf.webhookId, problem }, 'backfill failed');
         await failBackfill(pool, bf.id, problem, clock());
         return;
       }
@@ -195,6 +196,7 @@ export class BackfillRunner {
       metrics.backfillRows.inc(result.outcome.handed);
       const done = !result.more;
       const recorded = await recordPage(pool, bf.id, { cursor: result.cursor, rows: result.outcome.handed, done }, clock());
+      if (recorded && done) this.#ctx.log.info({ backfill: bf.id, webhookId: bf.webhookId }, 'backfill done');
       if (!recorded || done) return; // cancelled meanwhile, or finished
       cursor = result.cursor;
     }
