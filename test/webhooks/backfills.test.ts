@@ -144,6 +144,11 @@ describe('backfills: REST, READ events, progress, cancel, errors', function () {
     const list = await api.call('listBackfills', { params: { id: asked } });
     expect(list.status).to.equal(200);
     expect(list.body.backfills.map((b: { id: string }) => b.id)).to.deep.equal([started.body.backfill.id]);
+    // Counted: this process runs the tailer too, so the api's /metrics shows its counters.
+    const metrics = (await t.http.get('/metrics')).text;
+    expect(Number(/^walgate_backfill_rows_total (\d+)/m.exec(metrics)?.[1])).to.be.at.least(250);
+    expect(Number(/^walgate_backfill_pages_total\{outcome="handed"\} (\d+)/m.exec(metrics)?.[1])).to.be.at.least(7);
+    expect(metrics).to.match(/^walgate_events_total\{operation="READ"\} \d+/m);
     // The delivery log shows them as READ.
     const log = await api.call('listDeliveries', { params: { id: asked }, query: { limit: '5' } });
     expect(log.body.deliveries[0].event).to.equal('READ');
