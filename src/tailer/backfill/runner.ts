@@ -35,7 +35,7 @@ interface OpenPage {
   table: BackfillTable;
   webhookId: string;
   window: WatermarkWindow;
-  /** Key columns' positions per column list (changes of the table carry its columns as published). */
+  /** Ends the wait of #page: the rows settled, or the page must be read again. */
   done: (result: PageResult) => void;
 }
 
