@@ -16,6 +16,7 @@ CREATE TABLE walgate.backfills (
   sort_column     text,                             -- null: the primary key
   since           text,                             -- rows with sort_column >= since (as text, cast by Postgres)
   cursor          text[],                           -- sort values of the last row handed on; null before the first page
+  until_key       text[],                           -- sort values of the last row when it started: rows after it are newer (the stream has them); null: the table was empty
   rows            bigint NOT NULL DEFAULT 0,        -- READ events handed to the subscription
   pages           integer NOT NULL DEFAULT 0,
   total_estimate  bigint,                           -- rows in the table when it started (planner estimate or count)

@@ -10,6 +10,7 @@ import {
   estimateRows,
   getBackfill,
   insertBackfill,
+  lastSortKey,
   listBackfills,
   listGaps,
   MESSAGES_TABLE,
@@ -54,10 +55,19 @@ export class BackfillService {
     }
     if (violations.length > 0) throw validationError(violations);
     const totalEstimate = await estimateRows(this.ctx.pool, table);
+    const until = (await lastSortKey(this.ctx.pool, table)) ?? null;
     try {
       const backfill = await insertBackfill(
         this.ctx.pool,
-        { webhookId, gapId, filter: body.filter ?? null, sortColumn: body.sortColumn ?? null, since: body.since ?? null, totalEstimate },
+        {
+          webhookId,
+          gapId,
+          filter: body.filter ?? null,
+          sortColumn: body.sortColumn ?? null,
+          since: body.since ?? null,
+          until,
+          totalEstimate,
+        },
         this.ctx.clock(),
       );
       return { backfill: backfillView(backfill) };

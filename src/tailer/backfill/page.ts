@@ -60,10 +60,27 @@ export async function estimateRows(db: Queryable, t: BackfillTable): Promise<num
   return Number(counted.rows[0]!.n);
 }
 
+/**
+ * The sort values (text) of the table's last row now: a backfill reads up to it. Rows after it
+ * are inserted (or, with a sort column such as `updated_at`, changed) after the backfill started,
+ * and the stream delivers them anyway — without this bound a table growing at its end as fast as
+ * pages are read would never be done. Undefined: the table is empty.
+ */
+export async function lastSortKey(db: Queryable, t: BackfillTable): Promise<string[] | undefined> {
+  const cols = t.sort.map((c) => `t.${quoteIdent(c)}`);
+  const { rows } = await db.query<{ k: string[] }>(
+    `SELECT ARRAY[${cols.map((c) => `${c}::text`).join(', ')}] AS k FROM ${qualified(t.schema, t.table)} t
+      WHERE ${cols.map((c) => `${c} IS NOT NULL`).join(' AND ')} ORDER BY ${cols.map((c) => `${c} DESC`).join(', ')} LIMIT 1`,
+  );
+  return rows[0]?.k;
+}
+
 export interface PageQuery {
   table: BackfillTable;
   /** The sort values of the last row handed on (text); null: from the start. */
   cursor: string[] | null;
+  /** The sort values of the last row to read (lastSortKey when the backfill started). */
+  until: string[];
   /** Only rows whose sort column is at least this (text, cast by Postgres to the column's type). */
   since: string | null;
   /** The backfill's own filter (equality on columns), besides the subscription's. */
@@ -98,6 +115,7 @@ export async function readPage(db: Queryable, q: PageQuery): Promise<Page> {
   const where: string[] = [];
   if (q.since !== null) where.push(`t.${quoteIdent(t.sort[0]!)} >= ${param(q.since)}`);
   if (q.cursor) where.push(`(${sortCols.join(', ')}) > (${q.cursor.map((v) => param(v)).join(', ')})`);
+  where.push(`(${sortCols.join(', ')}) <= (${q.until.map((v) => param(v)).join(', ')})`);
   const order = t.sort.map((_, i) => `k${i}`).join(', ');
   const sql = `
     SELECT f, c, read FROM (

@@ -180,12 +180,17 @@ export class BackfillRunner {
           : bf.sortColumn && !table.columns.includes(bf.sortColumn)
             ? `column ${bf.sortColumn} does not exist`
             : undefined;
+      if (!problem && !bf.until) {
+        // The table was empty when the backfill started: nothing to read.
+        await recordPage(pool, bf.id, { cursor: null, rows: 0, done: true }, clock());
+        return;
+      }
       if (problem) {
         this.#ctx.log.warn({ backfill: bf.id, webhookId: bf.webhookId, problem }, 'backfill failed');
         await failBackfill(pool, bf.id, problem, clock());
         return;
       }
-      const result = await this.#page(bf, table!, cursor);
+      const result = await this.#page(bf, table!, cursor, bf.until!);
       if (result.outcome.kind === 'again') {
         metrics.backfillPages.inc({ outcome: 'retried' });
         this.#ctx.log.info({ backfill: bf.id, reason: result.outcome.reason }, 'backfill page read again');
@@ -203,7 +208,7 @@ export class BackfillRunner {
   }
 
   /** One page: low watermark, read, high watermark; then wait until the session handed its rows on and they settled. */
-  async #page(bf: RunningBackfill, table: BackfillTable, cursor: string[] | null) {
+  async #page(bf: RunningBackfill, table: BackfillTable, cursor: string[] | null, until: string[]) {
     const token = randomId('page_');
     let done!: (r: PageResult) => void;
     const settled = new Promise<PageResult>((resolve) => (done = resolve));
@@ -216,6 +221,7 @@ export class BackfillRunner {
       const read = await readPage(pool, {
         table,
         cursor,
+        until,
         since: bf.since,
         filter: bf.filter,
         maxRows: this.#o.pageRows,

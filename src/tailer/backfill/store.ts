@@ -26,11 +26,13 @@ export interface Backfill {
 /** What the tailer needs besides the view: where the next page starts. */
 export interface RunningBackfill extends Backfill {
   cursor: string[] | null;
+  /** The sort values of the table's last row when it started; null: it was empty. */
+  until: string[] | null;
 }
 
 const COLUMNS = `id, webhook_id AS "webhookId", gap_id AS "gapId", state, filter, sort_column AS "sortColumn", since,
   rows::float8 AS rows, pages, total_estimate::float8 AS "totalEstimate", error, created_at AS "createdAt",
-  updated_at AS "updatedAt", finished_at AS "finishedAt", cursor`;
+  updated_at AS "updatedAt", finished_at AS "finishedAt", cursor, until_key AS until`;
 
 type BackfillRow = Omit<RunningBackfill, 'createdAt' | 'updatedAt' | 'finishedAt'> & {
   createdAt: Date;
@@ -49,7 +51,7 @@ function running(r: BackfillRow): RunningBackfill {
 
 /** The view a client sees (no cursor: its text form is an internal detail). */
 export function backfillView(b: RunningBackfill): Backfill {
-  const { cursor: _cursor, ...view } = b;
+  const { cursor: _cursor, until: _until, ...view } = b;
   return view;
 }
 
@@ -59,14 +61,15 @@ export interface NewBackfill {
   filter: Record<string, unknown> | null;
   sortColumn: string | null;
   since: string | null;
+  until: string[] | null;
   totalEstimate: number;
 }
 
 /** Inserts a running backfill; a second unfinished one for the subscription is a unique violation (23505). */
 export async function insertBackfill(db: Queryable, b: NewBackfill, now: Date): Promise<RunningBackfill> {
   const { rows } = await db.query<BackfillRow>(
-    `INSERT INTO walgate.backfills (id, webhook_id, gap_id, state, filter, sort_column, since, total_estimate, created_at, updated_at)
-     VALUES ($1, $2, $3, 'running', $4::jsonb, $5, $6, $7, $8, $8) RETURNING ${COLUMNS}`,
+    `INSERT INTO walgate.backfills (id, webhook_id, gap_id, state, filter, sort_column, since, until_key, total_estimate, created_at, updated_at)
+     VALUES ($1, $2, $3, 'running', $4::jsonb, $5, $6, $7, $8, $9, $9) RETURNING ${COLUMNS}`,
     [
       randomId('bf_'),
       b.webhookId,
@@ -74,6 +77,7 @@ export async function insertBackfill(db: Queryable, b: NewBackfill, now: Date): 
       b.filter === null ? null : JSON.stringify(b.filter),
       b.sortColumn,
       b.since,
+      b.until,
       b.totalEstimate,
       now,
     ],
