@@ -14,7 +14,7 @@ import {
   listBackfills,
   listGaps,
   MESSAGES_TABLE,
-  probeSince,
+  probeKeyset,
   runningBackfillOf,
   type Backfill,
 } from '../tailer/capture/index.js';
@@ -49,9 +49,9 @@ export class BackfillService {
       if (!table.columns.includes(column))
         violations.push({ path: `filter.${column}`, message: `column ${column} does not exist in ${webhook.table}` });
     }
-    if (violations.length === 0 && body.since !== undefined) {
-      const problem = await probeSince(this.ctx.pool, table, body.since);
-      if (problem) violations.push({ path: 'since', message: `is not a value of ${table.sort[0]}: ${problem}` });
+    if (violations.length === 0 && table.key.length > 0) {
+      const problem = await probeKeyset(this.ctx.pool, table, body.since ?? null);
+      if (problem) violations.push(problem);
     }
     if (violations.length > 0) throw validationError(violations);
     const totalEstimate = await estimateRows(this.ctx.pool, table);

@@ -241,6 +241,20 @@ describe('backfills: REST, READ events, progress, cancel, errors', function () {
     const refused = await api.call('createBackfill', { params: { id: noKey.body.webhook.id } });
     expect([refused.status, refused.body.error]).to.deep.equal([400, 'VALIDATION_ERROR']);
     expect(refused.body.violations[0].message).to.match(/no primary key/);
+    // A sort column without an order (a point) is refused up front rather than failing page after page.
+    await writer.query('CREATE TABLE shop_master.shapes (id int PRIMARY KEY, at point)');
+    const shapes = await api.call('createWebhook', {
+      body: {
+        projectId: 'shop',
+        environment: 'master',
+        table: 'shapes',
+        events: ['INSERT'],
+        url: `${receiver.url}/shapes`,
+        secret: SECRET,
+      },
+    });
+    const unordered = await api.call('createBackfill', { params: { id: shapes.body.webhook.id }, body: { sortColumn: 'at' } });
+    expect([unordered.status, unordered.body.violations?.[0]?.path]).to.deep.equal([400, 'sortColumn']);
     // Nothing was started by any of these.
     expect((await api.call('listBackfills', { params: { id: wh } })).body.backfills).to.deep.equal([]);
   });

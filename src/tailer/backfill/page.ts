@@ -144,15 +144,34 @@ export async function readPage(db: Queryable, q: PageQuery): Promise<Page> {
   return { rows: out, cursor: last ? last.c : q.cursor, more: rows.length < read || read === q.maxRows, read: rows.length };
 }
 
-/** Whether `since` reads as a value of the sort column; Postgres's own cast decides (the message says why not). */
-export async function probeSince(db: Queryable, t: BackfillTable, since: string): Promise<string | undefined> {
+/** Class 22 (data exception: a text that is no value of the column's type) or 42 (e.g. a type without an order): the request's fault, not a failure. */
+export function isQueryProblem(err: unknown): boolean {
+  const code = (err as { code?: unknown }).code;
+  return typeof code === 'string' && (code.startsWith('22') || code.startsWith('42'));
+}
+
+/**
+ * Whether pages can be read as asked: the keyset has an order, and `since` reads as a value of the
+ * sort column (Postgres's own cast decides). Which field is at fault and why, or undefined.
+ */
+export async function probeKeyset(
+  db: Queryable,
+  t: BackfillTable,
+  since: string | null,
+): Promise<{ path: string; message: string } | undefined> {
+  const cols = t.sort.map((c) => `t.${quoteIdent(c)}`).join(', ');
+  try {
+    await db.query(`SELECT 1 FROM ${qualified(t.schema, t.table)} t ORDER BY ${cols} LIMIT 0`);
+  } catch (err) {
+    if (isQueryProblem(err)) return { path: 'sortColumn', message: `cannot order by ${t.sort[0]}: ${(err as Error).message}` };
+    throw err;
+  }
+  if (since === null) return undefined;
   try {
     await db.query(`SELECT 1 FROM ${qualified(t.schema, t.table)} t WHERE t.${quoteIdent(t.sort[0]!)} >= $1 LIMIT 0`, [since]);
     return undefined;
   } catch (err) {
-    // Class 22 (data exception): the text is no value of the column's type; 42: the type has no order.
-    const code = (err as { code?: string }).code;
-    if (typeof code === 'string' && (code.startsWith('22') || code.startsWith('42'))) return (err as Error).message;
+    if (isQueryProblem(err)) return { path: 'since', message: `is not a value of ${t.sort[0]}: ${(err as Error).message}` };
     throw err;
   }
 }

@@ -5,7 +5,7 @@ import type { Change } from '../events.js';
 import type { ReservedMessage } from '../messages.js';
 import { changeRows } from '../order-keys.js';
 import type { InjectedRows } from '../injection.js';
-import { describeBackfillTable, readPage, type BackfillTable } from './page.js';
+import { describeBackfillTable, isQueryProblem, readPage, type BackfillTable } from './page.js';
 import { backfillTarget, failBackfill, recordPage, runningBackfills, type RunningBackfill } from './store.js';
 import { emitWatermark, parseWatermark } from './watermarks.js';
 import { WatermarkWindow } from './window.js';
@@ -144,7 +144,12 @@ export class BackfillRunner {
             if (this.#active.size >= this.#o.concurrency) break;
             if (this.#active.has(bf.id)) continue;
             const driving = this.#drive(bf)
-              .catch((err: Error) => log.warn({ err, backfill: bf.id }, 'backfill page failed; it is read again'))
+              .catch(async (err: Error) => {
+                // A page the table cannot answer (a column's type changed since): it would fail forever.
+                if (!isQueryProblem(err)) return log.warn({ err, backfill: bf.id }, 'backfill page failed; it is read again');
+                log.warn({ err, backfill: bf.id }, 'backfill failed');
+                await failBackfill(this.#ctx.pool, bf.id, err.message, this.#ctx.clock()).catch(() => undefined);
+              })
               .finally(() => {
                 this.#active.delete(bf.id);
                 this.#ctx.metrics.backfillsActive.set(this.#active.size);

@@ -66,4 +66,4 @@ export {
   type Backfill,
   type BackfillState,
 } from '../backfill/store.js';
-export { describeBackfillTable, estimateRows, lastSortKey, probeSince } from '../backfill/page.js';
+export { describeBackfillTable, estimateRows, lastSortKey, probeKeyset } from '../backfill/page.js';
