@@ -201,7 +201,7 @@ const configSchema = schema.superRefine(checkTogether).transform((e) => ({
   backfill: {
     /** Rows one backfill page reads at most. */
     pageRows: e.BACKFILL_PAGE_ROWS,
-    /** Bytes (Postgres's size of the rows) one page reads at most, one row at least. */
+    /** Bytes (the rows' values as JSON) one page reads at most, one row at least. */
     pageBytes: e.BACKFILL_PAGE_BYTES,
     /** Backfills (each a different subscription, one page in flight each) one tailer reads at once. */
     concurrency: e.BACKFILL_CONCURRENCY,

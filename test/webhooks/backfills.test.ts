@@ -345,5 +345,11 @@ describe('backfills: REST, READ events, progress, cancel, errors', function () {
       if (!page.more) break;
     }
     expect(total, 'every row once').to.equal(40);
+    // Weighed as the JSON the tailer holds, not as stored: 1 MB values that compress to a few KB.
+    await writer.query('CREATE TABLE shop_master.squeezed (id int PRIMARY KEY, body text NOT NULL)');
+    await writer.query(`INSERT INTO shop_master.squeezed SELECT g, repeat('x', 1024 * 1024) FROM generate_series(1, 8) g`);
+    const squeezed = (await describeBackfillTable(t.ctx.pool, 'shop_master', 'squeezed', null))!;
+    const big = await readPage(t.ctx.pool, { ...q, table: squeezed, until: ['8'], maxBytes: 2 * 1024 * 1024 });
+    expect(big.rows.length, '2 MB of 1 MB rows').to.equal(2);
   });
 });

@@ -117,15 +117,19 @@ export async function readPage(db: Queryable, q: PageQuery): Promise<Page> {
   if (q.cursor) where.push(`(${sortCols.join(', ')}) > (${q.cursor.map((v) => param(v)).join(', ')})`);
   where.push(`(${sortCols.join(', ')}) <= (${q.until.map((v) => param(v)).join(', ')})`);
   const order = t.sort.map((_, i) => `k${i}`).join(', ');
+  // The size is that of the JSON the tailer will hold (what pg_column_size would count is the
+  // compressed, stored form: a 1 MB compressible value would weigh a few KB).
   const sql = `
     SELECT f, c, read FROM (
       SELECT f, c, count(*) OVER () AS read, sum(size) OVER (ORDER BY ${order} ROWS UNBOUNDED PRECEDING) - size AS before, ${order}
-        FROM (SELECT ARRAY[${t.columns.map((c) => `to_jsonb(t.${quoteIdent(c)})::text`).join(', ')}] AS f,
-                     ARRAY[${sortCols.map((c) => `${c}::text`).join(', ')}] AS c,
-                     pg_column_size(t.*)::bigint AS size, ${sortCols.map((c, i) => `${c} AS k${i}`).join(', ')}
-                FROM ${qualified(t.schema, t.table)} t
-               ${where.length ? `WHERE ${where.join(' AND ')}` : ''}
-               ORDER BY ${sortCols.join(', ')} LIMIT ${param(q.maxRows)}) page
+        FROM (SELECT f, c, (SELECT coalesce(sum(octet_length(x)), 0) FROM unnest(f) x)::bigint AS size, ${order}
+                FROM (SELECT ARRAY[${t.columns.map((c) => `to_jsonb(t.${quoteIdent(c)})::text`).join(', ')}] AS f,
+                             ARRAY[${sortCols.map((c) => `${c}::text`).join(', ')}] AS c,
+                             ${sortCols.map((c, i) => `${c} AS k${i}`).join(', ')}
+                        FROM ${qualified(t.schema, t.table)} t
+                       ${where.length ? `WHERE ${where.join(' AND ')}` : ''}
+                       ORDER BY ${sortCols.join(', ')} LIMIT ${param(q.maxRows)}) page
+             ) sized
     ) weighed
     WHERE before < ${param(q.maxBytes)}
     ORDER BY ${order}`;
