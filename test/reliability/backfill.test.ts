@@ -171,4 +171,39 @@ describe(`backfill of ${ROWS} rows under a concurrent writer, with a SIGKILL of 
         `peak RSS ${Math.round(peak / 2 ** 20)} MB`,
     );
   });
+
+  it('1 MB rows: pages bounded in bytes keep the tailer under 300 MB', async () => {
+    await writer.query('CREATE TABLE shop_master.blobs (id int PRIMARY KEY, body text NOT NULL)');
+    await writer.query(`INSERT INTO shop_master.blobs SELECT g, repeat(chr(97 + g % 26), 1024 * 1024) FROM generate_series(1, 200) g`);
+    const got = new Set<number>();
+    receiver.behave = (req) => {
+      got.add((JSON.parse(req.body) as { record: { id: number } }).record.id);
+      receiver.requests.length = 0;
+      return { status: 200 };
+    };
+    const api = await managementClient(t, 'shop');
+    const created = await api.post('/api/rest/_webhooks', {
+      projectId: 'shop',
+      environment: 'master',
+      table: 'blobs',
+      events: ['INSERT'],
+      url: `${receiver.url}/blobs`,
+      secret: 'whsec-backfill-reliability-0002',
+    });
+    const caFile = `${t.config.dataDir}/test-ca.pem`;
+    const child = await spawnTailerDaemon(t, { WEBHOOK_ALLOW_PRIVATE_NETWORKS: 'true', NODE_EXTRA_CA_CERTS: caFile });
+    daemons.push(child);
+    const started = await api.post(`/api/rest/_webhooks/${created.body.webhook.id}/backfill`, {});
+    expect(started.status).to.equal(202);
+    let peak = 0;
+    const until = Date.now() + 180_000;
+    while (got.size < 200) {
+      if (Date.now() > until) throw new Error(`only ${got.size} of 200 rows arrived`);
+      peak = Math.max(peak, await peakRss(child.pid));
+      await sleep(200);
+    }
+    peak = Math.max(peak, await peakRss(child.pid));
+    expect(peak, `peak tailer RSS ${Math.round(peak / 2 ** 20)} MB`).to.be.at.most(RSS_LIMIT);
+    console.log(`      200 rows of 1 MB: peak RSS ${Math.round(peak / 2 ** 20)} MB`);
+  });
 });

@@ -1,4 +1,4 @@
-import type { Queryable } from '../../core/db/pool.js';
+import { withTransaction, type Pool, type Queryable } from '../../core/db/pool.js';
 import { qualified, quoteIdent } from '../../core/db/identifiers.js';
 import { matchesFilter, type Row } from '../match.js';
 import { rowIdentity } from '../order-keys.js';
@@ -100,11 +100,20 @@ export interface Page {
   read: number;
 }
 
+/** The bytes the tailer holds for a row: its values as JSON. */
+function weight(fragments: readonly (string | null)[]): number {
+  let n = 0;
+  for (const f of fragments) n += f === null ? 4 : Buffer.byteLength(f);
+  return n;
+}
+
 /**
- * One page. The byte bound is applied by Postgres (a running sum of the rows' sizes), so what
- * comes back to the tailer is bounded by maxBytes plus one row, whatever the table holds.
+ * One page, through a cursor fetched a few rows at a time (as many as the rest of the byte budget
+ * holds at the rows' average size so far, one at first): Postgres renders only the rows the page
+ * takes, and the tailer holds at most maxBytes plus one row, whatever the table's rows weigh. A
+ * query that summed sizes itself would render up to maxRows rows to keep four of 1 MB.
  */
-export async function readPage(db: Queryable, q: PageQuery): Promise<Page> {
+export async function readPage(pool: Pool, q: PageQuery): Promise<Page> {
   const { table: t } = q;
   const params: unknown[] = [];
   const param = (v: unknown) => {
@@ -116,25 +125,33 @@ export async function readPage(db: Queryable, q: PageQuery): Promise<Page> {
   if (q.since !== null) where.push(`t.${quoteIdent(t.sort[0]!)} >= ${param(q.since)}`);
   if (q.cursor) where.push(`(${sortCols.join(', ')}) > (${q.cursor.map((v) => param(v)).join(', ')})`);
   where.push(`(${sortCols.join(', ')}) <= (${q.until.map((v) => param(v)).join(', ')})`);
-  const order = t.sort.map((_, i) => `k${i}`).join(', ');
-  // The size is that of the JSON the tailer will hold (what pg_column_size would count is the
-  // compressed, stored form: a 1 MB compressible value would weigh a few KB).
-  const sql = `
-    SELECT f, c, read FROM (
-      SELECT f, c, count(*) OVER () AS read, sum(size) OVER (ORDER BY ${order} ROWS UNBOUNDED PRECEDING) - size AS before, ${order}
-        FROM (SELECT f, c, (SELECT coalesce(sum(octet_length(x)), 0) FROM unnest(f) x)::bigint AS size, ${order}
-                FROM (SELECT ARRAY[${t.columns.map((c) => `to_jsonb(t.${quoteIdent(c)})::text`).join(', ')}] AS f,
-                             ARRAY[${sortCols.map((c) => `${c}::text`).join(', ')}] AS c,
-                             ${sortCols.map((c, i) => `${c} AS k${i}`).join(', ')}
-                        FROM ${qualified(t.schema, t.table)} t
-                       ${where.length ? `WHERE ${where.join(' AND ')}` : ''}
-                       ORDER BY ${sortCols.join(', ')} LIMIT ${param(q.maxRows)}) page
-             ) sized
-    ) weighed
-    WHERE before < ${param(q.maxBytes)}
-    ORDER BY ${order}`;
-  const { rows } = await db.query<{ f: string[]; c: string[]; read: string }>(sql, params);
-  const read = rows.length > 0 ? Number(rows[0]!.read) : 0;
+  const sql = `SELECT ARRAY[${t.columns.map((c) => `to_jsonb(t.${quoteIdent(c)})::text`).join(', ')}] AS f,
+                      ARRAY[${sortCols.map((c) => `${c}::text`).join(', ')}] AS c
+                 FROM ${qualified(t.schema, t.table)} t WHERE ${where.join(' AND ')}
+                ORDER BY ${sortCols.join(', ')} LIMIT ${param(q.maxRows)}`;
+  const rows: Array<{ f: string[]; c: string[] }> = [];
+  let cut = false;
+  // One cursor, one snapshot: taken after the low watermark committed, gone before the high one is written.
+  await withTransaction(pool, async (client) => {
+    await client.query(`DECLARE backfill_page NO SCROLL CURSOR FOR ${sql}`, params);
+    let bytes = 0;
+    let batch = 1;
+    for (;;) {
+      const got = (await client.query<{ f: string[]; c: string[] }>(`FETCH ${batch} FROM backfill_page`)).rows;
+      for (const r of got) {
+        rows.push(r);
+        bytes += weight(r.f);
+        if (bytes >= q.maxBytes) break;
+      }
+      if (bytes >= q.maxBytes) {
+        cut = rows.length < q.maxRows;
+        break;
+      }
+      if (got.length < batch) break;
+      batch = Math.max(1, Math.min(256, Math.floor((q.maxBytes - bytes) / (bytes / rows.length))));
+    }
+  });
+  const read = rows.length;
   const last = rows.at(-1);
   const indexOf = new Map(t.columns.map((c, i) => [c, i]));
   const keyPositions = t.key.map((c) => indexOf.get(c)!);
@@ -144,8 +161,8 @@ export async function readPage(db: Queryable, q: PageQuery): Promise<Page> {
     if (!matchesFilter(q.filter, row)) continue;
     out.push({ identity: rowIdentity(t.schema, t.table, row, keyPositions), fragments: r.f });
   }
-  // Cut by bytes (fewer rows than read), or a full page: there may be more.
-  return { rows: out, cursor: last ? last.c : q.cursor, more: rows.length < read || read === q.maxRows, read: rows.length };
+  // Cut by bytes, or a full page: there may be more.
+  return { rows: out, cursor: last ? last.c : q.cursor, more: cut || read === q.maxRows, read };
 }
 
 /** Class 22 (data exception: a text that is no value of the column's type) or 42 (e.g. a type without an order): the request's fault, not a failure. */
