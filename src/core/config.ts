@@ -91,7 +91,7 @@ const schema = z.object({
   MAIL_RETRY_MAX_DELAY_MS: positiveMs.default(300_000),
   MAIL_SEND_LEASE_MS: positiveMs.default(60_000),
   MAIL_RETENTION_MS: retentionMs.default(7 * DAY_MS),
-  BACKFILL_PAGE_ROWS: z.coerce.number().int().min(1).max(100_000).default(1000),
+  BACKFILL_PAGE_ROWS: z.coerce.number().int().min(1).max(100_000).default(500),
   BACKFILL_PAGE_BYTES: z.coerce
     .number()
     .int()
