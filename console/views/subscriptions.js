@@ -82,8 +82,27 @@ function gapBanner(gaps) {
             ` (${g.webhookIds.length} subscription${g.webhookIds.length === 1 ? '' : 's'}) were not captured.`,
           ),
     ),
-    h('button', { type: 'button', onclick: () => void acknowledge() }, 'Acknowledge'),
+    h(
+      'p',
+      { class: 'inline' },
+      h('button', { type: 'button', onclick: () => void backfill(), 'aria-describedby': 'gap-backfill-help' }, 'Backfill'),
+      h('button', { type: 'button', class: 'secondary', onclick: () => void acknowledge() }, 'Acknowledge'),
+    ),
+    h(
+      'p',
+      { id: 'gap-backfill-help', class: 'help' },
+      'Backfill delivers the current rows of every affected table again (as READ events) to the subscriptions that missed changes; acknowledge once they have caught up.',
+    ),
   );
+  async function backfill() {
+    try {
+      let started = 0;
+      for (const g of gaps) started += (await callApi('POST', `/api/rest/_gaps/${enc(g.id)}/backfill`)).backfills.length;
+      say(`Backfill started for ${started} subscription${started === 1 ? '' : 's'}.`);
+    } catch (err) {
+      problem(err);
+    }
+  }
   async function acknowledge() {
     try {
       for (const g of gaps) await callApi('POST', `/api/rest/_gaps/${enc(g.id)}/acknowledge`);

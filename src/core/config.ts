@@ -92,6 +92,13 @@ const schema = z.object({
   MAIL_SEND_LEASE_MS: positiveMs.default(60_000),
   MAIL_RETENTION_MS: retentionMs.default(7 * DAY_MS),
   PROVIDER_ALLOW_PRIVATE_NETWORKS: bool.default(false),
+  BACKFILL_PAGE_ROWS: z.coerce.number().int().min(1).max(100_000).default(500),
+  BACKFILL_PAGE_BYTES: z.coerce
+    .number()
+    .int()
+    .min(1024)
+    .default(4 * 1024 ** 2),
+  BACKFILL_CONCURRENCY: z.coerce.number().int().min(1).max(64).default(2),
 });
 
 export type Env = z.infer<typeof schema>;
@@ -195,6 +202,14 @@ const configSchema = schema.superRefine(checkTogether).transform((e) => ({
   providers: {
     /** Identity providers on loopback/private addresses and over http: (tests, on-prem issuers). */
     allowPrivateNetworks: e.PROVIDER_ALLOW_PRIVATE_NETWORKS,
+  },
+  backfill: {
+    /** Rows one backfill page reads at most. */
+    pageRows: e.BACKFILL_PAGE_ROWS,
+    /** Bytes (the rows' values as JSON) one page reads at most, one row at least. */
+    pageBytes: e.BACKFILL_PAGE_BYTES,
+    /** Backfills (each a different subscription, one page in flight each) one tailer reads at once. */
+    concurrency: e.BACKFILL_CONCURRENCY,
   },
 }));
 

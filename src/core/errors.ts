@@ -47,6 +47,8 @@ export const ERRORS = {
   AUTH_PROVIDER_UNAVAILABLE: [502, 'The identity provider could not be reached or answered unexpectedly.'],
   IDENTITY_NOT_FOUND: [404, 'No identity with this id among yours.'],
   AUTH_LAST_SIGN_IN_METHOD: [409, 'This is your last way to sign in: add a password or another identity first.'],
+  BACKFILL_NOT_FOUND: [404, 'No backfill with this id for this webhook.'],
+  BACKFILL_RUNNING: [409, 'This webhook already has a backfill running: cancel it or wait for it to finish.'],
 } as const satisfies Record<string, readonly [number, string]>;
 
 export type ErrorCode = keyof typeof ERRORS;

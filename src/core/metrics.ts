@@ -77,6 +77,31 @@ export class Metrics {
     registers: [this.registry],
   });
 
+  readonly backfillRows = new Counter({
+    name: 'walgate_backfill_rows_total',
+    help: 'Rows a backfill handed to its subscription as READ events',
+    registers: [this.registry],
+  });
+
+  readonly backfillRowsDropped = new Counter({
+    name: 'walgate_backfill_rows_dropped_total',
+    help: 'Rows read by a backfill page and dropped because a change touched them between its watermarks (the change is delivered instead)',
+    registers: [this.registry],
+  });
+
+  readonly backfillPages = new Counter({
+    name: 'walgate_backfill_pages_total',
+    help: 'Backfill pages by outcome: handed (its rows delivered or parked, progress saved) or retried (read again: watermark not seen in time, leadership lost, subscription paused)',
+    labelNames: ['outcome'] as const,
+    registers: [this.registry],
+  });
+
+  readonly backfillsActive = new Gauge({
+    name: 'walgate_backfills_active',
+    help: 'Backfills this tailer process is reading pages for',
+    registers: [this.registry],
+  });
+
   constructor(options: { defaultMetrics?: boolean } = {}) {
     // Process metrics, including event-loop delay (nodejs_eventloop_lag_p99_seconds and friends),
     // sampled every millisecond: a sample counts the whole interval, so a coarser one hides short stalls.

@@ -6,6 +6,7 @@ import { closeServer } from '../http/server.js';
 import { registerTailerGauges, startTailerOps } from '../ops/tailer-ops.js';
 import { Pruner } from '../retention/pruner.js';
 import { WalTailer } from '../tailer/tailer.js';
+import { BackfillRunner } from '../tailer/backfill/runner.js';
 import { disableWebhook } from '../webhooks/store.js';
 
 export interface TailerRuntime {
@@ -25,8 +26,19 @@ export interface TailerRuntimeOptions {
 export async function startTailerRuntime(ctx: Context, options: TailerRuntimeOptions): Promise<TailerRuntime> {
   const worker = new DeliveryEngine(ctx, { disableSubscription: (id, reason, at) => disableWebhook(ctx.pool, id, reason, at) });
   worker.start();
-  const tailer = new WalTailer(ctx, { databaseUrl: options.databaseUrl, sink: worker });
+  // Backfills run where the slot is read: their watermarks come back through this tailer's session.
+  const backfills: BackfillRunner = new BackfillRunner(ctx, {
+    isLeader: (): boolean => tailer.status().role === 'leader',
+    ...ctx.config.backfill,
+  });
+  const tailer = new WalTailer(ctx, {
+    databaseUrl: options.databaseUrl,
+    sink: worker,
+    onReservedMessage: backfills.onReservedMessage,
+    onChange: backfills.onChange,
+  });
   tailer.start();
+  backfills.start();
   // Every tailer process prunes the delivery history (standbys too: batches skip each other's rows).
   const pruner = new Pruner(ctx, { scopes: ['history'] });
   pruner.start();
@@ -43,6 +55,7 @@ export async function startTailerRuntime(ctx: Context, options: TailerRuntimeOpt
     opsUrl: ops?.url,
     async stop() {
       if (ops) await closeServer(ops.server, 2000);
+      await backfills.stop();
       await tailer.stop();
       await worker.stop();
       await pruner.stop();

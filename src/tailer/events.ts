@@ -66,6 +66,21 @@ export function matchDeliveries(subs: readonly SubscriptionSpec[], change: Chang
   return out;
 }
 
+/**
+ * A backfilled row's delivery (tailer/backfill/): to the one subscription that asked, whatever its
+ * `events` say; `rows`: the row's identity, so that with `ordering: "row"` it waits its turn.
+ */
+export function readDelivery(sub: SubscriptionSpec, change: Change, rows: readonly string[]): DeliveryRecord {
+  return {
+    id: deliveryId(sub.id, change.eventId),
+    webhookId: sub.id,
+    eventId: change.eventId,
+    eventType: 'READ',
+    select: sub.select,
+    orderKeys: sub.ordering === 'row' ? rows.map((row) => orderKey(sub.id, row)) : null,
+  };
+}
+
 /** A TRUNCATE of a watched table: an event without rows (`record` empty, no old image). */
 export function truncateChange(eventId: string, committedAt: Date, schema: string, table: string): Change {
   const empty: Row = { names: [], fragments: [], indexOf: new Map() };

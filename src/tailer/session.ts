@@ -3,7 +3,8 @@ import type { Queryable } from '../core/db/pool.js';
 import type { Logger } from '../core/log.js';
 import type { DeliveryStream } from './sink.js';
 import { decodeChange, decodeRow, describeRelation, type Relation } from './decode.js';
-import { eventId, matchDeliveries, toEventRecord, truncateChange, type DeliveryRecord, type Operation } from './events.js';
+import { eventId, matchDeliveries, toEventRecord, truncateChange, type Change, type DeliveryRecord, type Operation } from './events.js';
+import { handInjected, type InjectedRows } from './injection.js';
 import { changeRows } from './order-keys.js';
 import { formatLsn, type Lsn } from './lsn.js';
 import type { PgoutputMessage, RawTuple } from './pgoutput.js';
@@ -41,8 +42,10 @@ export interface SessionOptions {
   onEvent?: (operation: Operation) => void;
   /** Counts truncates of watched tables (whether or not a subscription opted into them). */
   onTruncate?: (schema: string, table: string) => void;
-  /** Takes walgate's own logical messages (prefix `walgate.`, messages.ts), e.g. backfill watermarks; awaited. */
-  onReservedMessage?: (m: ReservedMessage) => void | Promise<void>;
+  /** Takes walgate's own logical messages (`walgate.` prefixes, messages.ts); awaited; what it returns (a backfill page) is handed on at the message's place. */
+  onReservedMessage?: (m: ReservedMessage) => void | InjectedRows | Promise<void | InjectedRows>;
+  /** Sees every decoded change of a watched table, before it is matched (backfill windows, tailer/backfill/). */
+  onChange?: (change: Change) => void;
   /** Reports a position that may be acknowledged to Postgres. */
   onDurable: (lsn: Lsn) => void;
   /** Called once when processing failed and the stream must restart from the durable position. */
@@ -255,6 +258,7 @@ export class ReplicationSession {
       oldIsKeyOnly: keyOnly,
     });
     if (isAuthEventsRelation(rel)) asAuthEvent(change, subs);
+    this.#o.onChange?.(change);
     if (missing.length > 0) {
       this.#o.log.warn(
         { table: `${rel.schema}.${rel.name}`, columns: missing, event: change.eventId },
@@ -274,6 +278,7 @@ export class ReplicationSession {
     if (subs.length === 0) return;
     this.#o.onTruncate?.(rel.schema, rel.name);
     const change = truncateChange(eventId(tx.commitLsn, index), tx.committedAt, rel.schema, rel.name);
+    this.#o.onChange?.(change);
     await this.#hand(tx, change, await this.#unrecorded(tx, index, relationOid, subs, matchDeliveries(subs, change)));
   }
 
@@ -289,13 +294,13 @@ export class ReplicationSession {
   }
 
   /** Hands a change's deliveries to the stream; the transaction waits for them to settle. */
-  async #hand(tx: OpenTransaction, change: Parameters<typeof toEventRecord>[0], rows: ReturnType<typeof matchDeliveries>): Promise<void> {
+  async #hand(tx: OpenTransaction, change: Change, rows: DeliveryRecord[], then?: () => void): Promise<void> {
     if (rows.length === 0) return;
     this.#o.onEvent?.(change.operation);
     this.stats.deliveries += rows.length;
     tx.unsettled++;
     // A returned promise is backpressure: the library pauses the socket while we await it.
-    const accepted = this.#o.stream.accept(toEventRecord(change), rows, () => this.#settled(tx));
+    const accepted = this.#o.stream.accept(toEventRecord(change), rows, () => this.#settled(tx, then));
     if (accepted) await accepted;
   }
 
@@ -311,7 +316,12 @@ export class ReplicationSession {
     const index = tx ? tx.index++ : null;
     if (tx?.skip) return;
     if (isReservedPrefix(msg.prefix)) {
-      await this.#o.onReservedMessage?.({ message: msg, commitLsn: tx?.commitLsn ?? null, index, committedAt: tx?.committedAt ?? null });
+      const at = { commitLsn: tx?.commitLsn ?? null, index, committedAt: tx?.committedAt ?? null };
+      const injected = await this.#o.onReservedMessage?.({ message: msg, ...at });
+      if (injected && tx) {
+        const next = () => eventId(tx.commitLsn, tx.index++);
+        await handInjected(injected, this.#view.get(injected.webhookId), next, (c, d, done) => this.#hand(tx, c, [d], done));
+      }
       return;
     }
     if (!tx || index === null) return;
@@ -368,7 +378,8 @@ export class ReplicationSession {
     );
   }
 
-  #settled(tx: OpenTransaction): void {
+  #settled(tx: OpenTransaction, then?: () => void): void {
+    then?.(); // an injected row's own callback (injection.ts): it did settle, even if the session failed since
     if (this.#failed) return;
     tx.unsettled--;
     this.#advance();

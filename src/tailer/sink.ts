@@ -2,7 +2,8 @@
 // DeliverySink (the delivery engine, src/delivery/engine.ts), which tells it when they are settled.
 import type { Queryable } from '../core/db/pool.js';
 
-export type Operation = 'INSERT' | 'UPDATE' | 'DELETE' | 'TRUNCATE';
+/** READ: a row read by a backfill (tailer/backfill/), delivered only to the subscription that asked. */
+export type Operation = 'INSERT' | 'UPDATE' | 'DELETE' | 'TRUNCATE' | 'READ';
 
 /** A captured change: its images as to_jsonb renders each value, one JSON fragment per column. */
 export interface CapturedEvent {

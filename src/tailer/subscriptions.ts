@@ -40,6 +40,11 @@ export class SubscriptionView {
     return this.#byId.size;
   }
 
+  /** One subscription as of the position being processed (a backfill's READs go to it alone). */
+  get(id: string): SubscriptionSpec | undefined {
+    return this.#byId.get(id);
+  }
+
   forTable(schema: string, table: string): readonly SubscriptionSpec[] {
     return this.#byTable.get(`${schema}\0${table}`) ?? [];
   }

@@ -32,6 +32,8 @@ export interface WalTailerOptions {
   reportIntervalMs?: number;
   /** Takes walgate's own logical messages (`walgate.` prefixes, tailer/messages.ts). */
   onReservedMessage?: SessionOptions['onReservedMessage'];
+  /** Sees every decoded change of a watched table (backfill windows). */
+  onChange?: SessionOptions['onChange'];
   /** A file that keeps the highest position processed across restarts of the tailer (rewind.ts); none by default. */
   stateFile?: string;
 }
@@ -69,7 +71,8 @@ interface Running {
  */
 export class WalTailer {
   readonly #ctx: Context;
-  readonly #o: Required<Omit<WalTailerOptions, 'onReservedMessage' | 'stateFile'>> & Pick<WalTailerOptions, 'onReservedMessage'>;
+  readonly #o: Required<Omit<WalTailerOptions, 'onReservedMessage' | 'onChange' | 'stateFile'>> &
+    Pick<WalTailerOptions, 'onReservedMessage' | 'onChange'>;
   /** The highest position processed: a server behind it was restored or failed over (rewind.ts). */
   readonly #highWater: ProcessedHighWater;
   readonly #abort = new AbortController();
@@ -209,6 +212,7 @@ export class WalTailer {
       onEvent: (operation) => this.#ctx.metrics.eventsProduced.inc({ operation }),
       onTruncate: () => this.#ctx.metrics.truncates.inc(),
       ...(this.#o.onReservedMessage ? { onReservedMessage: this.#o.onReservedMessage } : {}),
+      ...(this.#o.onChange ? { onChange: this.#o.onChange } : {}),
       onDurable: (lsn) => {
         if (this.#durable === null || lsn > this.#durable) this.#durable = lsn;
         reportDurable();

@@ -155,5 +155,21 @@ export const webhookParams = z.object({
   id: z.string().meta({ description: 'The subscription id.', examples: ['wh_3f6c2a1e9b8d4c7e0a5b1d2c3e4f5a6b'] }),
 });
 
+/** POST …/{id}/backfill (docs/backfills.md). */
+export const backfillBody = z.strictObject({
+  filter: filter.nullish().meta({ description: 'Column → value (equality): only matching rows, besides the subscription’s own filter.' }),
+  sortColumn: columnName.optional().meta({
+    description: 'The column pages are ordered by (then the primary key); default the primary key. Rows where it is NULL are not read.',
+  }),
+  since: z
+    .string()
+    .max(200, 'must be at most 200 characters')
+    .optional()
+    .meta({
+      description: 'Only rows whose sort column is at least this (written as Postgres reads a value of the column).',
+      examples: ['2026-11-01T00:00:00Z'],
+    }),
+});
+
 export type CreateBody = z.output<typeof createBody>;
 export type UpdateBody = z.output<typeof updateBody>;

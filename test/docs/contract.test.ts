@@ -301,8 +301,40 @@ describe('OpenAPI document: the api answers as documented', function () {
     expect((await manager.call('listGaps')).body.gaps).to.have.length(1);
   });
 
+  it('backfills: create, list, get, cancel, 409 while one runs; a gap’s backfill', async () => {
+    const created = await manager.call('createWebhook', {
+      body: { projectId: 'shop', environment: 'master', table: 'orders', events: ['INSERT'], url: HOOK_URL, secret: SECRET },
+    });
+    const id = created.body.webhook.id as string;
+    const started = await manager.call('createBackfill', { params: { id }, body: { sortColumn: 'status', since: 'a' } });
+    expect(started.status).to.equal(202);
+    const backfillId = started.body.backfill.id as string;
+    expect((await manager.call('createBackfill', { params: { id } })).body.error).to.equal('BACKFILL_RUNNING');
+    expect((await manager.call('createBackfill', { params: { id }, body: { sortColumn: 'nope' } })).body.error).to.equal('VALIDATION_ERROR');
+    expect((await manager.call('listBackfills', { params: { id } })).body.backfills).to.have.length(1);
+    expect((await manager.call('getBackfill', { params: { id, backfillId } })).body.backfill.state).to.equal('running');
+    expect((await manager.call('getBackfill', { params: { id, backfillId: 'bf_nope' } })).body.error).to.equal('BACKFILL_NOT_FOUND');
+    expect((await manager.call('cancelBackfill', { params: { id, backfillId } })).body.backfill.state).to.equal('cancelled');
+    expect((await manager.call('cancelBackfill', { params: { id, backfillId: 'bf_nope' } })).body.error).to.equal('BACKFILL_NOT_FOUND');
+    await t.ctx.pool.query(
+      `INSERT INTO walgate.capture_gaps (id, project_id, environment, slot_name, reason, from_lsn, to_lsn, from_time, to_time, webhook_ids)
+       VALUES ('gap_backfill', 'shop', 'master', 'walgate_x', 'slot_lost', '0/10', '0/20', now(), now(), $1)`,
+      [[id, 'wh_deleted_since']],
+    );
+    const repair = await manager.call('backfillGap', { params: { id: 'gap_backfill' } });
+    expect(repair.body.backfills.map((b: { webhookId: string; gapId: string }) => [b.webhookId, b.gapId])).to.deep.equal([[id, 'gap_backfill']]);
+    expect((await manager.call('backfillGap', { params: { id: 'gap_nope' } })).body.error).to.equal('GAP_NOT_FOUND');
+    expect((await manager.call('deleteWebhook', { params: { id } })).status).to.equal(204);
+  });
+
   describe('the failures every operation of a kind shares', () => {
-    const params = { id: 'wh_nonexistent', deliveryId: 'del_nonexistent', replayId: 'rpl_nonexistent', factorId: '00000000-0000-4000-8000-000000000000' };
+    const params = {
+      id: 'wh_nonexistent',
+      deliveryId: 'del_nonexistent',
+      replayId: 'rpl_nonexistent',
+      factorId: '00000000-0000-4000-8000-000000000000',
+      backfillId: 'bf_nonexistent',
+    };
     const bodyless = (id: string) => !documentedOperations(doc).find((o) => o.id === id)!.operation.requestBody;
     const all = () => documentedOperations(doc).map((o) => o.id);
     // Operations that name their project with the headers (browser navigations and the issuer documents carry it in the URL).

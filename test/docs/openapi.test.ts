@@ -124,6 +124,11 @@ describe('OpenAPI document: /openapi.json', function () {
       'POST /auth/passkeys/login/options',
       'POST /auth/passkeys/login/verify',
       'DELETE /api/rest/_users/{id}/factors/{factorId}',
+      'POST /api/rest/_gaps/{id}/backfill',
+      'POST /api/rest/_webhooks/{id}/backfill',
+      'GET /api/rest/_webhooks/{id}/backfills',
+      'GET /api/rest/_webhooks/{id}/backfills/{backfillId}',
+      'POST /api/rest/_webhooks/{id}/backfills/{backfillId}/cancel',
     ]);
   });
 

@@ -3,6 +3,7 @@ import { timestamp } from '../timestamp.js';
 import type { ErrorCode } from '../../core/errors.js';
 import { ANY_REQUEST_ERRORS, type Operation, type OperationGroup } from '../operation.js';
 import { managementHeaders } from '../webhooks/access.js';
+import { backfill } from '../webhooks/backfill-operations.js';
 
 // Capture gaps (docs/schema-changes.md): stretches of WAL walgate could not capture, kept until
 // acknowledged. Same token and headers as the webhook API.
@@ -64,6 +65,22 @@ const operations = {
     description: 'It stays listed, acknowledged; it no longer makes `/readyz` degraded.',
     params: z.object({ id: z.string().max(200) }),
     success: { status: 200, description: 'Acknowledged.', schema: z.object({ gap }) },
+    errors: [...common, 'GAP_NOT_FOUND'],
+  },
+  backfillGap: {
+    ...shared,
+    method: 'post',
+    path: '/:id/backfill',
+    summary: 'Repair a capture gap with backfills',
+    description:
+      'Starts a backfill (`POST /api/rest/_webhooks/{id}/backfill`, whole table) of every subscription the gap affected that still exists; one already being backfilled keeps the backfill it has, listed too. The gap stays open until acknowledged.',
+    params: z.object({ id: z.string().max(200) }),
+    bodyRequired: false,
+    success: {
+      status: 202,
+      description: 'The backfills, one per affected subscription.',
+      schema: z.object({ backfills: z.array(backfill) }),
+    },
     errors: [...common, 'GAP_NOT_FOUND'],
   },
 } satisfies Record<string, Operation>;

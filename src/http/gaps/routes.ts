@@ -2,6 +2,7 @@ import { Router } from 'express';
 import type { Context } from '../../core/context.js';
 import type { EnvironmentCache } from '../../projects/environments.js';
 import type { GapService } from '../../webhooks/gaps.js';
+import { BackfillService } from '../../webhooks/backfills.js';
 import { handle, refuseOtherMethods, reply } from '../operation.js';
 import { parse } from '../validate.js';
 import { managementScope } from '../webhooks/access.js';
@@ -20,6 +21,12 @@ export function gapsRouter(ctx: Context, service: GapService, environments: Envi
     const { env, tokenId } = await managementScope(ctx, environments, req);
     const { id } = parse(op.acknowledgeGap.params, req.params);
     reply(res, op.acknowledgeGap, await service.acknowledge(env, id, tokenId));
+  });
+  const backfills = new BackfillService(ctx);
+  handle(r, op.backfillGap, async (req, res) => {
+    const { env } = await managementScope(ctx, environments, req);
+    const { id } = parse(op.backfillGap.params, req.params);
+    reply(res, op.backfillGap, await backfills.fromGap(env, id));
   });
   refuseOtherMethods(r, gapsApi);
   return r;

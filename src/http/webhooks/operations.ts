@@ -2,6 +2,7 @@ import { ANY_REQUEST_ERRORS, JSON_BODY_ERRORS, type Operation, type OperationGro
 import { MANAGEMENT_SCOPE, managementHeaders } from './access.js';
 import * as res from './responses.js';
 import * as body from '../../webhooks/schemas.js';
+import { backfillOperations } from './backfill-operations.js';
 
 // The webhook management API, declared once for the router (routes.ts) and the reference.
 
@@ -177,6 +178,7 @@ const operations = {
     success: { status: 202, description: 'Queued.', schema: res.deliveryResponse },
     errors: [...common, 'WEBHOOK_NOT_FOUND', 'SERVICE_UNAVAILABLE'],
   },
+  ...backfillOperations,
 } satisfies Record<string, Operation>;
 
 export const webhooksApi = {

@@ -46,7 +46,7 @@ const delivery = z.object({
     description: 'The `id` of the payload and the X-Service-Delivery header: deduplicate by it.',
     examples: ['evt_0000000001A2B3C4_000003'],
   }),
-  event: z.enum(EVENTS),
+  event: z.enum([...EVENTS, 'READ']).meta({ description: '`READ`: a row delivered by a backfill.' }),
   status: z.enum(['pending', 'retrying', 'delivered', 'dead']).meta({ description: '`dead`: every attempt failed; kept until replayed.' }),
   httpStatus: z.int().min(100).max(599).nullable().meta({ description: "The subscriber's status at the last attempt." }),
   attempts: z.int().nonnegative(),

@@ -6,6 +6,8 @@ import type { EnvironmentCache } from '../../projects/environments.js';
 import { managementScope } from './access.js';
 import { webhooksApi } from './operations.js';
 import type { WebhookService } from '../../webhooks/service.js';
+import { BackfillService } from '../../webhooks/backfills.js';
+import { backfillRoutes } from './backfill-routes.js';
 
 /** The management API for webhook subscriptions: /api/rest/_webhooks (and /gw/…). */
 export function webhooksRouter(ctx: Context, service: WebhookService, environments: EnvironmentCache): Router {
@@ -116,6 +118,7 @@ export function webhooksRouter(ctx: Context, service: WebhookService, environmen
     const { id } = parse(op.testWebhook.params, req.params);
     reply(res, op.testWebhook, await service.test(env, id));
   });
+  backfillRoutes(r, ctx, new BackfillService(ctx), environments);
 
   refuseOtherMethods(r, webhooksApi);
   return r;

@@ -54,3 +54,16 @@ export async function retainChanges(db: Queryable): Promise<void> {
 export type { CapturedDelivery, CapturedEvent, DeliverySink, DeliveryStream, Operation } from '../sink.js';
 
 export { acknowledgeGap, listGaps, openGapCount, type CaptureGap } from '../gaps.js';
+
+// Backfills (tailer/backfill/): the webhook service creates, lists and cancels them; the tailer runs them.
+export {
+  backfillView,
+  cancelBackfill,
+  getBackfill,
+  insertBackfill,
+  listBackfills,
+  runningBackfillOf,
+  type Backfill,
+  type BackfillState,
+} from '../backfill/store.js';
+export { describeBackfillTable, estimateRows, lastSortKey, probeKeyset } from '../backfill/page.js';
