@@ -66,6 +66,9 @@ export function createRedis(url: string): Redis {
     connectTimeout: 2000,
     lazyConnect: false,
     retryStrategy: (times) => Math.min(times * 200, 2000),
+    // The commands of one turn of the event loop (every protected request's revocation check, the
+    // limiters' counters) leave as one pipeline: one write and one read of the socket for many.
+    enableAutoPipelining: true,
   });
   redis.on('error', () => {
     /* reported through failed commands; reconnection is automatic */

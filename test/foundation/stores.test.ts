@@ -60,6 +60,34 @@ for (const kind of kinds) {
       expect(await b.isRevoked(sid)).to.equal(true);
     });
 
+    it('revocation list: 300 questions at once, every answer right (a malformed id is simply not revoked)', async () => {
+      const store = revocations();
+      const revoked = Array.from({ length: 100 }, () => randomUUID());
+      for (const sid of revoked) await store.revoke(sid, new Date(clock.now().getTime() + 60_000));
+      const others = Array.from({ length: 199 }, () => randomUUID());
+      const asked = [...revoked, ...others, 'not-a-session-id'];
+      const answers = await Promise.all(asked.map((sid) => store.isRevoked(sid)));
+      expect(answers).to.deep.equal(asked.map((sid) => (revoked as string[]).includes(sid)));
+    });
+
+    if (kind === 'postgres')
+      it('revocation list: the questions of one turn of the event loop go to Postgres as one statement', async () => {
+        const store = new PostgresRevocationStore(pool, clock.now);
+        const statements: string[] = [];
+        const counting = {
+          query: (q: { text: string }, ...rest: unknown[]) => {
+            statements.push(q.text);
+            return (pool.query as (...a: unknown[]) => unknown)(q, ...rest);
+          },
+        } as unknown as Pool;
+        const batched = new PostgresRevocationStore(counting, clock.now);
+        const sid = randomUUID();
+        await store.revoke(sid, new Date(clock.now().getTime() + 60_000));
+        const answers = await Promise.all([sid, randomUUID(), sid, randomUUID()].map((id) => batched.isRevoked(id)));
+        expect(answers).to.deep.equal([true, false, true, false]);
+        expect(statements).to.have.length(1);
+      });
+
     it('rate limits: allow the limit, then refuse with a retry-after, per key', async () => {
       const rl = limiter();
       const policy = { name: `t-${randomUUID()}`, points: 3, durationSeconds: 60 };
