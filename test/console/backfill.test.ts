@@ -3,15 +3,11 @@ import { expect } from 'chai';
 import pg from 'pg';
 import type { Browser, Page } from 'playwright-core';
 import { systemClock } from '../../src/core/clock.js';
-import type { DeliveryEngine } from '../../src/delivery/engine.js';
-import { BackfillRunner } from '../../src/tailer/backfill/runner.js';
-import type { WalTailer } from '../../src/tailer/tailer.js';
-import { testWorker } from '../delivery/support.js';
 import { launchChromium } from '../support/chromium.js';
 import { startTestApi, type TestApi } from '../support/api.js';
-import { TestReceiver } from '../support/receiver.js';
+import type { TestReceiver } from '../support/receiver.js';
 import { insertSubscription } from '../support/subscriptions.js';
-import { startTailer, waitForLeader } from '../tailer/support.js';
+import { startBackfillPipeline, type BackfillPipeline } from '../tailer/backfill-support.js';
 
 // The console's one-click repair of a capture gap: the gap banner's "Backfill" starts a backfill of
 // every affected subscription (POST /api/rest/_gaps/{id}/backfill), and the rows the receiver
@@ -22,9 +18,7 @@ describe('delivery console: a capture gap repaired with one click', function () 
   let t: TestApi;
   let writer: pg.Client;
   let receiver: TestReceiver;
-  let worker: DeliveryEngine;
-  let runner: BackfillRunner;
-  let tailer: WalTailer;
+  let pipeline: BackfillPipeline;
   let browser: Browser;
   let page: Page;
   const problems: string[] = [];
@@ -33,23 +27,10 @@ describe('delivery console: a capture gap repaired with one click', function () 
     this.timeout(15 * 60_000); // a first run may have to install Chromium
     t = await startTestApi({ env: { WEBHOOK_ALLOW_PRIVATE_NETWORKS: 'true' }, overrides: { clock: systemClock } });
     await t.provision({ projectId: 'shop', name: 'master' });
-    writer = new pg.Client({ connectionString: t.database.url });
-    await writer.connect();
+    pipeline = await startBackfillPipeline(t, { pageRows: 10, pageBytes: 1 << 20, concurrency: 1 });
+    ({ writer, receiver } = pipeline);
     await writer.query('CREATE TABLE shop_master.orders (id int PRIMARY KEY, status text)');
-    receiver = new TestReceiver();
-    await receiver.start();
-    worker = await testWorker(t.ctx);
-    worker.start();
-    runner = new BackfillRunner(t.ctx, {
-      isLeader: () => tailer.status().role === 'leader',
-      pageRows: 10,
-      pageBytes: 1 << 20,
-      concurrency: 1,
-      pollMs: 50,
-    });
-    tailer = startTailer(t.ctx, t.database.url, { sink: worker, onReservedMessage: runner.onReservedMessage, onChange: runner.onChange });
-    runner.start();
-    await waitForLeader(tailer);
+    await pipeline.startTailer();
     browser = await launchChromium();
     page = await browser.newPage({ viewport: { width: 1280, height: 900 } });
     page.setDefaultTimeout(15_000);
@@ -60,11 +41,7 @@ describe('delivery console: a capture gap repaired with one click', function () 
   });
   after(async () => {
     await browser?.close();
-    await runner?.stop();
-    await tailer?.stop();
-    await worker?.stop(1000);
-    await writer?.end();
-    await receiver?.stop();
+    await pipeline?.close();
     await t?.close();
   });
 

@@ -2,14 +2,11 @@ import { setTimeout as sleep } from 'node:timers/promises';
 import { expect } from 'chai';
 import pg from 'pg';
 import { systemClock } from '../../src/core/clock.js';
-import type { DeliveryEngine } from '../../src/delivery/engine.js';
-import { BackfillRunner } from '../../src/tailer/backfill/runner.js';
 import type { WalTailer } from '../../src/tailer/tailer.js';
-import { testWorker } from '../delivery/support.js';
 import { managementClient, startTestApi, type TestApi } from '../support/api.js';
 import type { HttpClient } from '../support/http.js';
-import { TestReceiver } from '../support/receiver.js';
-import { startTailer, waitForLeader } from './support.js';
+import type { TestReceiver } from '../support/receiver.js';
+import { startBackfillPipeline, type BackfillPipeline } from './backfill-support.js';
 
 // A replication slot invalidated by max_slot_wal_keep_size loses every change in between: the gap
 // is recorded (schema-changes.test.ts shows that), and its backfill — one call — brings every
@@ -20,14 +17,12 @@ describe('tailer: a lost slot’s gap repaired by a backfill', function () {
   let t: TestApi;
   let writer: pg.Client;
   let receiver: TestReceiver;
-  let worker: DeliveryEngine;
-  let runner: BackfillRunner;
   let tailer: WalTailer;
   let api: HttpClient;
 
+  let pipeline: BackfillPipeline;
   const start = async () => {
-    tailer = startTailer(t.ctx, t.database.url, { sink: worker, onReservedMessage: runner.onReservedMessage, onChange: runner.onChange });
-    await waitForLeader(tailer, 30_000);
+    tailer = await pipeline.startTailer(30_000);
   };
 
   before(async () => {
@@ -36,30 +31,14 @@ describe('tailer: a lost slot’s gap repaired by a backfill', function () {
       overrides: { clock: systemClock, rateLimits: { management: { name: 'management', points: 100_000, durationSeconds: 60 } } },
     });
     await t.provision({ projectId: 'shop', name: 'master' });
-    writer = new pg.Client({ connectionString: t.database.url });
-    await writer.connect();
+    pipeline = await startBackfillPipeline(t, { pageRows: 500, pageBytes: 4 * 1024 * 1024, concurrency: 2 });
+    ({ writer, receiver } = pipeline);
     await writer.query('CREATE TABLE shop_master.stock (id int PRIMARY KEY, qty int NOT NULL, pad text NOT NULL)');
-    receiver = new TestReceiver();
-    await receiver.start();
-    worker = await testWorker(t.ctx);
-    worker.start();
-    runner = new BackfillRunner(t.ctx, {
-      isLeader: () => tailer.status().role === 'leader',
-      pageRows: 500,
-      pageBytes: 4 * 1024 * 1024,
-      concurrency: 2,
-      pollMs: 50,
-    });
-    runner.start();
     await start();
     api = await managementClient(t, 'shop');
   });
   after(async () => {
-    await runner?.stop();
-    await tailer?.stop();
-    await worker?.stop(1000);
-    await writer?.end();
-    await receiver?.stop();
+    await pipeline?.close();
     await t?.close();
   });
 

@@ -2,15 +2,11 @@ import { setTimeout as sleep } from 'node:timers/promises';
 import { expect } from 'chai';
 import pg from 'pg';
 import { systemClock } from '../../src/core/clock.js';
-import type { DeliveryEngine } from '../../src/delivery/engine.js';
-import { BackfillRunner } from '../../src/tailer/backfill/runner.js';
 import { describeBackfillTable, lastSortKey, readPage } from '../../src/tailer/backfill/page.js';
-import type { WalTailer } from '../../src/tailer/tailer.js';
-import { testWorker } from '../delivery/support.js';
 import { managementClient, startTestApi, type TestApi } from '../support/api.js';
 import { ContractClient } from '../support/openapi.js';
-import { TestReceiver, verifies, type ReceivedRequest } from '../support/receiver.js';
-import { startTailer, waitForLeader } from '../tailer/support.js';
+import { verifies, type ReceivedRequest, type TestReceiver } from '../support/receiver.js';
+import { startBackfillPipeline, type BackfillPipeline } from '../tailer/backfill-support.js';
 
 // Backfills through the management API (docs/backfills.md), every answer checked against the
 // OpenAPI document, on the real path: the tailer reads pages between its WAL watermarks, the
@@ -23,9 +19,7 @@ describe('backfills: REST, READ events, progress, cancel, errors', function () {
   let t: TestApi;
   let writer: pg.Client;
   let receiver: TestReceiver;
-  let worker: DeliveryEngine;
-  let runner: BackfillRunner;
-  let tailer: WalTailer;
+  let pipeline: BackfillPipeline;
   let api: ContractClient;
 
   before(async () => {
@@ -35,36 +29,19 @@ describe('backfills: REST, READ events, progress, cancel, errors', function () {
       overrides: { clock: systemClock, rateLimits: { management: { name: 'management', points: 100_000, durationSeconds: 60 } } },
     });
     await t.provision({ projectId: 'shop', name: 'master' });
-    writer = new pg.Client({ connectionString: t.database.url });
-    await writer.connect();
+    pipeline = await startBackfillPipeline(t, { pageRows: 40, pageBytes: 1024 * 1024, concurrency: 2 });
+    ({ writer, receiver } = pipeline);
     await writer.query('CREATE TABLE shop_master.items (id int PRIMARY KEY, status text NOT NULL, n int NOT NULL, price numeric(12,2))');
     await writer.query(
       `INSERT INTO shop_master.items SELECT g, CASE WHEN g % 3 = 0 THEN 'paid' ELSE 'open' END, (g * 7) % 200, g / 4.0 FROM generate_series(1, 250) g`,
     );
     await writer.query('CREATE TABLE shop_master.nokey (a int)');
-    receiver = new TestReceiver();
-    await receiver.start();
-    worker = await testWorker(t.ctx);
-    worker.start();
-    runner = new BackfillRunner(t.ctx, {
-      isLeader: () => tailer.status().role === 'leader',
-      pageRows: 40,
-      pageBytes: 1024 * 1024,
-      concurrency: 2,
-      pollMs: 50,
-    });
-    tailer = startTailer(t.ctx, t.database.url, { sink: worker, onReservedMessage: runner.onReservedMessage, onChange: runner.onChange });
-    runner.start();
-    await waitForLeader(tailer);
+    await pipeline.startTailer();
     const doc = (await t.http.get('/openapi.json')).body;
     api = new ContractClient(doc, await managementClient(t, 'shop'));
   });
   after(async () => {
-    await runner?.stop();
-    await tailer?.stop();
-    await worker?.stop(1000);
-    await writer?.end();
-    await receiver?.stop();
+    await pipeline?.close();
     await t?.close();
   });
 
