@@ -310,7 +310,8 @@ describe('delivery: row ordering in the retry queue reads indexes, not the table
         SELECT 'del_b' || lpad(g::text, 10, '0'), 'wh_3', 'evt_b' || lpad(g::text, 10, '0'), 'UPDATE',
                CASE WHEN g <= 500 THEN 'retrying' ELSE 'pending' END, CASE WHEN g <= 500 THEN 1 ELSE 0 END,
                CASE WHEN g > 500 THEN now() - interval '1 min' WHEN g % 25 = 0 THEN now() - interval '1 s' ELSE now() + interval '30 s' END,
-               now(), 'b' || (g % 500)
+               -- Keys as the tailer makes them (base64url SHA-256, tailer/order-keys.ts).
+               now(), translate(rtrim(encode(sha256(convert_to('b' || (g % 500), 'UTF8')), 'base64'), '='), '+/', '-_')
           FROM generate_series(1, 50000) g;
       ANALYZE walgate.deliveries;`);
     const dueHeads = Array.from({ length: 20 }, (_, i) => `del_b${String((i + 1) * 25).padStart(10, '0')}`);
@@ -365,6 +366,39 @@ describe('delivery: row ordering in the retry queue reads indexes, not the table
     await pool.query(`UPDATE walgate.deliveries SET status = 'delivered', delivered_at = now() WHERE id = $1`, [dueHeads[0]]);
     const next = await claimDue(pool as unknown as Pool, claimOf(new Date()));
     expect(next.map((c) => c.id)).to.deep.equal([`del_b${String(25 + 500).padStart(10, '0')}`]);
+  });
+
+  it('a claim that may visit only a few row keys still reaches every due head over the next claims (its start moves)', async () => {
+    // 99 due heads over 500 rows (the heads of every fifth row; row b25's head is claimed), and
+    // claims that visit at most 25 keys from their start and 25 from the first key.
+    await pool.query(`UPDATE walgate.deliveries SET next_attempt_at = now() - interval '1 s'
+                       WHERE webhook_id = 'wh_3' AND status = 'retrying' AND id <= 'del_b0000000500' AND right(id, 1) IN ('0', '5')`);
+    const due = (
+      await pool.query(`SELECT id FROM walgate.deliveries
+                         WHERE webhook_id = 'wh_3' AND status = 'retrying' AND id <= 'del_b0000000500' AND right(id, 1) IN ('0', '5')
+                           AND id <> 'del_b0000000025' ORDER BY id`)
+    ).rows.map((r) => r.id as string);
+    expect(due).to.have.length(99);
+    const inflight = new Map([
+      ['wh_1', 1000],
+      ['wh_2', 1000],
+    ]);
+    const seen = new Set<string>();
+    let claims = 0;
+    for (; claims < 300 && seen.size < due.length; claims++) {
+      const now = new Date();
+      const claimed = await claimDue(pool as unknown as Pool, {
+        now,
+        leaseUntil: new Date(now.getTime() + 60_000),
+        limit: 1000,
+        perWebhook: 1000,
+        inflight,
+        maxKeys: 25,
+      });
+      for (const c of claimed) seen.add(c.id);
+    }
+    expect([...seen].sort()).to.deep.equal(due);
+    expect(claims).to.be.above(1);
   });
 });
 

@@ -54,16 +54,17 @@ export interface ClaimOptions {
    * reach it — without state shared between workers.
    */
   startKey?: string;
-  /** At most this many row keys visited on each side of the start (default MAX_KEYS_PER_CLAIM). */
+  /** At most this many row keys visited from the start on, and as many from the first key on (the wrap); default MAX_KEYS_PER_CLAIM. */
   maxKeys?: number;
 }
 
 /**
- * Row keys a claim visits at most on each side of its start, per subscription: its cost stays
+ * Row keys a claim visits at most from its start on, and again from the first key on once it has
+ * wrapped around, per subscription: its cost stays
  * bounded when a subscription has many rows whose heads all wait for a retry (each visit is one
  * index descent); with more keys than that, the moving start reaches the rest on later claims.
  */
-export const MAX_KEYS_PER_CLAIM = 2_000;
+export const MAX_KEYS_PER_CLAIM = 1_000;
 
 /**
  * Claims due deliveries of active subscriptions. Several workers (in several tailer processes)
@@ -103,7 +104,7 @@ export async function claimDue(pool: Pool, o: ClaimOptions): Promise<ClaimedDeli
                   UNION ALL
                   -- A skip scan over the subscription's unfinished row keys (sql/035): one index
                   -- descent per key reaches its head. It starts at a position that moves from claim to
-                  -- claim ($8) and wraps around, visits at most $9 keys on each side of it — bounded
+                  -- claim ($8) and wraps around, visits at most $9 keys from there and $9 from the first — bounded
                   -- when every head is in backoff — and stops once it has found the room's worth.
                   (WITH RECURSIVE from_start AS (
                      (SELECT h.order_key, h.id, h.next_attempt_at, 1 AS visited FROM walgate.deliveries h
