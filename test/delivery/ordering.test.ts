@@ -260,6 +260,11 @@ describe('delivery: row ordering in the retry queue reads indexes, not the table
     const claim = JSON.stringify(plans[0]);
     expect(claim).to.contain('deliveries_unfinished_by_order_key');
     expect(claim).to.contain('deliveries_unfinished_by_old_order_key');
+    // Candidates come from the row keys' heads and the unordered due range (sql/035), never from a
+    // walk of the due deliveries (every subscription's, or one's), blocked ones included.
+    expect(claim).to.contain('deliveries_unfinished_order_keys_by_webhook');
+    expect(claim).to.contain('deliveries_due_unordered_by_webhook');
+    expect(claim).not.to.match(/"deliveries_due"|deliveries_due_by_webhook/);
   });
 
   it('claims only the first unfinished delivery of each row, and both keys of a key change block', async () => {
@@ -290,4 +295,125 @@ describe('delivery: row ordering in the retry queue reads indexes, not the table
     );
     await sleep(0);
   });
+
+  it('after an outage: with 50,000 deliveries parked behind 500 rows whose heads wait in backoff, a claim takes exactly the due heads and reads no blocked backlog', async () => {
+    // A receiver outage's aftermath: each row's first unfinished delivery (its head) failed and waits
+    // for its retry; the row's later changes were parked behind it, "due" since they were parked.
+    // 20 heads are due now. Only those 20 may go, and finding them must not cost a walk over the
+    // 49,500 blocked ones (the claim did that before sql/035: ~25 deliveries/s after an outage).
+    await pool.query(`
+      INSERT INTO walgate.webhooks (id, project_id, environment, schema_name, table_name, events, url, secret, ordering)
+        VALUES ('wh_3', 'p', 'e', 'p_e', 't', '{UPDATE}', 'https://example.com', '\\x00', 'row');
+      INSERT INTO walgate.events (id, schema_name, table_name, operation, committed_at, columns, record, changed_fields)
+        SELECT 'evt_b' || lpad(g::text, 10, '0'), 'p_e', 't', 'UPDATE', now(), '{id}', '{1}', '{}' FROM generate_series(1, 50000) g;
+      INSERT INTO walgate.deliveries (id, webhook_id, event_id, event_type, status, attempts, next_attempt_at, created_at, order_key)
+        SELECT 'del_b' || lpad(g::text, 10, '0'), 'wh_3', 'evt_b' || lpad(g::text, 10, '0'), 'UPDATE',
+               CASE WHEN g <= 500 THEN 'retrying' ELSE 'pending' END, CASE WHEN g <= 500 THEN 1 ELSE 0 END,
+               CASE WHEN g > 500 THEN now() - interval '1 min' WHEN g % 25 = 0 THEN now() - interval '1 s' ELSE now() + interval '30 s' END,
+               -- Keys as the tailer makes them (base64url SHA-256, tailer/order-keys.ts).
+               now(), translate(rtrim(encode(sha256(convert_to('b' || (g % 500), 'UTF8')), 'base64'), '='), '+/', '-_')
+          FROM generate_series(1, 50000) g;
+      ANALYZE walgate.deliveries;`);
+    const dueHeads = Array.from({ length: 20 }, (_, i) => `del_b${String((i + 1) * 25).padStart(10, '0')}`);
+    // The other subscriptions count as full: this claim is wh_3's alone.
+    const inflight = new Map([
+      ['wh_1', 1000],
+      ['wh_2', 1000],
+    ]);
+    const claimOf = (now: Date, maxKeys?: number) => ({
+      now,
+      leaseUntil: new Date(now.getTime() + 60_000),
+      limit: 2000,
+      perWebhook: 1000,
+      inflight,
+      maxKeys,
+    });
+
+    // What the claim reads of walgate.deliveries, measured by running it (rolled back).
+    const rowsRead = async (maxKeys?: number): Promise<{ read: number; plan: string }> => {
+      const client = await pool.connect();
+      try {
+        await client.query('BEGIN');
+        let plan: unknown;
+        const explaining = {
+          query: async (text: string, values?: unknown[]) => {
+            const { rows } = await client.query(`EXPLAIN (ANALYZE, FORMAT JSON) ${text}`, values);
+            plan = rows[0]['QUERY PLAN'];
+            return { rows: [], rowCount: 0 };
+          },
+        } as unknown as Pool;
+        await claimDue(explaining, claimOf(new Date(), maxKeys));
+        return { read: deliveriesRowsRead(plan), plan: JSON.stringify(plan) };
+      } finally {
+        await client.query('ROLLBACK');
+        client.release();
+      }
+    };
+    const measured = await rowsRead();
+    // 500 heads visited (one index descent each), the 20 due ones checked and locked.
+    expect(measured.read, measured.plan.slice(0, 3000)).to.be.at.least(500).and.below(2_000);
+    expect(measured.plan).to.contain('deliveries_unfinished_order_keys_by_webhook');
+    expect(measured.plan).not.to.contain('deliveries_due_by_webhook');
+    // Bounded when the heads are many: 100 keys on each side of the start at most.
+    const bounded = await rowsRead(100);
+    expect(bounded.read, bounded.plan.slice(0, 3000)).to.be.below(400);
+
+    const claimed = await claimDue(pool as unknown as Pool, claimOf(new Date()));
+    expect(claimed.map((c) => c.id).sort()).to.deep.equal(dueHeads);
+    // Claimed now (leased), they block their rows: the next claim finds nothing of wh_3.
+    expect(await claimDue(pool as unknown as Pool, claimOf(new Date()))).to.deep.equal([]);
+    // A head delivered: its row's next change (parked, due since) is claimable at once.
+    await pool.query(`UPDATE walgate.deliveries SET status = 'delivered', delivered_at = now() WHERE id = $1`, [dueHeads[0]]);
+    const next = await claimDue(pool as unknown as Pool, claimOf(new Date()));
+    expect(next.map((c) => c.id)).to.deep.equal([`del_b${String(25 + 500).padStart(10, '0')}`]);
+  });
+
+  it('a claim that may visit only a few row keys still reaches every due head over the next claims (its start moves)', async () => {
+    // 99 due heads over 500 rows (the heads of every fifth row; row b25's head is claimed), and
+    // claims that visit at most 25 keys from their start and 25 from the first key.
+    await pool.query(`UPDATE walgate.deliveries SET next_attempt_at = now() - interval '1 s'
+                       WHERE webhook_id = 'wh_3' AND status = 'retrying' AND id <= 'del_b0000000500' AND right(id, 1) IN ('0', '5')`);
+    const due = (
+      await pool.query(`SELECT id FROM walgate.deliveries
+                         WHERE webhook_id = 'wh_3' AND status = 'retrying' AND id <= 'del_b0000000500' AND right(id, 1) IN ('0', '5')
+                           AND id <> 'del_b0000000025' ORDER BY id`)
+    ).rows.map((r) => r.id as string);
+    expect(due).to.have.length(99);
+    const inflight = new Map([
+      ['wh_1', 1000],
+      ['wh_2', 1000],
+    ]);
+    const seen = new Set<string>();
+    let claims = 0;
+    for (; claims < 300 && seen.size < due.length; claims++) {
+      const now = new Date();
+      const claimed = await claimDue(pool as unknown as Pool, {
+        now,
+        leaseUntil: new Date(now.getTime() + 60_000),
+        limit: 1000,
+        perWebhook: 1000,
+        inflight,
+        maxKeys: 25,
+      });
+      for (const c of claimed) seen.add(c.id);
+    }
+    expect([...seen].sort()).to.deep.equal(due);
+    expect(claims).to.be.above(1);
+  });
 });
+
+/** Rows a plan's nodes on walgate.deliveries and its indexes read (returned or filtered out), over all their loops. */
+function deliveriesRowsRead(plan: unknown): number {
+  let read = 0;
+  const visit = (node: Record<string, unknown>): void => {
+    // Bitmap index scans name their index, not the table.
+    if (node['Relation Name'] === 'deliveries' || String(node['Index Name'] ?? '').startsWith('deliveries_')) {
+      const rows =
+        Number(node['Actual Rows'] ?? 0) + Number(node['Rows Removed by Filter'] ?? 0) + Number(node['Rows Removed by Index Recheck'] ?? 0);
+      read += rows * Number(node['Actual Loops'] ?? 1);
+    }
+    for (const child of (node.Plans as Array<Record<string, unknown>> | undefined) ?? []) visit(child);
+  };
+  for (const root of plan as Array<{ Plan: Record<string, unknown> }>) visit(root.Plan);
+  return read;
+}

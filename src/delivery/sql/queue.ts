@@ -1,3 +1,4 @@
+import { randomBytes } from 'node:crypto';
 import type { Pool, Queryable } from '../../core/db/pool.js';
 import { PAYLOAD_COLUMNS, type PayloadRow } from '../payload.js';
 import type { KeptRequest } from '../attempt.js';
@@ -47,7 +48,23 @@ export interface ClaimOptions {
   inflight: Map<string, number>;
   /** The payload bytes it may still hold: claimed deliveries weigh at most this much together (but at least one is claimed). */
   maxBytes?: number;
+  /**
+   * Where the walk over a row-ordered subscription's row keys begins (it wraps around). Random by
+   * default: keys are hashes, so each claim starts somewhere else and no key waits for the walk to
+   * reach it — without state shared between workers.
+   */
+  startKey?: string;
+  /** At most this many row keys visited from the start on, and as many from the first key on (the wrap); default MAX_KEYS_PER_CLAIM. */
+  maxKeys?: number;
 }
+
+/**
+ * Row keys a claim visits at most from its start on, and again from the first key on once it has
+ * wrapped around, per subscription: its cost stays
+ * bounded when a subscription has many rows whose heads all wait for a retry (each visit is one
+ * index descent); with more keys than that, the moving start reaches the rest on later claims.
+ */
+export const MAX_KEYS_PER_CLAIM = 1_000;
 
 /**
  * Claims due deliveries of active subscriptions. Several workers (in several tailer processes)
@@ -66,36 +83,82 @@ export async function claimDue(pool: Pool, o: ClaimOptions): Promise<ClaimedDeli
          LEFT JOIN unnest($5::text[], $6::int[]) AS busy(webhook_id, n) ON busy.webhook_id = w.id
         WHERE w.active AND $4 - coalesce(busy.n, 0) > 0
      ), candidates AS (
-       -- Each subscription's oldest due deliveries, up to its room (an index range per
+       -- Each subscription's oldest claimable deliveries, up to its room (index ranges per
        -- subscription). Not the oldest due deliveries overall: a hanging endpoint's backlog is the
        -- oldest, and a window over all of them would hold nothing but its rows while the healthy
        -- subscriptions' deliveries waited behind it (head-of-line blocking).
        SELECT d.id, d.next_attempt_at, d.bytes FROM quota q CROSS JOIN LATERAL (
-         SELECT c.id, c.next_attempt_at, coalesce(c.payload_bytes, 1024) + coalesce(octet_length(c.payload), 0) AS bytes
-           FROM walgate.deliveries c
-          WHERE c.webhook_id = q.webhook_id AND c.status IN ('pending', 'retrying') AND c.next_attempt_at <= $1
-            -- Row ordering: not before an earlier (smaller event_id, that is commit order)
-            -- unfinished delivery that shares one of its row keys (a key names its subscription
-            -- and row, tailer/order-keys.ts). That one is pending or retrying until it is
-            -- delivered or dead — while a worker holds it too — so a row's changes go one at a
-            -- time, in order; delivered and dead ones block nobody. One probe of the order-key
-            -- indexes (sql/009) per key and column, each a single equality on the key alone.
-            AND (c.order_key IS NULL OR NOT (
-                 EXISTS (SELECT 1 FROM walgate.deliveries p WHERE p.order_key = c.order_key AND p.event_id < c.event_id
-                            AND p.order_key IS NOT NULL AND p.status IN ('pending', 'retrying'))
-              OR EXISTS (SELECT 1 FROM walgate.deliveries p WHERE p.order_key_old = c.order_key AND p.event_id < c.event_id
-                            AND p.order_key_old IS NOT NULL AND p.status IN ('pending', 'retrying'))
-              OR (c.order_key_old IS NOT NULL AND (
-                   EXISTS (SELECT 1 FROM walgate.deliveries p WHERE p.order_key = c.order_key_old AND p.event_id < c.event_id
-                              AND p.order_key IS NOT NULL AND p.status IN ('pending', 'retrying'))
-                OR EXISTS (SELECT 1 FROM walgate.deliveries p WHERE p.order_key_old = c.order_key_old AND p.event_id < c.event_id
-                              AND p.order_key_old IS NOT NULL AND p.status IN ('pending', 'retrying'))))))
+         SELECT c.id, c.next_attempt_at, c.bytes
+           -- Which deliveries are examined: the subscription's oldest due unordered ones, and the
+           -- due heads of its rows (the first unfinished delivery of each row key). Only a head can
+           -- be claimable — any other delivery of its key waits for it — and after an outage the
+           -- due range holds mostly blocked successors (parked when their row's head failed, so
+           -- "due" since), so a walk of that range grew with the backlog. The conditions below
+           -- decide, as before; this only narrows what they are asked about.
+           FROM unnest(ARRAY(
+                  (SELECT u.id FROM walgate.deliveries u
+                    -- Unfinished spelled as in sql/035's index, which alone it then matches: not
+                    -- deliveries_due, every subscription's due range, filtered down to this one's.
+                    WHERE u.webhook_id = q.webhook_id AND u.status NOT IN ('delivered', 'dead') AND u.order_key IS NULL AND u.next_attempt_at <= $1
+                    ORDER BY u.next_attempt_at LIMIT q.n)
+                  UNION ALL
+                  -- A skip scan over the subscription's unfinished row keys (sql/035): one index
+                  -- descent per key reaches its head. It starts at a position that moves from claim to
+                  -- claim ($8) and wraps around, visits at most $9 keys from there and $9 from the first — bounded
+                  -- when every head is in backoff — and stops once it has found the room's worth.
+                  (WITH RECURSIVE from_start AS (
+                     (SELECT h.order_key, h.id, h.next_attempt_at, 1 AS visited FROM walgate.deliveries h
+                       WHERE h.webhook_id = q.webhook_id AND h.status IN ('pending', 'retrying') AND h.order_key IS NOT NULL AND h.order_key COLLATE "C" >= $8
+                       ORDER BY h.order_key COLLATE "C", h.event_id LIMIT 1)
+                     UNION ALL
+                     SELECT n.order_key, n.id, n.next_attempt_at, k.visited + 1 FROM from_start k CROSS JOIN LATERAL (
+                       SELECT h.order_key, h.id, h.next_attempt_at FROM walgate.deliveries h
+                        WHERE h.webhook_id = q.webhook_id AND h.status IN ('pending', 'retrying') AND h.order_key IS NOT NULL AND h.order_key COLLATE "C" > k.order_key
+                        ORDER BY h.order_key COLLATE "C", h.event_id LIMIT 1) n
+                      WHERE k.visited < $9
+                   ), wrapped AS (
+                     (SELECT h.order_key, h.id, h.next_attempt_at, 1 AS visited FROM walgate.deliveries h
+                       WHERE h.webhook_id = q.webhook_id AND h.status IN ('pending', 'retrying') AND h.order_key IS NOT NULL AND h.order_key COLLATE "C" < $8
+                       ORDER BY h.order_key COLLATE "C", h.event_id LIMIT 1)
+                     UNION ALL
+                     SELECT n.order_key, n.id, n.next_attempt_at, k.visited + 1 FROM wrapped k CROSS JOIN LATERAL (
+                       SELECT h.order_key, h.id, h.next_attempt_at FROM walgate.deliveries h
+                        WHERE h.webhook_id = q.webhook_id AND h.status IN ('pending', 'retrying') AND h.order_key IS NOT NULL
+                          AND h.order_key COLLATE "C" > k.order_key AND h.order_key COLLATE "C" < $8
+                        ORDER BY h.order_key COLLATE "C", h.event_id LIMIT 1) n
+                      WHERE k.visited < $9
+                   )
+                   SELECT heads.id FROM (SELECT * FROM from_start UNION ALL SELECT * FROM wrapped) heads
+                    WHERE heads.next_attempt_at <= $1 LIMIT q.n))) AS candidate(id)
+           -- Each candidate read by its id alone (the primary key: no plan that ranges over the due
+           -- deliveries to intersect with it), checked and locked.
+           CROSS JOIN LATERAL (
+             SELECT c.id, c.next_attempt_at, coalesce(c.payload_bytes, 1024) + coalesce(octet_length(c.payload), 0) AS bytes
+               FROM walgate.deliveries c
+              WHERE c.id = candidate.id AND c.status IN ('pending', 'retrying') AND c.next_attempt_at <= $1
+               -- Row ordering: not before an earlier (smaller event_id, that is commit order)
+               -- unfinished delivery that shares one of its row keys (a key names its subscription
+               -- and row, tailer/order-keys.ts). That one is pending or retrying until it is
+               -- delivered or dead — while a worker holds it too — so a row's changes go one at a
+               -- time, in order; delivered and dead ones block nobody. One probe of the order-key
+               -- indexes (sql/009) per key and column, each a single equality on the key alone.
+               AND (c.order_key IS NULL OR NOT (
+                    EXISTS (SELECT 1 FROM walgate.deliveries p WHERE p.order_key = c.order_key AND p.event_id < c.event_id
+                               AND p.order_key IS NOT NULL AND p.status IN ('pending', 'retrying'))
+                 OR EXISTS (SELECT 1 FROM walgate.deliveries p WHERE p.order_key_old = c.order_key AND p.event_id < c.event_id
+                               AND p.order_key_old IS NOT NULL AND p.status IN ('pending', 'retrying'))
+                 OR (c.order_key_old IS NOT NULL AND (
+                      EXISTS (SELECT 1 FROM walgate.deliveries p WHERE p.order_key = c.order_key_old AND p.event_id < c.event_id
+                                 AND p.order_key IS NOT NULL AND p.status IN ('pending', 'retrying'))
+                   OR EXISTS (SELECT 1 FROM walgate.deliveries p WHERE p.order_key_old = c.order_key_old AND p.event_id < c.event_id
+                                 AND p.order_key_old IS NOT NULL AND p.status IN ('pending', 'retrying'))))))
+             -- Locked as they are chosen, skipping what another worker is claiming right now: two
+             -- tailers draining one subscription's backlog take the next rows, not the same ones
+             -- (chosen first and locked after, the second found them taken and went idle until the
+             -- next poll). Locked before the LIMIT below: at most twice the room, for this statement.
+             FOR UPDATE OF c SKIP LOCKED
+           ) c
           ORDER BY c.next_attempt_at LIMIT q.n
-          -- Locked as they are chosen, skipping what another worker is claiming right now: two
-          -- tailers draining one subscription's backlog take the next rows, not the same ones
-          -- (chosen first and locked after, the second found them taken and went idle until the
-          -- next poll).
-          FOR UPDATE OF c SKIP LOCKED
        ) d
        ORDER BY d.next_attempt_at LIMIT $3
      ), within AS (
@@ -117,7 +180,17 @@ export async function claimDue(pool: Pool, o: ClaimOptions): Promise<ClaimedDeli
        FROM leased d LEFT JOIN walgate.events e ON e.id = d.event_id JOIN walgate.webhooks w ON w.id = d.webhook_id
       WHERE e.id IS NOT NULL OR d.kept_payload IS NOT NULL
       ORDER BY d.event_id`, // dispatched in WAL order, as far as concurrency allows (no order is promised)
-    [o.now, o.leaseUntil, o.limit, o.perWebhook, [...o.inflight.keys()], [...o.inflight.values()], o.maxBytes ?? Number.MAX_SAFE_INTEGER],
+    [
+      o.now,
+      o.leaseUntil,
+      o.limit,
+      o.perWebhook,
+      [...o.inflight.keys()],
+      [...o.inflight.values()],
+      o.maxBytes ?? Number.MAX_SAFE_INTEGER,
+      o.startKey ?? randomBytes(3).toString('base64url'),
+      o.maxKeys ?? MAX_KEYS_PER_CLAIM,
+    ],
   );
   return rows;
 }
