@@ -4,7 +4,7 @@ import type { CapturedDelivery } from '../tailer/sink.js';
 import { unfinishedOrderKeyCounts, unfinishedOrderKeys, unfinishedOrderKeysOf } from './sql/queue.js';
 
 /**
- * Row ordering in the stream (a subscription's `ordering: "row"`; README: Ordering). The
+ * Row ordering in the stream (a subscription's `ordering: "row"`; docs/webhooks.md, Ordering). The
  * deliveries that share an order key (one row of one subscription, tailer/order-keys.ts) form a
  * chain, in the order the WAL hands them over — commit order. Only a chain's head may act: be
  * sent, or be parked in the retry queue. A delivery with two keys (a change of the primary key)

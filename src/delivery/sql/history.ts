@@ -191,7 +191,7 @@ export async function retryDelivery(
   // or its event still stored. With keeping off, one delivered at its first attempt has neither.
   const { rows } = await db.query<DeliveryRow>(
     // Its row keys go (row ordering): sent again now, it neither waits for the row's later
-    // changes nor holds them back (README: Ordering).
+    // changes nor holds them back (docs/webhooks.md, Ordering).
     `UPDATE walgate.deliveries d SET status = 'pending', next_attempt_at = $3, order_key = NULL, order_key_old = NULL
       WHERE d.id = $1 AND d.webhook_id = $2 AND d.status IN ('delivered', 'dead')
         AND (d.payload IS NOT NULL OR EXISTS (SELECT 1 FROM walgate.events e WHERE e.id = d.event_id))
