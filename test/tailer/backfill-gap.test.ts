@@ -7,6 +7,7 @@ import { managementClient, startTestApi, type TestApi } from '../support/api.js'
 import type { HttpClient } from '../support/http.js';
 import type { TestReceiver } from '../support/receiver.js';
 import { startBackfillPipeline, type BackfillPipeline } from './backfill-support.js';
+import { loseSlot } from './support.js';
 
 // A replication slot invalidated by max_slot_wal_keep_size loses every change in between: the gap
 // is recorded (schema-changes.test.ts shows that), and its backfill — one call — brings every
@@ -78,29 +79,13 @@ describe('tailer: a lost slot’s gap repaired by a backfill', function () {
     // The tailer stops; while it is away the slot loses the WAL it needed.
     await tailer.stop();
     const slotName = tailer.status().slotName;
-    const admin = new pg.Client({ connectionString: process.env.WALGATE_TEST_ADMIN_URL });
-    await admin.connect();
-    try {
-      await admin.query(`ALTER SYSTEM SET max_slot_wal_keep_size = '1MB'`);
-      await admin.query('SELECT pg_reload_conf()');
-      for (let round = 0; round < 40; round++) {
-        const { rows } = await admin.query(`SELECT wal_status FROM pg_replication_slots WHERE slot_name = $1`, [slotName]);
-        if (rows[0]?.wal_status === 'lost') break;
-        await writer.query(`INSERT INTO shop_master.stock SELECT g, 0, repeat('x', 2000) FROM generate_series($1::int, $1::int + 999) g`, [
-          1000 + round * 1000,
-        ]);
-        // Rows the receivers already hold change too: only a backfill can tell them.
-        await writer.query(`UPDATE shop_master.stock SET qty = qty + 1, pad = 'during' WHERE id <= 50`);
-        await admin.query('SELECT pg_switch_wal()');
-        await admin.query('CHECKPOINT');
-      }
-      const { rows } = await admin.query(`SELECT wal_status FROM pg_replication_slots WHERE slot_name = $1`, [slotName]);
-      expect(rows[0]?.wal_status, 'the slot lost WAL').to.equal('lost');
-    } finally {
-      await admin.query(`ALTER SYSTEM RESET max_slot_wal_keep_size`);
-      await admin.query('SELECT pg_reload_conf()');
-      await admin.end();
-    }
+    await loseSlot(slotName, async (round) => {
+      await writer.query(`INSERT INTO shop_master.stock SELECT g, 0, repeat('x', 2000) FROM generate_series($1::int, $1::int + 999) g`, [
+        1000 + round * 1000,
+      ]);
+      // Rows the receivers already hold change too: only a backfill can tell them.
+      await writer.query(`UPDATE shop_master.stock SET qty = qty + 1, pad = 'during' WHERE id <= 50`);
+    });
     await start();
 
     const gaps = await api.get('/api/rest/_gaps?open=true');

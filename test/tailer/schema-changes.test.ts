@@ -7,7 +7,7 @@ import type { WalTailer } from '../../src/tailer/tailer.js';
 import { managementClient, startTestApi, type TestApi } from '../support/api.js';
 import { HttpClient } from '../support/http.js';
 import { insertSubscription } from '../support/subscriptions.js';
-import { deliveries, startTailer, waitForDeliveries, waitForLeader, waitUntilCaughtUp } from './support.js';
+import { deliveries, loseSlot, startTailer, waitForDeliveries, waitForLeader, waitUntilCaughtUp } from './support.js';
 
 // What production databases do every week — migrations — must neither break the application's
 // writes nor lose or corrupt changes silently.
@@ -295,27 +295,11 @@ describe('tailer: capture follows schema changes', function () {
     await waitUntilCaughtUp(t.ctx, tailer);
     await tailer.stop();
     const slotName = tailer.status().slotName;
-    const admin = new pg.Client({ connectionString: process.env.WALGATE_TEST_ADMIN_URL });
-    await admin.connect();
-    try {
-      await admin.query(`ALTER SYSTEM SET max_slot_wal_keep_size = '1MB'`);
-      await admin.query('SELECT pg_reload_conf()');
-      for (let round = 0; round < 40; round++) {
-        const { rows } = await admin.query(`SELECT wal_status FROM pg_replication_slots WHERE slot_name = $1`, [slotName]);
-        if (rows[0]?.wal_status === 'lost') break;
-        await writer.query(`INSERT INTO shop_master.lost SELECT g, repeat('x', 2000) FROM generate_series($1::int, $1::int + 999) g`, [
-          1 + round * 1000,
-        ]);
-        await admin.query('SELECT pg_switch_wal()');
-        await admin.query('CHECKPOINT');
-      }
-      const { rows } = await admin.query(`SELECT wal_status FROM pg_replication_slots WHERE slot_name = $1`, [slotName]);
-      expect(rows[0]?.wal_status, 'the slot lost WAL').to.equal('lost');
-    } finally {
-      await admin.query(`ALTER SYSTEM RESET max_slot_wal_keep_size`);
-      await admin.query('SELECT pg_reload_conf()');
-      await admin.end();
-    }
+    await loseSlot(slotName, async (round) => {
+      await writer.query(`INSERT INTO shop_master.lost SELECT g, repeat('x', 2000) FROM generate_series($1::int, $1::int + 999) g`, [
+        1 + round * 1000,
+      ]);
+    });
     tailer = startTailer(t.ctx, t.database.url);
     await waitForLeader(tailer, 30_000);
     const ops = await startTailerOps(t.ctx, tailer, 0, '127.0.0.1');

@@ -1,3 +1,5 @@
+import { expect } from 'chai';
+import pg from 'pg';
 import { spawn, type ChildProcess } from 'node:child_process';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { fileURLToPath } from 'node:url';
@@ -131,4 +133,31 @@ export async function killDaemon(child: ChildProcess | undefined): Promise<void>
   const exited = new Promise((resolve) => child.once('exit', resolve));
   child.kill('SIGKILL');
   await exited;
+}
+
+/**
+ * Makes the stopped tailer's slot lose the WAL it needs, as `max_slot_wal_keep_size` does in
+ * production: with the setting at 1 MB, `writeRound(round)` writes and the WAL is switched and
+ * checkpointed until Postgres marks the slot lost (the setting is put back afterwards).
+ */
+export async function loseSlot(slotName: string, writeRound: (round: number) => Promise<void>): Promise<void> {
+  const admin = new pg.Client({ connectionString: process.env.WALGATE_TEST_ADMIN_URL });
+  await admin.connect();
+  const walStatus = async () =>
+    (await admin.query<{ wal_status: string }>(`SELECT wal_status FROM pg_replication_slots WHERE slot_name = $1`, [slotName])).rows[0]
+      ?.wal_status;
+  try {
+    await admin.query(`ALTER SYSTEM SET max_slot_wal_keep_size = '1MB'`);
+    await admin.query('SELECT pg_reload_conf()');
+    for (let round = 0; round < 40 && (await walStatus()) !== 'lost'; round++) {
+      await writeRound(round);
+      await admin.query('SELECT pg_switch_wal()');
+      await admin.query('CHECKPOINT');
+    }
+    expect(await walStatus(), 'the slot lost WAL').to.equal('lost');
+  } finally {
+    await admin.query(`ALTER SYSTEM RESET max_slot_wal_keep_size`);
+    await admin.query('SELECT pg_reload_conf()');
+    await admin.end();
+  }
 }
