@@ -81,6 +81,19 @@ class GitHubStyleServer {
   }
 }
 
+/** The provider settings of the test's GitHub-style server, under `id`. */
+const providerOf = (gh: GitHubStyleServer, id: string) => ({
+  id,
+  kind: 'oauth2',
+  clientId: gh.clientId,
+  clientSecret: gh.clientSecret,
+  authorizationUrl: `${gh.url}/login/oauth/authorize`,
+  tokenUrl: `${gh.url}/login/oauth/access_token`,
+  userinfoUrl: `${gh.url}/user`,
+  emailsUrl: `${gh.url}/user/emails`,
+  allowedRedirectUrls: [APP],
+});
+
 describe('auth providers: a GitHub-style OAuth 2.0 provider (authorize, token, user and emails endpoints)', function () {
   this.timeout(120_000);
   let t: TestApi;
@@ -92,20 +105,7 @@ describe('auth providers: a GitHub-style OAuth 2.0 provider (authorize, token, u
     ({ http } = await t.provision({ projectId: PROJECT, name: 'master' }));
     gh = new GitHubStyleServer();
     await gh.start();
-    await setProviders(t, PROJECT, [
-      {
-        id: 'github',
-        kind: 'oauth2',
-        clientId: gh.clientId,
-        clientSecret: gh.clientSecret,
-        authorizationUrl: `${gh.url}/login/oauth/authorize`,
-        tokenUrl: `${gh.url}/login/oauth/access_token`,
-        userinfoUrl: `${gh.url}/user`,
-        emailsUrl: `${gh.url}/user/emails`,
-        scopes: ['read:user', 'user:email'],
-        allowedRedirectUrls: [APP],
-      },
-    ]);
+    await setProviders(t, PROJECT, [{ ...providerOf(gh, 'github'), scopes: ['read:user', 'user:email'] }]);
   });
   after(async () => {
     await t.close();
@@ -187,17 +187,7 @@ describe('auth providers: a GitHub-style OAuth 2.0 provider (authorize, token, u
     const dir = await mkdtemp(path.join(tmpdir(), 'walgate-providers-'));
     try {
       const file = path.join(dir, 'providers.json');
-      const provider = {
-        id: 'gh-cli',
-        kind: 'oauth2',
-        clientId: gh.clientId,
-        clientSecret: gh.clientSecret,
-        authorizationUrl: `${gh.url}/login/oauth/authorize`,
-        tokenUrl: `${gh.url}/login/oauth/access_token`,
-        userinfoUrl: `${gh.url}/user`,
-        emailsUrl: `${gh.url}/user/emails`,
-        allowedRedirectUrls: [APP],
-      };
+      const provider = providerOf(gh, 'gh-cli');
       await writeFile(file, JSON.stringify([provider]));
       const r = await walgate(t, ['project', 'set', PROJECT, '--set', `providers=@${file}`]);
       expect(r.code, r.stderr).to.equal(0);
