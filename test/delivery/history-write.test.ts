@@ -2,6 +2,7 @@ import { expect } from 'chai';
 import { createPool, type Pool } from '../../src/core/db/pool.js';
 import type { DeliveredEntry } from '../../src/delivery/journal.js';
 import { writeDelivered } from '../../src/delivery/sql/journal.js';
+import { GATHER_MS, Journal } from '../../src/delivery/journal.js';
 import { createTestDatabase, type TestDatabase } from '../support/database.js';
 
 // The stream's history rows keep the body exactly as sent (WEBHOOK_KEEP_PAYLOADS). The bodies
@@ -87,5 +88,32 @@ describe('delivery: the history write keeps each body as sent', () => {
     await writeDelivered(pool, [entry('d_6', null), entry('d_7', null)]);
     const rows = await stored();
     expect([rows.d_6!.payload, rows.d_7!.payload]).to.deep.equal([null, null]);
+  });
+
+  it('the journal gathers delivered rows handed over one by one into a few statements, and writes a lone one soon', async () => {
+    const journal = new Journal(pool, (err) => {
+      throw err;
+    });
+    const done: string[] = [];
+    const handOver = (id: string) => journal.delivered({ ...entry(id, `{"id":"evt_${id}"}`), done: () => done.push(id) });
+    const ids = Array.from({ length: 100 }, (_, i) => `g_${i}`);
+    for (const id of ids) {
+      handOver(id);
+      await new Promise((resolve) => setTimeout(resolve, 1));
+    }
+    const deadline = Date.now() + 5000;
+    while (done.length < ids.length && Date.now() < deadline) await new Promise((resolve) => setTimeout(resolve, 5));
+    expect(done.sort()).to.deep.equal([...ids].sort());
+    // Handed over over at least 100 ms: one statement per GATHER_MS or so, not one per row or two.
+    expect(journal.stats.batches).to.be.within(2, 100 / GATHER_MS + 4);
+    const { rows } = await pool.query<{ n: number }>(`SELECT count(*)::int AS n FROM walgate.deliveries WHERE id LIKE 'g\\_%'`);
+    expect(rows[0]!.n).to.equal(100);
+
+    const started = performance.now();
+    handOver('lone');
+    while (!done.includes('lone') && performance.now() - started < 5000) await new Promise((resolve) => setTimeout(resolve, 1));
+    expect(done).to.include('lone');
+    expect(performance.now() - started).to.be.below(GATHER_MS + 1000);
+    journal.close();
   });
 });

@@ -21,15 +21,18 @@ export async function notifyDue(db: Queryable, due: number): Promise<void> {
 // most of the client's: a scan for the separator, the join, and UTF-8 encoding of the whole.)
 // Any body round-trips byte for byte; one that is not valid UTF-8 text fails its batch.
 export async function writeDelivered(db: Queryable, rows: DeliveredEntry[]): Promise<void> {
-  const kept = rows.map((r) => (r.kept ? Buffer.from(r.kept.payload) : null));
+  // One buffer, each body encoded straight into its place: no per-body copy to concatenate.
   const offsets: number[] = [];
   const lengths: Array<number | null> = [];
-  let at = 0;
-  for (const body of kept) {
-    offsets.push(at);
-    lengths.push(body ? body.length : null);
-    at += body?.length ?? 0;
+  let size = 0;
+  for (const r of rows) {
+    const length = r.kept ? Buffer.byteLength(r.kept.payload) : null;
+    offsets.push(size);
+    lengths.push(length);
+    size += length ?? 0;
   }
+  const bodies = Buffer.allocUnsafe(size);
+  for (let i = 0; i < rows.length; i++) if (rows[i]!.kept) bodies.write(rows[i]!.kept!.payload, offsets[i]!);
   const batch = rows.map((r) =>
     JSON.stringify({
       id: r.delivery.id,
@@ -66,7 +69,7 @@ export async function writeDelivered(db: Queryable, rows: DeliveredEntry[]): Pro
                    response_body, request_headers, response_headers, body_offset, body_length)
        JOIN walgate.webhooks w ON w.id = d.webhook_id
      ON CONFLICT (id) DO NOTHING`,
-    values: [`[${batch.join(',')}]`, Buffer.concat(kept.filter((b) => b !== null)), offsets, lengths],
+    values: [`[${batch.join(',')}]`, bodies, offsets, lengths],
   });
 }
 
