@@ -154,6 +154,19 @@ async function oneSubscription(b: Bench): Promise<void> {
       met: toPeer >= 3,
       extra: { rows: ROWS, transactionRows: txRows },
     });
+    // The same target held against the floor itself: a consumer can only go past the floor by
+    // doing less than it does, so what the floor reaches is the most any consumer reaches here.
+    const floorToPeer = floorRate.median / peerRate.median;
+    b.record({
+      path: `for reference: the floor vs the tuned job-queue peer, 1 subscription (${workload})`,
+      unit: 'deliveries/s',
+      value: floorRate,
+      baseline: { name: 'the tuned job-queue peer, same rounds', value: peerRate },
+      ratio: round(floorToPeer),
+      target: "≥ 3× the tuned peer (walgate's target, held against the floor)",
+      met: floorToPeer >= 3,
+      extra: { rows: ROWS, transactionRows: txRows },
+    });
   }
   const r = rounds[1000]!;
   const none = median(r.none, 'inserted');
@@ -172,6 +185,17 @@ async function oneSubscription(b: Bench): Promise<void> {
       rowTriggerPeer: { rowsPerSecond: median(r['row trigger'], 'inserted').median, ratio: round(median(r['row trigger'], 'inserted').median / none.median) },
       floor: { rowsPerSecond: median(r.floor, 'inserted').median, ratio: round(median(r.floor, 'inserted').median / none.median) },
     },
+  });
+  // What any consumer delivering on the same cores leaves the writer: the floor, nothing durable.
+  const floorWatched = median(r.floor, 'inserted');
+  b.record({
+    path: `for reference: application INSERT rate with the floor watching its table (${ROWS.toLocaleString('en')} rows in 1,000-row transactions, the floor delivering)`,
+    unit: 'rows/s',
+    value: floorWatched,
+    baseline: { name: 'the same INSERTs into a table nobody watches', value: none },
+    ratio: round(floorWatched.median / none.median),
+    target: "≥ 0.95× the rate without (walgate's target, held against the floor)",
+    met: floorWatched.median / none.median >= 0.95,
   });
   const perDelivery = round(writes.total / deliveries, 3);
   b.record({
