@@ -1,5 +1,9 @@
 import { setTimeout as sleep } from 'node:timers/promises';
 import { expect } from 'chai';
+import pg from 'pg';
+import type { Pool } from '../../src/core/db/pool.js';
+import { bringForwardPage } from '../../src/delivery/sql/catch-up.js';
+import { createTestDatabase, type TestDatabase } from '../support/database.js';
 import { insertSubscription } from '../support/subscriptions.js';
 import type { ReceivedRequest } from '../support/receiver.js';
 import { hexSignature } from '../../src/delivery/signing.js';
@@ -235,5 +239,65 @@ describe('delivery: a breaker closing does not bring a leased delivery forward',
     expect(delivered).to.include({ attempts: 2, http_status: 200 });
     await sleep(500);
     expect(attempts.get(1)).to.equal(2);
+  });
+});
+
+describe('delivery: the catch-up reads one index range, not the backlog', function () {
+  this.timeout(60_000);
+  let db: TestDatabase;
+  let pool: pg.Pool;
+  before(async () => {
+    db = await createTestDatabase();
+    pool = new pg.Pool({ connectionString: db.url, max: 2 });
+    // 60,000 deliveries of one subscription: a tenth delivered, a quarter due now, the rest waiting for retry slots.
+    await pool.query(`
+      INSERT INTO walgate.projects (id) VALUES ('p');
+      INSERT INTO walgate.environments (project_id, name, schema_name) VALUES ('p', 'e', 'p_e');
+      INSERT INTO walgate.webhooks (id, project_id, environment, schema_name, table_name, events, url, secret, ordering)
+        VALUES ('wh_1', 'p', 'e', 'p_e', 't', '{UPDATE}', 'https://example.com/h', '\\x00', 'row');
+      INSERT INTO walgate.endpoint_breakers (project_id, environment, url) VALUES ('p', 'e', 'https://example.com/h');
+      INSERT INTO walgate.deliveries (id, webhook_id, event_id, event_type, status, attempts, next_attempt_at, created_at, order_key, retry_slot)
+        SELECT 'del_' || lpad(g::text, 10, '0'), 'wh_1', 'evt_' || lpad(g::text, 10, '0'), 'UPDATE',
+               CASE WHEN g % 10 = 3 THEN 'delivered' WHEN g % 4 = 0 THEN 'pending' ELSE 'retrying' END, 1,
+               CASE WHEN g % 4 = 0 THEN now() - interval '1 s' ELSE now() + interval '300 s' * random() END, now(), 'k' || g, g % 4 <> 0
+          FROM generate_series(1, 60000) g;
+      ANALYZE;`);
+  });
+  after(async () => {
+    await pool?.end();
+    await db?.drop();
+  });
+
+  it('a page walks the future part of deliveries_due_by_webhook', async () => {
+    const plans: unknown[] = [];
+    const explaining = {
+      query: async (text: string, values?: unknown[]) => {
+        const { rows } = await pool.query(`EXPLAIN (FORMAT JSON) ${text}`, values);
+        plans.push(rows[0]['QUERY PLAN']);
+        return { rows: [{ moved: 0, found: 0, last: null }] };
+      },
+    } as unknown as Pool;
+    const key = { projectId: 'p', environment: 'e', url: 'https://example.com/h' };
+    await bringForwardPage(explaining, key, 'wh_1', { now: new Date(), from: new Date(0), limit: 1000 });
+    const text = JSON.stringify(plans);
+    expect([...text.matchAll(/"Node Type":"Seq Scan","[^}]*?"Relation Name":"deliveries"/g)], text.slice(0, 3000)).to.have.length(0);
+    expect(text).to.match(/"Index Name":"deliveries_due_by_webhook"/);
+    // And a pass brings every retry slot forward, leaving the rest as they were.
+    const { rows: before } = await pool.query(
+      `SELECT count(*)::int AS n FROM walgate.deliveries WHERE retry_slot AND status = 'retrying' AND next_attempt_at > now()`,
+    );
+    let from = new Date(0);
+    let moved = 0;
+    for (;;) {
+      const r = await bringForwardPage(pool as unknown as Pool, key, 'wh_1', { now: new Date(), from, limit: 1000 });
+      moved += r.moved;
+      if (r.found < 1000 || !r.last) break;
+      from = r.last;
+    }
+    expect(moved).to.be.within(before[0].n - 1000, before[0].n); // (a few slots come due on their own meanwhile)
+    const { rows: after } = await pool.query(
+      `SELECT count(*)::int AS n FROM walgate.deliveries WHERE status IN ('pending', 'retrying') AND next_attempt_at > now()`,
+    );
+    expect(after[0].n).to.equal(0);
   });
 });
