@@ -32,7 +32,9 @@ export interface ForwardedPage {
  * of due deliveries. Leases (retry_slot false, sql/044) are never moved: a leased delivery brought
  * forward would be claimed again while its request runs, and sent twice. A delivery claimed between
  * the page's read and its update is skipped: the update checks retry_slot again on the row it locks.
- * Row ordering is not touched: the claim decides what may go, as ever; this only changes when.
+ * Row ordering is not touched: the claim decides what may go, as ever; this only changes when. Of
+ * a row-ordered subscription only each row's head waits for a slot (the changes behind it were
+ * parked due, sql/035), so its pages hold heads — the deliveries that hold the rest back.
  */
 export async function bringForwardPage(
   db: Queryable,
