@@ -77,6 +77,8 @@ export class EndpointBreakers {
     private readonly settings: BreakerSettings,
     private readonly clock: Clock,
     private readonly log: Logger,
+    /** This process closed the endpoint's open breaker (its probe succeeded): catch-up.ts brings its retries forward. */
+    private readonly onClosed: (key: BreakerKey) => void = () => undefined,
   ) {}
 
   /** Reads the shared state of these endpoints (once per claimed batch). */
@@ -155,8 +157,9 @@ export class EndpointBreakers {
     k.probingUntil = null;
     k.version = ++this.#version;
     const now = this.clock();
-    await resetBreaker(this.pool, key, now);
+    const closed = await resetBreaker(this.pool, key, now);
     if (wasOpen) this.log.info(logged(key), 'circuit breaker closed: the endpoint answers again');
+    if (closed) this.onClosed(key);
   }
 
   /**

@@ -4,6 +4,7 @@ import type { Queryable } from '../core/db/pool.js';
 import type { DeliverySink, DeliveryStream } from '../tailer/sink.js';
 import type { AttemptDeps } from './attempt.js';
 import { EndpointBreakers } from './breaker.js';
+import { BreakerCatchUp } from './catch-up.js';
 import { openWebhookSecret } from './secret.js';
 import { openHeaders } from './custom-headers.js';
 import { Sender } from './sender.js';
@@ -43,6 +44,7 @@ export class DeliveryEngine implements DeliverySink {
   readonly #ctx: Context;
   readonly #sender: Sender;
   readonly #breakers: EndpointBreakers;
+  readonly #catchUp: BreakerCatchUp;
   readonly #targets: Targets;
   readonly #deps: AttemptDeps;
   readonly #worker: QueueWorker;
@@ -70,11 +72,14 @@ export class DeliveryEngine implements DeliverySink {
       tls: options.tls,
       lookup: ctx.lookup,
     });
+    const log = ctx.log.child({ component: 'delivery' });
+    this.#catchUp = new BreakerCatchUp(ctx.pool, ctx.clock, log);
     this.#breakers = new EndpointBreakers(
       ctx.pool,
       { failures: webhooks.breakerFailures, cooldownMs: webhooks.breakerCooldownMs, probeLeaseMs: leaseMs },
       ctx.clock,
-      ctx.log.child({ component: 'delivery' }),
+      log,
+      (key) => this.#catchUp.closed(key),
     );
     const openSecret = (sealed: Buffer) => openWebhookSecret(ctx.secrets, sealed);
     this.#targets = new Targets(ctx.pool, openSecret, (sealed) => openHeaders(ctx.secrets, sealed));
@@ -143,6 +148,7 @@ export class DeliveryEngine implements DeliverySink {
   /** Stops the retry queue's worker, then the sender. The tailer closes its stream itself, first. */
   async stop(timeoutMs = 15_000): Promise<void> {
     clearInterval(this.#peerTimer);
+    this.#catchUp.stop();
     await this.#worker.stop(timeoutMs);
     await this.#sender.close().catch(() => undefined);
   }

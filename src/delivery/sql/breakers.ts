@@ -39,12 +39,21 @@ export async function claimProbe(pool: Pool, key: EndpointKey, until: Date, now:
   return (rowCount ?? 0) > 0;
 }
 
-export async function resetBreaker(pool: Pool, key: EndpointKey, now: Date): Promise<void> {
-  await pool.query(
-    `UPDATE walgate.endpoint_breakers SET consecutive_failures = 0, opened_until = NULL, probe_until = NULL, updated_at = $4
-      WHERE project_id = $1 AND environment = $2 AND url = $3`,
+/**
+ * Resets the endpoint's count and closes its breaker. True when this closed a breaker that was open
+ * (the shared row says so, whatever this process knew): its waiting retries may be brought forward.
+ */
+export async function resetBreaker(pool: Pool, key: EndpointKey, now: Date): Promise<boolean> {
+  // The row as it was, locked, beside the row as it becomes: RETURNING sees only the new one.
+  const { rows } = await pool.query<{ was_open: boolean }>(
+    `UPDATE walgate.endpoint_breakers b SET consecutive_failures = 0, opened_until = NULL, probe_until = NULL, updated_at = $4
+       FROM (SELECT opened_until FROM walgate.endpoint_breakers
+              WHERE project_id = $1 AND environment = $2 AND url = $3 FOR UPDATE) AS before
+      WHERE b.project_id = $1 AND b.environment = $2 AND b.url = $3
+      RETURNING before.opened_until IS NOT NULL AS was_open`,
     [key.projectId, key.environment, key.url, now],
   );
+  return rows[0]?.was_open ?? false;
 }
 
 /**

@@ -97,9 +97,12 @@ export async function writeParked(db: Queryable, rows: ParkedEntry[]): Promise<v
                    response_headers, payload_bytes)
      ), inserted AS (
        INSERT INTO walgate.deliveries (id, webhook_id, event_id, event_type, select_fields, status, attempts, http_status, last_error, next_attempt_at, created_at,
-                                       order_key, order_key_old, payload, request_headers, response_headers, payload_bytes)
+                                       order_key, order_key_old, payload, request_headers, response_headers, payload_bytes, retry_slot)
        SELECT d.id, d.webhook_id, d.event_id, d.event_type, d.select_fields::text[], d.status, d.attempts, d.http_status, d.last_error, d.next_attempt_at, d.created_at,
-              d.order_key, d.order_key_old, d.payload, d.request_headers::json, d.response_headers::json, d.payload_bytes
+              d.order_key, d.order_key_old, d.payload, d.request_headers::json, d.response_headers::json, d.payload_bytes,
+              -- Retrying: its first attempt failed and set a retry slot. Pending: due now, or leased
+              -- to the stream's request still in flight (sql/044: never brought forward).
+              d.status = 'retrying'
          FROM d JOIN walgate.webhooks w ON w.id = d.webhook_id
        ON CONFLICT (id) DO NOTHING
        RETURNING id

@@ -169,7 +169,8 @@ export async function claimDue(pool: Pool, o: ClaimOptions): Promise<ClaimedDeli
      ), leased AS (
        -- = ANY(ARRAY(...)): an index lookup per id. A join is planned as a scan of every delivery
        -- kept, which made claims slower as the history grew.
-       UPDATE walgate.deliveries d SET next_attempt_at = $2 WHERE d.id = ANY (ARRAY(SELECT id FROM within))
+       -- A lease, not a retry slot (sql/044): a breaker's closing must not bring it forward.
+       UPDATE walgate.deliveries d SET next_attempt_at = $2, retry_slot = false WHERE d.id = ANY (ARRAY(SELECT id FROM within))
        RETURNING d.id, d.webhook_id, d.event_id, d.event_type, d.attempts, d.select_fields, d.next_attempt_at AS lease,
                  d.order_key IS NOT NULL AS ordered, d.payload AS kept_payload,
                  coalesce(d.payload_bytes, 1024) + coalesce(octet_length(d.payload), 0) AS held_bytes
@@ -230,6 +231,7 @@ export async function recordAttempts(pool: Pool, results: AttemptResult[]): Prom
      ), updated AS (
        UPDATE walgate.deliveries d SET status = r.status, attempts = r.attempt, http_status = r.http_status,
               last_error = r.error, next_attempt_at = coalesce(r.next_attempt_at, d.next_attempt_at), delivered_at = r.delivered_at,
+              retry_slot = r.status = 'retrying',
               payload = coalesce(r.payload, d.payload), request_headers = coalesce(r.request_headers::json, d.request_headers),
               -- The latest answer's headers go with the latest request's (none without an answer).
               response_headers = CASE WHEN r.request_headers IS NULL THEN d.response_headers ELSE r.response_headers::json END
@@ -260,12 +262,13 @@ export async function recordAttempts(pool: Pool, results: AttemptResult[]): Prom
 /**
  * Puts claimed deliveries back without spending an attempt (their endpoint's breaker is open, or
  * the worker stops). Only while each is still this worker's claim: its lease is the token, so a
- * postponement never overwrites another worker's claim.
+ * postponement never overwrites another worker's claim. What it leaves is a wait, no longer a lease
+ * (sql/044): a breaker's closing may bring it forward.
  */
 export async function postpone(pool: Pool, claims: Array<{ id: string; lease: Date }>, until: Date): Promise<void> {
   if (claims.length === 0) return;
   await pool.query(
-    `UPDATE walgate.deliveries d SET next_attempt_at = $3
+    `UPDATE walgate.deliveries d SET next_attempt_at = $3, retry_slot = true
        FROM unnest($1::text[], $2::timestamptz[]) AS c(id, lease)
       WHERE d.id = c.id AND d.next_attempt_at = c.lease AND d.status IN ('pending', 'retrying')`,
     [claims.map((c) => c.id), claims.map((c) => c.lease), until],

@@ -1,0 +1,17 @@
+-- When an endpoint's breaker closes, the deliveries that wait for a retry slot are brought forward
+-- to now (src/delivery/catch-up.ts). next_attempt_at alone cannot say which those are: it is also
+-- a worker's lease (the claim moves it to the lease's end, queue.ts claimDue) and the stream's
+-- lease on a delivery parked while its request was in flight (stream.ts #sweep) — and a lease
+-- brought forward is claimed again while its request runs: sent twice.
+--
+-- true: next_attempt_at is when to try again — set by an attempt that failed (or that the breaker
+-- held back), or by a postponement. false: a lease, or a first due time (parked to be sent now).
+-- Written by whoever writes next_attempt_at, in the same statement; the claim sets it false with
+-- its lease. The default is the safe side: a delivery nobody marked is never brought forward (those
+-- already waiting when this runs keep their slots, as before).
+--
+-- Not a sign on next_attempt_at, nor a timestamp compared with the breaker's closing: a boolean
+-- costs no index (the catch-up walks deliveries_due_by_webhook's future range, where apart from
+-- retry slots only the leases in flight lie), and every statement that sets a lease already says
+-- which it writes.
+ALTER TABLE walgate.deliveries ADD COLUMN retry_slot boolean NOT NULL DEFAULT false;
