@@ -114,7 +114,7 @@ export class AuthService {
     env: Environment,
     input: { email: string; password: string },
     meta: RequestMeta,
-  ): Promise<(TokenPair & { deviceToken: string }) | MfaRequired> {
+  ): Promise<(TokenPair | MfaRequired) & { deviceToken: string }> {
     await spendLimit(this.ctx, env, 'login', meta.ip);
     const now = this.ctx.clock();
     const account = accountKey(this.ctx.secrets, env, input.email);
@@ -157,8 +157,9 @@ export class AuthService {
     if (needsRehash(user.passwordHash)) await users.replacePasswordHash(this.ctx.pool, user.id, await hashPassword(input.password), now);
     // The counts start again while the session starts (two statements at once, not one after the other).
     const [finished] = await Promise.all([this.mfa.finishSignIn(env, user, meta, now), succeeded]);
-    // A user with a second factor gets the MFA step instead of a pair (mfa/service.ts).
-    if ('mfaRequired' in finished) return finished;
+    // A user with a second factor gets the MFA step instead of a pair (mfa/service.ts) — with the
+    // device token all the same: it only says that this client knew the password (its own failures
+    // judge it from now on, the account-wide lock does not), which is proven here either way.
     return { ...finished, deviceToken: device ? meta.deviceToken! : issueDeviceToken(this.ctx.secrets, account) };
   }
 

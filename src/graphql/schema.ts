@@ -201,7 +201,7 @@ type TokenPair {
   expiresIn: Int!
 }
 
-"The token pair, or (for a user with an active second factor) mfaRequired, mfaToken and factors instead."
+"The token pair, or (for a user with an active second factor) mfaRequired, mfaToken and factors instead; deviceToken with either."
 type LoginResult {
   accessToken: String
   refreshToken: String

@@ -62,7 +62,7 @@ describe('auth mfa: TOTP end to end (codes from an independent RFC 6238)', funct
     nextStep();
     const first = await login(a.email);
     expect(first.status).to.equal(200);
-    expect(first.body).to.have.all.keys('mfaRequired', 'mfaToken', 'factors');
+    expect(first.body).to.have.all.keys('mfaRequired', 'mfaToken', 'factors', 'deviceToken');
     expect(first.body.mfaRequired).to.equal(true);
     expect(first.body.factors).to.deep.equal([{ id: enrol.body.factorId, type: 'totp' }]);
 

@@ -2,6 +2,7 @@ import { expect } from 'chai';
 import type { TestApi } from '../../support/api.js';
 import type { HttpClient } from '../../support/http.js';
 import { codeIn } from '../../support/smtp.js';
+import { enrolTotp } from '../mfa/support.js';
 import { PASSWORD, signUpAndConfirm, startAuthApi, uniqueEmail } from '../support.js';
 
 // What a stranger can do to someone else's account: lock it, block its recovery, kill its signup
@@ -47,6 +48,29 @@ describe('auth sessions: strangers cannot lock out or block the owner', () => {
       from('192.0.2.201', { 'x-device-token': a.deviceToken }),
     );
     expect(fromSignup.status).to.equal(200);
+  });
+
+  it('a user with a second factor: the MFA step carries a device token, and with it the owner still gets the step after strangers lock the account', async () => {
+    const a = await signUpAndConfirm(t, http);
+    await enrolTotp(t, http, a);
+    const step = await http.post('/auth/login', { email: a.email, password: PASSWORD }, from('198.51.100.17'));
+    expect(step.status).to.equal(200);
+    expect(step.body).to.include({ mfaRequired: true });
+    expect(step.body).not.to.have.property('accessToken');
+    const deviceToken: string = step.body.deviceToken;
+    expect(deviceToken).to.be.a('string');
+    for (let i = 0; i < 11; i++) {
+      for (let j = 0; j < 5; j++)
+        await http.post('/auth/login', { email: a.email, password: 'wrong password here' }, from(`203.0.114.${i + 1}`));
+    }
+    expect((await http.post('/auth/login', { email: a.email, password: PASSWORD }, from('192.0.2.98'))).status).to.equal(423);
+    const owner = await http.post(
+      '/auth/login',
+      { email: a.email, password: PASSWORD },
+      from('192.0.2.202', { 'x-device-token': deviceToken }),
+    );
+    expect(owner.status, JSON.stringify(owner.body)).to.equal(200);
+    expect(owner.body).to.include({ mfaRequired: true, deviceToken });
   });
 
   it("a device token is judged by its own failures, and another account's device token counts for nothing", async () => {

@@ -20,6 +20,10 @@ export const mfaRequiredResponse = z.object({
   mfaRequired: z.literal(true),
   mfaToken: z.string().meta({ description: 'For `POST /auth/mfa/challenge` (or a passkey): 5 minutes, single use, 5 tries.' }),
   factors: z.array(z.object({ id: z.uuid(), type: z.enum(['totp', 'webauthn']) })),
+  deviceToken: z.string().optional().meta({
+    description:
+      'After a password login (not a provider sign-in): the device token, as a login without a second factor answers it — send it as `X-Device-Token` on later logins.',
+  }),
 });
 
 export const totpEnrollResponse = z.object({
