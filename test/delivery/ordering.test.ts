@@ -6,6 +6,7 @@ import { replayDeadDeliveries } from '../../src/delivery/sql/history.js';
 import { claimDue, unfinishedOrderKeyCounts, unfinishedOrderKeys, unfinishedOrderKeysOf } from '../../src/delivery/sql/queue.js';
 import type { ReceivedRequest } from '../support/receiver.js';
 import { createTestDatabase, type TestDatabase } from '../support/database.js';
+import { deliveriesSeqScans, explaining as explainingPool } from '../support/plans.js';
 import { eventually, startPipeline, type Pipeline } from './support.js';
 
 // Row ordering (`ordering: "row"`): the changes of one row are delivered one at a time, in commit
@@ -238,13 +239,7 @@ describe('delivery: row ordering in the retry queue reads indexes, not the table
 
   it('the claim, the blocked-key check and the load at stream open use index scans on walgate.deliveries', async () => {
     const plans: unknown[] = [];
-    const explaining = {
-      query: async (text: string, values?: unknown[]) => {
-        const { rows } = await pool.query(`EXPLAIN (FORMAT JSON) ${text}`, values);
-        plans.push(rows[0]['QUERY PLAN']);
-        return { rows: [], rowCount: 0 };
-      },
-    } as unknown as Pool;
+    const explaining = explainingPool(pool, plans, { rows: [], rowCount: 0 });
     const now = new Date();
     await claimDue(explaining, { now, leaseUntil: new Date(now.getTime() + 60_000), limit: 256, perWebhook: 128, inflight: new Map() });
     await unfinishedOrderKeys(
@@ -254,8 +249,7 @@ describe('delivery: row ordering in the retry queue reads indexes, not the table
     await unfinishedOrderKeyCounts(explaining);
     await unfinishedOrderKeysOf(explaining, ['wh_1']);
     const text = JSON.stringify(plans);
-    const seqScans = [...text.matchAll(/"Node Type":"Seq Scan","[^}]*?"Relation Name":"deliveries"/g)];
-    expect(seqScans, text.slice(0, 3000)).to.have.length(0);
+    expect(deliveriesSeqScans(plans), text.slice(0, 3000)).to.have.length(0);
     // The claim's predecessor checks probe the two order-key indexes.
     const claim = JSON.stringify(plans[0]);
     expect(claim).to.contain('deliveries_unfinished_by_order_key');

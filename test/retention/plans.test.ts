@@ -1,5 +1,4 @@
 import { expect } from 'chai';
-import type { Queryable } from '../../src/core/db/pool.js';
 import {
   earliestAuthExpiry,
   EVENTS_START,
@@ -12,6 +11,7 @@ import {
   pruneVerificationCodes,
 } from '../../src/retention/store.js';
 import { createTestDatabase, type TestDatabase } from '../support/database.js';
+import { explaining as explainingPool } from '../support/plans.js';
 import pg from 'pg';
 
 // Every retention statement finds its rows through an index (sql/006_retention.sql), never by
@@ -29,16 +29,8 @@ const BIG_TABLES = [
   'rate_limits',
 ];
 
-/** A Queryable that EXPLAINs each statement instead of running it. */
-function explaining(pool: pg.Pool, plans: unknown[]): Queryable {
-  return {
-    query: (async (text: string, values?: unknown[]) => {
-      const { rows } = await pool.query(`EXPLAIN (FORMAT JSON) ${text}`, values);
-      plans.push(rows[0]['QUERY PLAN']);
-      return { rows: [{ scanned: 0, removed: 0, last_id: null }], rowCount: 0 };
-    }) as unknown as Queryable['query'],
-  } as Queryable;
-}
+const explaining = (pool: pg.Pool, plans: unknown[]) =>
+  explainingPool(pool, plans, { rows: [{ scanned: 0, removed: 0, last_id: null }], rowCount: 0 });
 
 function seqScans(node: any, found: string[] = []): string[] {
   if (node && typeof node === 'object') {
