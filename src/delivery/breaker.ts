@@ -1,7 +1,7 @@
 import type { Clock } from '../core/clock.js';
 import type { Pool } from '../core/db/pool.js';
 import type { Logger } from '../core/log.js';
-import { claimProbe, countFailure, readBreaker, readBreakers, resetBreaker, type SharedBreakerRow } from './sql/breakers.js';
+import { claimProbe, clearFailures, countFailure, readBreaker, readBreakers, resetBreaker, type SharedBreakerRow } from './sql/breakers.js';
 
 // Circuit breakers per subscription endpoint: (project, environment, exact URL). Never per origin:
 // a failing path must not pause another path on the same host, and one tenant's failing endpoint
@@ -70,6 +70,8 @@ const keyOf = (k: BreakerKey) => `${k.projectId}\u0000${k.environment}\u0000${k.
 
 export class EndpointBreakers {
   readonly #known = new Map<string, Known>();
+  /** When a success last cleared failures other processes may have counted, per endpoint (ms). */
+  readonly #cleared = new Map<string, number>();
   #version = 0;
 
   constructor(
@@ -147,8 +149,17 @@ export class EndpointBreakers {
   async recordSuccess(key: BreakerKey, probe: boolean): Promise<void> {
     const id = keyOf(key);
     const k = this.#known.get(id);
-    // The hot path stays read-only: nothing to reset, nothing written.
-    if (!k || (k.consecutiveFailures === 0 && k.openedUntil === null && !probe)) return;
+    if (!k || (k.consecutiveFailures === 0 && k.openedUntil === null && !probe)) {
+      // Nothing counted here — but another process (a standby draining the retry queue) may have
+      // counted failures, which this success makes no longer consecutive. Cleared at most once a
+      // second per endpoint: the hot path stays nearly read-only.
+      const now = this.clock().getTime();
+      if (now - (this.#cleared.get(id) ?? 0) < CLEAR_EVERY_MS) return;
+      if (this.#cleared.size >= MAX_CLEARED) this.#cleared.clear();
+      this.#cleared.set(id, now);
+      await clearFailures(this.pool, key, new Date(now));
+      return;
+    }
     // An answer to a request sent before the breaker opened does not close it: only the probe does.
     if (k.openedUntil !== null && !probe) return;
     const wasOpen = k.openedUntil !== null;
@@ -173,7 +184,7 @@ export class EndpointBreakers {
     if (!k) this.#known.set(id, (k = { consecutiveFailures: 0, openedUntil: null, probingUntil: null, version: 0 }));
     // First, synchronously: the gate closes for this process now, not after the write below.
     k.consecutiveFailures++;
-    k.version = ++this.#version;
+    const mine = (k.version = ++this.#version);
     const opensNow = probe || (k.openedUntil === null && k.consecutiveFailures >= this.settings.failures);
     if (opensNow) k.openedUntil = nowMs + this.settings.cooldownMs;
     if (probe) k.probingUntil = null;
@@ -183,10 +194,18 @@ export class EndpointBreakers {
       now: new Date(nowMs),
       probe,
     });
+    const shared: number | null = r.opened_until ? (r.opened_until as Date).getTime() : null;
+    if (k.version === mine && shared === null && !probe && r.consecutive_failures < this.settings.failures) {
+      // No outcome seen here since, and the shared count — which every process's failures and
+      // successes go through, one at a time — is below the threshold: another process's success
+      // cleared it. The count here follows, and an opening made from the stale count is undone.
+      k.consecutiveFailures = r.consecutive_failures;
+      if (opensNow) k.openedUntil = null;
+      return null;
+    }
     // Merged monotonically: more failures and a later opening win (another process may have
     // counted some); nothing here closes the gate.
     k.consecutiveFailures = Math.max(k.consecutiveFailures, r.consecutive_failures);
-    const shared: number | null = r.opened_until ? (r.opened_until as Date).getTime() : null;
     if (shared !== null && (k.openedUntil === null || shared > k.openedUntil)) k.openedUntil = shared;
     if (opensNow || (probe && shared !== null)) {
       this.log.warn(
@@ -221,6 +240,11 @@ export class EndpointBreakers {
     return { kind: 'wait', until: new Date(now + Math.min(1000, Math.max(50, this.settings.cooldownMs))) };
   }
 }
+
+/** A success clears other processes' failure count at most this often per endpoint. */
+const CLEAR_EVERY_MS = 1000;
+/** Endpoints remembered for that at most (then forgotten at once: a clear too many costs one statement). */
+const MAX_CLEARED = 10_000;
 
 /** What the management API shows of a subscription's breaker. */
 export interface BreakerView {

@@ -48,4 +48,22 @@ describe('delivery: a stale breaker read cannot reopen the gate', () => {
     const admission = await breakers.admit(endpoint);
     expect(admission.kind).to.equal('wait');
   });
+
+  it("one process's success breaks another's run of failures: a standby's failures do not add up across the leader's successes", async () => {
+    const endpoint = { projectId: 'shop', environment: 'master', url: 'https://hooks.example.com/standby' };
+    const settings = { failures: 5, cooldownMs: 60_000, probeLeaseMs: 10_000 };
+    const standby = new EndpointBreakers(pool, settings, systemClock, createLogger('silent'));
+    const leader = new EndpointBreakers(pool, settings, systemClock, createLogger('silent'));
+    for (let i = 0; i < 4; i++) expect(await standby.recordFailure(endpoint, false)).to.equal(null);
+    // The leader, which saw no failure, delivers to the endpoint.
+    await leader.recordSuccess(endpoint, false);
+    const shared = async () =>
+      (await pool.query('SELECT consecutive_failures, opened_until FROM walgate.endpoint_breakers WHERE url = $1', [endpoint.url])).rows[0];
+    expect(await shared()).to.deep.equal({ consecutive_failures: 0, opened_until: null });
+    // One more failure of the standby is its first consecutive one, not its fifth.
+    expect(await standby.recordFailure(endpoint, false)).to.equal(null);
+    expect(await shared()).to.deep.equal({ consecutive_failures: 1, opened_until: null });
+    expect((await standby.admit(endpoint)).kind).to.equal('send');
+    expect((await leader.admit(endpoint)).kind).to.equal('send');
+  });
 });

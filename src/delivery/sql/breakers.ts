@@ -57,6 +57,18 @@ export async function resetBreaker(pool: Pool, key: EndpointKey, now: Date): Pro
 }
 
 /**
+ * A success seen by a process that knew of no failure: the failures another process counted
+ * are no longer consecutive. Only a closed breaker's count is cleared (an open one closes by its probe).
+ */
+export async function clearFailures(pool: Pool, key: EndpointKey, now: Date): Promise<void> {
+  await pool.query(
+    `UPDATE walgate.endpoint_breakers SET consecutive_failures = 0, updated_at = $4
+      WHERE project_id = $1 AND environment = $2 AND url = $3 AND consecutive_failures > 0 AND opened_until IS NULL`,
+    [key.projectId, key.environment, key.url, now],
+  );
+}
+
+/**
  * Counts a failure: opens the breaker until `openUntil` when it was the probe or reaches the
  * threshold. Returns the shared count and opening after it.
  */
