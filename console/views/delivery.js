@@ -103,7 +103,7 @@ export async function openDelivery(slot, path, deliveryId, breaker) {
       h(
         'tr',
         {},
-        h('td', {}, String(a.attempt)),
+        h('td', {}, a.kind === 'wait' ? `${a.attempt} (waited)` : String(a.attempt)),
         h('td', {}, time(a.startedAt)),
         h('td', {}, `${a.durationMs} ms`),
         h('td', {}, a.httpStatus ?? '—'),
@@ -118,7 +118,7 @@ export async function openDelivery(slot, path, deliveryId, breaker) {
         if (b?.state === 'open' && b.openUntil) {
           const at = new Date(b.openUntil);
           say(
-            `Queued, but the endpoint's breaker is open until ${at.toLocaleTimeString()} (${ago(at)}): nothing is sent before then, and attempts that come due meanwhile are recorded as skipped.`,
+            `Queued, but the endpoint's breaker is open until ${at.toLocaleTimeString()} (${ago(at)}): nothing is sent before then; the delivery waits (no attempt spent) and goes once the breaker closes.`,
           );
         } else say('Sent again: the delivery is pending.');
         await reopen();

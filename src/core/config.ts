@@ -55,6 +55,7 @@ const schema = z.object({
   WEBHOOK_RETRY_DELAYS_MS: retryDelays.default([0, 1000, 5000, 30000, 300000]),
   WEBHOOK_BREAKER_FAILURES: z.coerce.number().int().min(1).default(5),
   WEBHOOK_BREAKER_COOLDOWN_MS: positiveMs.default(120000),
+  WEBHOOK_BREAKER_MAX_WAIT_MS: positiveMs.optional(),
   WEBHOOK_TIMEOUT_MS: z.coerce.number().int().min(1).default(10000),
   WEBHOOK_PARK_AFTER_MS: positiveMs.default(60000),
   WEBHOOK_RETENTION_MS: retentionMs.default(7 * DAY_MS),
@@ -145,6 +146,8 @@ const configSchema = schema.superRefine(checkTogether).transform((e) => ({
     retryDelaysMs: e.WEBHOOK_RETRY_DELAYS_MS,
     breakerFailures: e.WEBHOOK_BREAKER_FAILURES,
     breakerCooldownMs: e.WEBHOOK_BREAKER_COOLDOWN_MS,
+    /** How long a delivery may wait on an open breaker before it is dead; unset: its schedule's span plus two cool-downs (schedule.ts). */
+    breakerMaxWaitMs: e.WEBHOOK_BREAKER_MAX_WAIT_MS,
     timeoutMs: e.WEBHOOK_TIMEOUT_MS,
     /** How long the previous secret still signs after a rotation. */
     secretGraceMs: e.WEBHOOK_SECRET_GRACE_MS,

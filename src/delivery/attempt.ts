@@ -27,26 +27,28 @@ export interface AttemptRequest {
   headers?: Readonly<Record<string, string>>;
 }
 
-/**
- * An attempt that came due: sent (the receiver's answer or its failure), or skipped because the
- * endpoint's breaker is open (`skipped`: no request, `error: "breaker open"`). Either way it counts
- * as an attempt of the schedule, so a dead endpoint's deliveries end instead of waiting forever.
- */
+/** A request that was sent: the receiver's answer, or its failure (network error, time-out). */
 export type SentAttempt = {
   kind: 'sent';
   result: SendResult;
   startedAt: Date;
-  skipped: boolean;
   /** The request's headers as the delivery log keeps them: no signature, custom values masked. */
   requestHeaders: Record<string, string>;
 };
 
+/**
+ * No request: the endpoint's breaker holds it (open, or its one probe is out). The breaker pauses;
+ * it never spends an attempt (the seed: "deliveries to that endpoint pause for 2 minutes, then
+ * resume"). The delivery waits until `until`, or less when the breaker closes (catch-up.ts).
+ */
+export type WaitedAttempt = { kind: 'waited'; until: Date; startedAt: Date };
+
 /** What the delivery log shows instead of a custom header's value. */
 export const HIDDEN = '[hidden]';
 
-export type AttemptOutcome = SentAttempt;
+export type AttemptOutcome = SentAttempt | WaitedAttempt;
 
-/** The error an attempt skipped by an open breaker records (DESIGN: Webhooks). */
+/** The error a wait on an open breaker records, and a delivery dead after waiting too long (DESIGN: Webhooks). */
 export const BREAKER_OPEN = 'breaker open';
 
 export interface AttemptDeps {
@@ -71,16 +73,13 @@ export async function attempt(deps: AttemptDeps, r: AttemptRequest): Promise<Att
   const requestHeaders: Record<string, string> = { 'content-type': 'application/json', 'user-agent': USER_AGENT };
   for (const name of Object.keys(r.headers ?? {})) requestHeaders[name] = HIDDEN;
   Object.assign(requestHeaders, own, { 'webhook-id': signed['webhook-id']!, 'webhook-timestamp': signed['webhook-timestamp']! });
-  if (admission.kind === 'wait') {
-    const result: SendResult = { status: null, ok: false, error: BREAKER_OPEN, durationMs: 0, responseBody: null };
-    return { kind: 'sent', result, startedAt, skipped: true, requestHeaders };
-  }
+  if (admission.kind === 'wait') return { kind: 'waited', until: admission.until, startedAt };
   const result = await deps.sender.post(r.pool, r.url, headers, r.body);
-  // The next attempt follows the schedule even when this failure opened the breaker: if it comes
-  // due while still open it is skipped, so the delivery's life stays bounded by its schedule.
+  // The next attempt follows the schedule; if it comes due while the breaker is open it waits
+  // (no attempt spent) and goes when the breaker closes.
   if (result.ok) await deps.breakers.recordSuccess(r.endpoint, admission.probe);
   else await deps.breakers.recordFailure(r.endpoint, admission.probe);
-  return { kind: 'sent', result, startedAt, skipped: false, requestHeaders };
+  return { kind: 'sent', result, startedAt, requestHeaders };
 }
 
 export interface NextStep {
@@ -129,7 +128,7 @@ export async function conclude(
   if (step.disable) await disable(ctx, deps, a.webhookId, step.disable, at);
   const m = ctx.metrics;
   m.deliveriesFinished.inc({ status: step.status });
-  if (!sent.skipped) m.attemptDuration.observe({ outcome: result.ok ? 'success' : 'failure' }, result.durationMs / 1000);
+  m.attemptDuration.observe({ outcome: result.ok ? 'success' : 'failure' }, result.durationMs / 1000);
   if (result.ok) m.commitToDelivery.observe(Math.max(0, at.getTime() - a.committedAt.getTime()) / 1000);
   return { step, at };
 }
@@ -143,10 +142,7 @@ export interface KeptRequest {
 }
 
 export function keptRequest(keep: boolean, body: string, sent: SentAttempt): KeptRequest | null {
-  // A skipped attempt (breaker open) sent nothing: what the latest real one sent stays.
-  return keep && !sent.skipped
-    ? { payload: body, requestHeaders: sent.requestHeaders, responseHeaders: sent.result.responseHeaders ?? null }
-    : null;
+  return keep ? { payload: body, requestHeaders: sent.requestHeaders, responseHeaders: sent.result.responseHeaders ?? null } : null;
 }
 
 /** The attempt as the retry queue records it on its leased row (store.ts recordAttempts). */
@@ -162,7 +158,9 @@ export function attemptRecord(
   return {
     deliveryId,
     lease,
+    kind: 'request',
     attempt: attemptNo,
+    spent: attemptNo,
     startedAt: sent.startedAt,
     durationMs: result.durationMs,
     httpStatus: result.status,
@@ -172,5 +170,33 @@ export function attemptRecord(
     nextAttemptAt: step.nextAttemptAt,
     deliveredAt: result.ok ? at : null,
     kept,
+  };
+}
+
+/**
+ * A wait as the retry queue records it: no attempt spent, the delivery due again when the breaker
+ * lets a request go (sooner when it closes: the wait is a retry slot, catch-up.ts) — or dead with
+ * `breaker open` once it has waited past its bound (breakerWaitBound), so every delivery ends.
+ */
+export function waitRecord(
+  d: { deliveryId: string; lease: Date; spent: number; scheduleStartedAt: Date },
+  waited: WaitedAttempt,
+  boundMs: number,
+): AttemptResult {
+  const expired = waited.until.getTime() - d.scheduleStartedAt.getTime() > boundMs;
+  return {
+    deliveryId: d.deliveryId,
+    lease: d.lease,
+    kind: 'wait',
+    attempt: d.spent + 1,
+    spent: d.spent,
+    startedAt: waited.startedAt,
+    durationMs: 0,
+    httpStatus: null,
+    error: BREAKER_OPEN,
+    responseBody: null,
+    status: expired ? 'dead' : d.spent > 0 ? 'retrying' : 'pending',
+    nextAttemptAt: expired ? null : waited.until,
+    deliveredAt: null,
   };
 }

@@ -39,6 +39,12 @@ export interface Job {
   state: JobState;
   /** Once parked while sending: the parked row's due time, the lease its late result is recorded with. */
   lease: Date | null;
+  /**
+   * Once parked while sending: resolves true when that park is committed (false when the stream
+   * closed first). A late answer is recorded only after it: recorded before, it found no row and
+   * was lost, and the change was sent again once the lease ran out.
+   */
+  parkWritten?: Promise<boolean>;
   settled: () => void;
 }
 

@@ -33,6 +33,8 @@ export interface ParkedEntry {
   lastError: string | null;
   nextAttemptAt: Date;
   attempt: {
+    /** A request sent (default), or a wait on the endpoint's breaker (no attempt spent). */
+    kind?: 'request' | 'wait';
     startedAt: Date;
     durationMs: number;
     httpStatus: number | null;
@@ -74,6 +76,7 @@ export class Journal {
   #gathering: NodeJS.Timeout | null = null;
   /** The kept bodies of the delivered rows waiting to be written (MAX_BATCH_BODY's unit). */
   #waitingBody = 0;
+  #idleWaiters: Array<() => void> = [];
   stats = { batches: 0, delivered: 0, parked: 0 };
 
   constructor(
@@ -97,6 +100,17 @@ export class Journal {
     this.#start();
   }
 
+  /** Resolves once everything handed over is written (or the journal closed or failed). */
+  idle(): Promise<void> {
+    if (this.#closed || (!this.#writing && this.backlog === 0)) return Promise.resolve();
+    return new Promise((resolve) => this.#idleWaiters.push(resolve));
+  }
+
+  #wakeIdle(): void {
+    if (!this.#closed && (this.#writing || this.backlog > 0)) return;
+    for (const wake of this.#idleWaiters.splice(0)) wake();
+  }
+
   /** No more writes (leadership ended); what is being written finishes or fails on its own. */
   close(): void {
     this.#closed = true;
@@ -105,6 +119,7 @@ export class Journal {
     this.#delivered = [];
     this.#waitingBody = 0;
     this.#parked = [];
+    this.#wakeIdle();
   }
 
   #start(): void {
@@ -146,10 +161,12 @@ export class Journal {
           for (const e of delivered) e.done();
         }
         this.#start();
+        this.#wakeIdle();
       },
       (err: unknown) => {
         this.#writing = null;
         if (!this.#closed) this.onError(err as Error);
+        for (const wake of this.#idleWaiters.splice(0)) wake();
       },
     );
   }

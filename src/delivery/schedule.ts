@@ -14,3 +14,14 @@ export function delayBefore(delaysMs: readonly number[], attempt: number, random
   if (base === undefined) return undefined;
   return Math.max(0, Math.round(base * (1 - JITTER + 2 * JITTER * random())));
 }
+
+/**
+ * How long a delivery may wait on an open breaker, from the start of its schedule, before it is
+ * dead (`breaker open`): its schedule's whole span plus two cool-downs (≈ 9.6 min with the
+ * defaults) unless WEBHOOK_BREAKER_MAX_WAIT_MS says otherwise. The breaker pauses deliveries, it
+ * does not spend their attempts; this bound is what still makes every delivery end.
+ */
+export function breakerWaitBound(delaysMs: readonly number[], cooldownMs: number, configured?: number): number {
+  if (configured !== undefined) return configured;
+  return delaysMs.reduce((a, b) => a + b, 0) + 2 * cooldownMs;
+}

@@ -1,7 +1,8 @@
+import { setTimeout as sleep } from 'node:timers/promises';
 import type { Context } from '../core/context.js';
 import type { Queryable } from '../core/db/pool.js';
 import type { CapturedDelivery, CapturedEvent, DeliveryStream } from '../tailer/sink.js';
-import { attempt, attemptRecord, conclude, keptRequest, type AttemptDeps } from './attempt.js';
+import { attempt, attemptRecord, BREAKER_OPEN, conclude, keptRequest, waitRecord, type AttemptDeps } from './attempt.js';
 import { count, fairShare, tenantsOf } from './fair-share.js';
 import { move, type Job, type Lane, type StreamLimits } from './job.js';
 import { Journal, type ParkedEntry } from './journal.js';
@@ -11,6 +12,7 @@ import { HeldDeliveries } from './payload-bytes.js';
 import { RowOrder } from './row-order.js';
 import { recordAttempts } from './sql/queue.js';
 import type { Target, Targets } from './targets.js';
+import type { WaitedAttempt } from './attempt.js';
 
 /**
  * The stream: deliveries from the WAL reader straight to the receivers, nothing written first.
@@ -50,6 +52,10 @@ export class StreamDelivery implements DeliveryStream {
   readonly #held: HeldDeliveries;
   #roomWaiters: Array<() => void> = [];
   #closed = false;
+  /** A graceful stop is under way: nothing new is sent, what would be is parked (drain). */
+  #draining = false;
+  /** Parks of in-flight deliveries not written yet: told false if the stream closes first. */
+  readonly #parkWaiters = new Set<(written: boolean) => void>();
   readonly #sweeper: NodeJS.Timeout;
   readonly #ticker: NodeJS.Timeout;
   stats = { delivered: 0, parked: 0, spilled: 0, late: 0 };
@@ -113,8 +119,8 @@ export class StreamDelivery implements DeliveryStream {
         continue;
       }
       const lane = this.#lane(delivery.webhookId, event);
-      if (lane.waiting.length >= this.#spillAt(lane)) {
-        this.stats.spilled++;
+      if (this.#draining || lane.waiting.length >= this.#spillAt(lane)) {
+        if (!this.#draining) this.stats.spilled++;
         this.#park(job, { status: 'pending', attempts: 0, nextAttemptAt: now });
         continue;
       }
@@ -149,8 +155,38 @@ export class StreamDelivery implements DeliveryStream {
     this.#order.refreshSoon();
   }
 
+  /**
+   * A graceful stop (DeliveryStream.drain): nothing new starts; waiting deliveries are parked (they
+   * were never sent); requests in flight finish, or are parked leased to their attempt once
+   * `timeoutMs` has passed; row-ordered ones park as their turn comes; then the journal writes it
+   * all. Every delivery handed over is then settled: the slot moves past it, and what a receiver
+   * acknowledged has its history row — the next leader sends none of it again.
+   */
+  async drain(timeoutMs: number): Promise<void> {
+    if (this.#closed) return;
+    this.#draining = true;
+    const now = this.#ctx.clock();
+    for (const [id, lane] of this.#lanes) {
+      const waiting = lane.waiting;
+      lane.waiting = [];
+      this.#ready.delete(id);
+      for (const job of waiting) this.#park(job, { status: 'pending', attempts: 0, nextAttemptAt: now });
+    }
+    const until = performance.now() + timeoutMs;
+    while (this.#sending.size > 0 && performance.now() < until && !this.#closed) await sleep(20);
+    const t = this.#ctx.clock().getTime();
+    for (const job of this.#sending) {
+      // Its answer may still come within the sender's time-out: the retry queue leaves it alone until then.
+      if (job.state === 'sending')
+        this.#park(job, { status: 'pending', attempts: 0, nextAttemptAt: new Date(t + this.#limits.timeoutMs + 5000) });
+    }
+    await this.#journal.idle();
+  }
+
   async close(): Promise<void> {
     this.#closed = true;
+    for (const tell of this.#parkWaiters) tell(false);
+    this.#parkWaiters.clear();
     clearInterval(this.#sweeper);
     clearInterval(this.#ticker);
     this.#journal.close();
@@ -190,7 +226,8 @@ export class StreamDelivery implements DeliveryStream {
    */
   #takeTurn(job: Job, park: boolean): void {
     const now = this.#ctx.clock();
-    if (park || job.deadline <= now.getTime()) return this.#park(job, { status: 'pending', attempts: 0, nextAttemptAt: now });
+    if (park || this.#draining || job.deadline <= now.getTime())
+      return this.#park(job, { status: 'pending', attempts: 0, nextAttemptAt: now });
     const lane = this.#lane(job.delivery.webhookId, job.event);
     if (lane.waiting.length >= this.#spillAt(lane)) {
       this.stats.spilled++;
@@ -224,7 +261,7 @@ export class StreamDelivery implements DeliveryStream {
    */
   #pump(): void {
     const share = fairShare(this.#limits.concurrency, this.#tenantActive, tenantsOf(this.#ready, this.#lanes));
-    while (this.#ready.size > 0 && this.#active < this.#limits.concurrency && !this.#closed) {
+    while (this.#ready.size > 0 && this.#active < this.#limits.concurrency && !this.#closed && !this.#draining) {
       let started = false;
       for (const id of this.#ready) {
         const lane = this.#lanes.get(id);
@@ -292,6 +329,7 @@ export class StreamDelivery implements DeliveryStream {
       headers: target.headers,
     });
     if (this.#closed) return;
+    if (outcome.kind === 'waited') return this.#waited(job, outcome);
     const { result, startedAt } = outcome;
     // Kept in the write this delivery makes anyway (its history row, or its parked row): no extra row.
     const kept = keptRequest(this.#ctx.config.webhooks.keepPayloads, body, outcome);
@@ -306,6 +344,7 @@ export class StreamDelivery implements DeliveryStream {
       // Parked while in flight: its row is in the retry queue, leased to this attempt; record the
       // attempt there unless a worker has taken the row since (the lease is the token).
       this.stats.late++;
+      if (!(await job.parkWritten)) return; // the stream closed first: the lease runs out, it is sent again
       await recordAttempts(this.#ctx.pool, [attemptRecord(delivery.id, job.lease, 1, outcome, concluded, kept)]);
       if (delivery.orderKeys && step.status !== 'retrying') this.#order.refreshSoon();
       return;
@@ -341,15 +380,40 @@ export class StreamDelivery implements DeliveryStream {
     );
   }
 
+  /**
+   * The endpoint's breaker holds this delivery: parked with no attempt spent, due when the breaker
+   * lets a request go (sooner when it closes: a retry slot, catch-up.ts), its wait in the log.
+   */
+  async #waited(job: Job, waited: WaitedAttempt): Promise<void> {
+    if (job.lease !== null) {
+      // Parked while it was being admitted: its row is leased to this attempt; the wait is recorded there.
+      const { delivery } = job;
+      if (!(await job.parkWritten)) return;
+      await recordAttempts(this.#ctx.pool, [
+        waitRecord({ deliveryId: delivery.id, lease: job.lease, spent: 0, scheduleStartedAt: job.createdAt }, waited, Infinity),
+      ]);
+      if (delivery.orderKeys) this.#order.refreshSoon();
+      return;
+    }
+    this.#park(
+      job,
+      { status: 'pending', attempts: 0, nextAttemptAt: waited.until, lastError: BREAKER_OPEN },
+      { kind: 'wait', startedAt: waited.startedAt, durationMs: 0, httpStatus: null, error: BREAKER_OPEN, responseBody: null, kept: null },
+    );
+  }
+
   #park(
     job: Job,
     state: { status: ParkedEntry['status']; attempts: number; nextAttemptAt: Date; httpStatus?: number | null; lastError?: string | null },
     attemptMade: ParkedEntry['attempt'] = null,
   ): void {
     this.stats.parked++;
+    let written: ((ok: boolean) => void) | null = null;
     if (job.state === 'sending' && !attemptMade) {
       move(job, 'parked-sending');
       job.lease = state.nextAttemptAt;
+      job.parkWritten = new Promise<boolean>((resolve) => (written = resolve));
+      this.#parkWaiters.add(written!);
     } else move(job, 'settling');
     this.#journal.parked({
       event: job.event,
@@ -363,6 +427,10 @@ export class StreamDelivery implements DeliveryStream {
       attempt: attemptMade,
       done: () => {
         if (job.delivery.orderKeys) this.#order.parkCommitted(job);
+        if (written) {
+          this.#parkWaiters.delete(written);
+          written(true);
+        }
         this.#finish(job);
       },
     });

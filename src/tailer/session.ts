@@ -102,6 +102,8 @@ export class ReplicationSession {
   readonly #unsettled: OpenTransaction[] = [];
   #durable: Lsn;
   #failed = false;
+  #paused: Promise<void> | null = null;
+  #resume: (() => void) | null = null;
   #received = 0;
   #handled = 0;
   stats = { transactions: 0, changes: 0, deliveries: 0, batches: 0 };
@@ -132,7 +134,17 @@ export class ReplicationSession {
     return this.#received === this.#handled && this.#tx === null && this.#unsettled.length === 0;
   }
 
+  /**
+   * Stops handing changes over (a graceful stop): the message being handled finishes, the next
+   * waits here until the session ends — with flow control on, the library reads nothing more. What
+   * was not handed over is after the settled prefix, so the next session reads it again.
+   */
+  pause(): void {
+    this.#paused ??= new Promise<void>((resolve) => (this.#resume = resolve));
+  }
+
   async handle(msg: PgoutputMessage): Promise<void> {
+    if (this.#paused) await this.#paused;
     if (this.#failed) return;
     try {
       await this.#handle(msg);
@@ -146,6 +158,7 @@ export class ReplicationSession {
   fail(err: Error): void {
     if (this.#failed) return;
     this.#failed = true;
+    this.#resume?.();
     this.#o.onFailure(err);
   }
 

@@ -56,6 +56,12 @@ export interface DeliveryStream {
   accept(event: CapturedEvent, deliveries: CapturedDelivery[], settled: () => void): void | Promise<void>;
   /** A subscription row changed at this point of the stream (its URL or secret may be new). */
   subscriptionChanged(webhookId: string): void;
+  /**
+   * A graceful stop, before close(): nothing new starts; requests in flight finish (or are parked
+   * once `timeoutMs` has passed); what waits is parked; and everything is written — so every
+   * delivery handed over is settled and nothing a receiver acknowledged is sent again.
+   */
+  drain(timeoutMs: number): Promise<void>;
   /** Leadership ended: drop what is in memory without settling it (the next leader reads it again). */
   close(): Promise<void>;
 }

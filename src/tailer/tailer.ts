@@ -50,6 +50,11 @@ export interface TailerStatus {
 
 interface Running {
   session: ReplicationSession;
+  /**
+   * A graceful stop while leading: reading pauses, the stream settles what it holds through the
+   * fenced connection, and the settled position is acknowledged and saved — then the session ends.
+   */
+  drain(): Promise<void>;
 }
 
 /**
@@ -112,10 +117,16 @@ export class WalTailer {
     this.#loop ??= this.#run();
   }
 
-  /** Stops reading, finishes the write in progress, reports the final position, releases the slot. */
+  /**
+   * Stops reading, lets requests in flight finish (or parks them, bounded), writes what the stream
+   * gathered, acknowledges and saves the settled position, then releases the slot: after a clean
+   * stop nothing a receiver acknowledged is sent again.
+   */
   async stop(): Promise<void> {
     this.#stopping = true;
     this.#abort.abort();
+    const running = this.#running;
+    if (running) await running.drain().catch((err: unknown) => this.#ctx.log.warn({ err }, 'graceful stop: could not settle everything'));
     this.#running?.session.fail(new Error('stopping'));
     await this.#loop;
     this.#role = 'stopped';
@@ -219,7 +230,21 @@ export class WalTailer {
       },
       onFailure: (err) => fail(err),
     });
-    this.#running = { session };
+    this.#running = {
+      session,
+      drain: async () => {
+        session.pause();
+        // The sender's time-out bounds a request; a second beyond it, what is still out is parked.
+        await stream.drain(this.#ctx.config.webhooks.timeoutMs + 1000);
+        // Settled deliveries moved the durable position (onDurable) as their writes committed.
+        reportDurable();
+        await session.saveDurable(this.#durable ?? session.durable);
+        log.info(
+          { position: this.#durable === null ? null : formatLsn(this.#durable) },
+          'graceful stop: everything handed over is settled',
+        );
+      },
+    };
     const plugin = new RawPgoutputPlugin(PUBLICATION, () => session.received());
 
     service.on('data', (_lsn: string, msg) => session.handle(msg));

@@ -71,7 +71,7 @@ describe('delivery: nothing goes through an open breaker until its probe', funct
   let p: Pipeline;
   const COOLDOWN = 1500;
   before(async () => {
-    // Retries every 400 ms: attempts come due while the breaker is open (skipped, no request) and
+    // Retries every 400 ms: attempts come due while the breaker is open (they wait: no request, no attempt spent) and
     // after it, where the first is the probe; the schedule is long enough to outlast the cool-down.
     p = await startPipeline(
       {
@@ -117,10 +117,10 @@ describe('delivery: nothing goes through an open breaker until its probe', funct
       timeline,
     ).to.equal(true);
     expect(reqs, timeline).to.have.length(16);
-    // The attempts that came due while it was open are in the log as skipped, one request per attempt made.
+    // The attempts that came due while it was open are in the log as waits, one request per attempt made.
     const log = (await p.delivery(wh)).flatMap((d) => d.attempt_log ?? []);
-    expect(log.filter((a: any) => a.error === 'breaker open' && a.http_status === null).length, timeline).to.be.at.least(1);
-    expect(log.filter((a: any) => a.error !== 'breaker open').length, timeline).to.equal(16);
+    expect(log.filter((a: any) => a.kind === 'wait' && a.http_status === null).length, timeline).to.be.at.least(1);
+    expect(log.filter((a: any) => a.kind === 'request').length, timeline).to.equal(16);
     const { rows } = await p.t.ctx.pool.query('SELECT consecutive_failures, opened_until FROM walgate.endpoint_breakers');
     expect(rows[0]).to.deep.equal({ consecutive_failures: 0, opened_until: null });
   });

@@ -3,7 +3,13 @@ import { expect } from 'chai';
 import pg from 'pg';
 import type { Pool } from '../../src/core/db/pool.js';
 import { replayDeadDeliveries } from '../../src/delivery/sql/history.js';
-import { claimDue, unfinishedOrderKeyCounts, unfinishedOrderKeys, unfinishedOrderKeysOf } from '../../src/delivery/sql/queue.js';
+import {
+  claimDue,
+  PAYLOAD_GONE,
+  unfinishedOrderKeyCounts,
+  unfinishedOrderKeys,
+  unfinishedOrderKeysOf,
+} from '../../src/delivery/sql/queue.js';
 import type { ReceivedRequest } from '../support/receiver.js';
 import { createTestDatabase, type TestDatabase } from '../support/database.js';
 import { deliveriesSeqScans, explaining as explainingPool } from '../support/plans.js';
@@ -136,6 +142,29 @@ describe('delivery: row ordering', function () {
     // Only each row's first change was sent while it failed: the others waited behind it unsent.
     const failed = accepted().filter((a) => !a.ok);
     expect(new Set(failed.map((a) => `${a.row}:${a.version}`))).to.deep.equal(new Set([1, 2, 3, 4, 5].map((r) => `${r}:1`)));
+  });
+
+  it('a head whose payload is gone (event pruned, no body kept) ends dead, saying why, and releases its row', async () => {
+    // Row 1's first change fails and asks for 60 s: its next change parks behind it.
+    receive((b) => (b.record.id === 1 && b.record.version === 1 ? { 'retry-after': '60' } : false));
+    const wh = await subscribe();
+    await p.writer.query('INSERT INTO shop_master.items VALUES (1, 1)');
+    await p.writer.query('UPDATE shop_master.items SET version = 2');
+    const [head, next] = await eventually(
+      () => p.delivery(wh),
+      (r) => r.length === 2 && r[0]!.status === 'retrying' && r[1]!.status === 'pending',
+    );
+    // Its payload goes (pruned, with WEBHOOK_KEEP_PAYLOADS off), and it comes due.
+    await p.t.ctx.pool.query('UPDATE walgate.deliveries SET payload = NULL, next_attempt_at = now() WHERE id = $1', [head!.id]);
+    await p.t.ctx.pool.query('DELETE FROM walgate.events WHERE id = $1', [head!.event_id]);
+    const done = await eventually(
+      () => p.delivery(wh),
+      (r) => r[0]!.status === 'dead' && r[1]!.status === 'delivered',
+      10_000,
+    );
+    expect(done[0]!.last_error).to.equal(PAYLOAD_GONE);
+    expect(done[1]!.id).to.equal(next!.id);
+    expect(byRow(accepted()).accepted.get(1)).to.deep.equal([2]);
   });
 
   it("a dead letter releases its row's next change; a replayed dead letter goes at once, behind nothing and blocking nothing", async () => {

@@ -134,7 +134,9 @@ describe('delivery: retries, dead letters and failures of every kind', function 
         {
           deliveryId: d!.id,
           lease: claimed[0]!.lease,
+          kind: 'request',
           attempt: 2,
+          spent: 2,
           startedAt: new Date(),
           durationMs: 1,
           httpStatus: 500,

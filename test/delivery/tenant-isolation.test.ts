@@ -86,7 +86,7 @@ describe('delivery: a dead endpoint’s deliveries end', function () {
   });
   after(() => p?.close());
 
-  it('an always-failing endpoint with 30 changes: all dead within the schedule and two cool-downs, skips recorded, nothing sent while open; a replay brings them back', async () => {
+  it('an always-failing endpoint with 30 changes: all dead within the schedule and two cool-downs, waits logged (no attempt spent), nothing sent while open; a replay brings them back', async () => {
     p.receiver.behave = () => ({ status: 500 });
     registerTailerGauges(p.t.ctx, p.tailer, p.worker);
     const metrics = () => p.t.ctx.metrics.registry.metrics();
@@ -106,18 +106,25 @@ describe('delivery: a dead endpoint’s deliveries end', function () {
     expect(took).to.be.below(bound + 10_000);
     expect(await metrics(), 'no backlog left, no series').to.not.contain(`subscription="${wh}"`);
     const log = dead.flatMap((d) => d.attempt_log as Array<Record<string, any>>);
-    for (const d of dead) expect(d.attempts).to.equal(DELAYS.length);
-    const skipped = log.filter((a) => a.error === 'breaker open');
-    expect(skipped.length, 'skipped attempts recorded').to.be.at.least(30);
-    expect(skipped.every((a) => a.http_status === null && a.duration_ms === 0)).to.equal(true);
-    // One request per attempt made, none for a skipped one.
-    expect(p.receiver.requests).to.have.length(log.length - skipped.length);
-    // And none while open: once an attempt has been skipped the breaker was open, and every request
+    // Dead at the last attempt of the schedule, or — held by the breaker — past the bound, with
+    // fewer attempts spent: the breaker pauses, it does not spend them.
+    for (const d of dead) {
+      const requests = (d.attempt_log as Array<Record<string, any>>).filter((a) => a.kind === 'request').length;
+      expect(d.attempts).to.equal(requests);
+      if (d.attempts < DELAYS.length) expect(d.last_error).to.equal('breaker open');
+      else expect(d.attempts).to.equal(DELAYS.length);
+    }
+    const waits = log.filter((a) => a.kind === 'wait');
+    expect(waits.length, 'waits logged').to.be.at.least(1);
+    expect(waits.every((a) => a.http_status === null && a.duration_ms === 0 && a.error === 'breaker open')).to.equal(true);
+    // One request per attempt made, none for a wait.
+    expect(p.receiver.requests).to.have.length(log.length - waits.length);
+    // And none while open: once a delivery has waited the breaker was open, and every request
     // started after that was a probe — one per cool-down.
     const { rows } = await p.t.ctx.pool.query('SELECT opened_until FROM walgate.endpoint_breakers');
-    const firstSkip = Math.min(...skipped.map((a) => Date.parse(a.started_at)));
+    const firstSkip = Math.min(...waits.map((a) => Date.parse(a.started_at)));
     const probes = log
-      .filter((a) => a.error !== 'breaker open')
+      .filter((a) => a.kind === 'request')
       .map((a) => Date.parse(a.started_at))
       .filter((at) => at > firstSkip)
       .sort((a, b) => a - b);
@@ -168,9 +175,10 @@ describe('delivery: secrets in URLs stay secret', function () {
       async () => p.t.logs.text,
       (t) => t.includes('circuit breaker opened'),
     );
+    // Each failed or waits on the open breaker (60 s): no request is out any more.
     const deliveries = await eventually(
       () => p.delivery(wh),
-      (r) => r.length === 4 && r.every((d) => d.status === 'dead'),
+      (r) => r.length === 4 && r.every((d) => d.status === 'dead' || d.last_error === 'breaker open'),
       20_000,
     );
     const opened = p.t.logs.lines.find((l) => l.includes('circuit breaker opened'))!;

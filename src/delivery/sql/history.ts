@@ -23,6 +23,8 @@ export interface DeliveryView {
 
 /** One attempt as the delivery log shows it. */
 export interface AttemptView {
+  /** `request`: sent to the receiver; `wait`: held by the endpoint's open breaker — no request, no attempt spent. */
+  kind: 'request' | 'wait';
   attempt: number;
   startedAt: string;
   durationMs: number;
@@ -130,6 +132,7 @@ export async function getDelivery(db: Queryable, webhookId: string, deliveryId: 
   const r = rows[0];
   if (!r) return undefined;
   const attempts = await db.query<{
+    kind: 'request' | 'wait';
     attempt: number;
     started_at: Date;
     duration_ms: number;
@@ -137,7 +140,7 @@ export async function getDelivery(db: Queryable, webhookId: string, deliveryId: 
     error: string | null;
     response_body: string | null;
   }>(
-    `SELECT attempt, started_at, duration_ms, http_status, error, response_body FROM walgate.delivery_attempts
+    `SELECT kind, attempt, started_at, duration_ms, http_status, error, response_body FROM walgate.delivery_attempts
       WHERE delivery_id = $1 ORDER BY id`,
     [deliveryId],
   );
@@ -147,6 +150,7 @@ export async function getDelivery(db: Queryable, webhookId: string, deliveryId: 
     r.first_attempt_started_at
       ? [
           {
+            kind: 'request' as const,
             attempt: 1,
             startedAt: r.first_attempt_started_at.toISOString(),
             durationMs: r.first_attempt_duration_ms ?? 0,
@@ -161,6 +165,7 @@ export async function getDelivery(db: Queryable, webhookId: string, deliveryId: 
     attemptLog: [
       ...folded,
       ...attempts.rows.map((a) => ({
+        kind: a.kind,
         attempt: a.attempt,
         startedAt: a.started_at.toISOString(),
         durationMs: a.duration_ms,
@@ -192,7 +197,7 @@ export async function retryDelivery(
   const { rows } = await db.query<DeliveryRow>(
     // Its row keys go (row ordering): sent again now, it neither waits for the row's later
     // changes nor holds them back (docs/webhooks.md, Ordering).
-    `UPDATE walgate.deliveries d SET status = 'pending', next_attempt_at = $3, order_key = NULL, order_key_old = NULL
+    `UPDATE walgate.deliveries d SET status = 'pending', next_attempt_at = $3, schedule_started_at = $3, order_key = NULL, order_key_old = NULL
       WHERE d.id = $1 AND d.webhook_id = $2 AND d.status IN ('delivered', 'dead')
         AND (d.payload IS NOT NULL OR EXISTS (SELECT 1 FROM walgate.events e WHERE e.id = d.event_id))
       RETURNING ${DELIVERY_COLUMNS}`,
@@ -323,7 +328,7 @@ export async function replayDeadDeliveries(
           WHERE ${w.sql} AND ($6::timestamptz IS NULL OR (created_at, id) > ($6, $7::text))
           ORDER BY created_at, id LIMIT $5 FOR UPDATE
        ), moved AS (
-         UPDATE walgate.deliveries SET status = 'pending', attempts = 0, next_attempt_at = $4, last_error = NULL, order_key = NULL, order_key_old = NULL
+         UPDATE walgate.deliveries SET status = 'pending', attempts = 0, next_attempt_at = $4, schedule_started_at = $4, last_error = NULL, order_key = NULL, order_key_old = NULL
           WHERE id = ANY (ARRAY(SELECT id FROM page))
           RETURNING 1
        ), last AS (

@@ -91,24 +91,26 @@ export async function writeParked(db: Queryable, rows: ParkedEntry[]): Promise<v
      ), d AS (
        SELECT * FROM unnest($10::text[], $11::text[], $12::text[], $13::text[], $14::text[], $15::text[], $16::int[], $17::int[], $18::text[],
                             $19::timestamptz[], $20::timestamptz[], $21::timestamptz[], $22::int[], $23::text[], $24::text[], $25::text[],
-                            $26::text[], $27::text[], $28::text[], $29::int[])
+                            $26::text[], $27::text[], $28::text[], $29::int[], $30::text[])
               AS d(id, webhook_id, event_id, event_type, select_fields, status, attempts, http_status, last_error,
                    next_attempt_at, created_at, started_at, duration_ms, response_body, order_key, order_key_old, payload, request_headers,
-                   response_headers, payload_bytes)
+                   response_headers, payload_bytes, kind)
      ), inserted AS (
        INSERT INTO walgate.deliveries (id, webhook_id, event_id, event_type, select_fields, status, attempts, http_status, last_error, next_attempt_at, created_at,
                                        order_key, order_key_old, payload, request_headers, response_headers, payload_bytes, retry_slot)
        SELECT d.id, d.webhook_id, d.event_id, d.event_type, d.select_fields::text[], d.status, d.attempts, d.http_status, d.last_error, d.next_attempt_at, d.created_at,
               d.order_key, d.order_key_old, d.payload, d.request_headers::json, d.response_headers::json, d.payload_bytes,
-              -- Retrying: its first attempt failed and set a retry slot. Pending: due now, or leased
-              -- to the stream's request still in flight (sql/044: never brought forward).
-              d.status = 'retrying'
+              -- Retrying: its first attempt failed and set a retry slot; so did a wait on the breaker.
+              -- Pending: due now, or leased to the stream's request still in flight (sql/044: never
+              -- brought forward).
+              d.status = 'retrying' OR d.kind IS NOT DISTINCT FROM 'wait'
          FROM d JOIN walgate.webhooks w ON w.id = d.webhook_id
        ON CONFLICT (id) DO NOTHING
        RETURNING id
      )
-     INSERT INTO walgate.delivery_attempts (delivery_id, attempt, started_at, duration_ms, http_status, error, response_body)
-     SELECT d.id, d.attempts, d.started_at, d.duration_ms, d.http_status, d.last_error, d.response_body
+     INSERT INTO walgate.delivery_attempts (delivery_id, attempt, started_at, duration_ms, http_status, error, response_body, kind)
+     SELECT d.id, CASE WHEN d.kind = 'wait' THEN d.attempts + 1 ELSE d.attempts END, d.started_at, d.duration_ms, d.http_status,
+            d.last_error, d.response_body, d.kind
        FROM d JOIN inserted USING (id) WHERE d.started_at IS NOT NULL`,
     [
       events.map((e) => e.id),
@@ -145,6 +147,7 @@ export async function writeParked(db: Queryable, rows: ParkedEntry[]): Promise<v
       rows.map((r) => (r.attempt?.kept?.responseHeaders ? JSON.stringify(r.attempt.kept.responseHeaders) : null)),
       // Its weight once the retry queue claims it (the claim's byte budget, queue.ts).
       rows.map((r) => payloadBytes(r.event)),
+      rows.map((r) => (r.attempt ? (r.attempt.kind ?? 'request') : null)),
     ],
   );
 }

@@ -35,6 +35,28 @@ export interface ClaimedDelivery extends PayloadRow {
   delivery_event_id: string;
   /** What it weighs held in memory (its event's payload bytes, plus a kept body): the claim's byte budget. */
   held_bytes: number;
+  /** When its schedule began (capture, or an operator's retry or replay): the breaker-wait bound counts from it. */
+  schedule_started_at: Date;
+  /** Its event row is gone and no body was kept: it cannot be sent (endUnsendable). */
+  payload_gone: boolean;
+}
+
+/** What a delivery that cannot be sent any more says in its log. */
+export const PAYLOAD_GONE = 'its payload is no longer stored: it cannot be sent';
+
+/**
+ * Ends claimed deliveries that have nothing to send (their event row pruned, no body kept): dead,
+ * saying why — visible in the log, and no longer holding back their row. Only while each is
+ * still this worker's claim (the lease is the token).
+ */
+export async function endUnsendable(pool: Pool, claims: Array<{ id: string; lease: Date }>): Promise<void> {
+  if (claims.length === 0) return;
+  await pool.query(
+    `UPDATE walgate.deliveries d SET status = 'dead', last_error = $3, retry_slot = false
+       FROM unnest($1::text[], $2::timestamptz[]) AS c(id, lease)
+      WHERE d.id = c.id AND d.next_attempt_at = c.lease AND d.status IN ('pending', 'retrying')`,
+    [claims.map((c) => c.id), claims.map((c) => c.lease), PAYLOAD_GONE],
+  );
 }
 
 export interface ClaimOptions {
@@ -173,13 +195,18 @@ export async function claimDue(pool: Pool, o: ClaimOptions): Promise<ClaimedDeli
        UPDATE walgate.deliveries d SET next_attempt_at = $2, retry_slot = false WHERE d.id = ANY (ARRAY(SELECT id FROM within))
        RETURNING d.id, d.webhook_id, d.event_id, d.event_type, d.attempts, d.select_fields, d.next_attempt_at AS lease,
                  d.order_key IS NOT NULL AS ordered, d.payload AS kept_payload,
-                 coalesce(d.payload_bytes, 1024) + coalesce(octet_length(d.payload), 0) AS held_bytes
+                 coalesce(d.payload_bytes, 1024) + coalesce(octet_length(d.payload), 0) AS held_bytes,
+                 coalesce(d.schedule_started_at, d.created_at) AS schedule_started_at
      )
      SELECT d.id, d.webhook_id, d.attempts, d.lease, d.ordered, w.url, w.secret, w.header_values, d.event_type, d.kept_payload, d.held_bytes,
+            d.schedule_started_at,
             d.event_id AS delivery_event_id,
             CASE WHEN w.previous_secret_until > $1 THEN w.previous_secret END AS previous_secret, ${PAYLOAD_COLUMNS}
+            -- Neither its event nor a kept body: nothing to send. Returned all the same, so that the
+            -- worker ends it (payloadGone); left out, it stayed leased and was leased again forever,
+            -- holding back its row's later changes.
+            , e.id IS NULL AND d.kept_payload IS NULL AS payload_gone
        FROM leased d LEFT JOIN walgate.events e ON e.id = d.event_id JOIN walgate.webhooks w ON w.id = d.webhook_id
-      WHERE e.id IS NOT NULL OR d.kept_payload IS NOT NULL
       ORDER BY d.event_id`, // dispatched in WAL order, as far as concurrency allows (no order is promised)
     [
       o.now,
@@ -200,15 +227,19 @@ export interface AttemptResult {
   deliveryId: string;
   /** The claim's lease (its next_attempt_at): a result is recorded only while the claim is still ours. */
   lease: Date;
-  /** The attempt's number (1-based). */
+  /** A request sent, or a wait on the endpoint's breaker (no request, no attempt spent). */
+  kind: 'request' | 'wait';
+  /** The attempt's number in the log (1-based): for a wait, the attempt that waited. */
   attempt: number;
+  /** The delivery's attempts spent after this one (a wait spends none). */
+  spent: number;
   startedAt: Date;
   durationMs: number;
   httpStatus: number | null;
   error: string | null;
   /** The first KiB of the answer (sender.ts). */
   responseBody: string | null;
-  status: 'delivered' | 'retrying' | 'dead';
+  status: 'pending' | 'delivered' | 'retrying' | 'dead';
   nextAttemptAt: Date | null;
   deliveredAt: Date | null;
   /** The request as sent, kept on the delivery's row (WEBHOOK_KEEP_PAYLOADS); null keeps what is there. */
@@ -225,21 +256,25 @@ export async function recordAttempts(pool: Pool, results: AttemptResult[]): Prom
   await pool.query(
     `WITH r AS (
        SELECT * FROM unnest($1::text[], $2::timestamptz[], $3::int[], $4::text[], $5::int[], $6::text[], $7::timestamptz[],
-                            $8::timestamptz[], $9::timestamptz[], $10::int[], $11::text[], $12::text[], $13::text[], $14::text[])
+                            $8::timestamptz[], $9::timestamptz[], $10::int[], $11::text[], $12::text[], $13::text[], $14::text[],
+                            $15::text[], $16::int[])
               AS r(id, lease, attempt, status, http_status, error, next_attempt_at, delivered_at, started_at, duration_ms, response_body,
-                   payload, request_headers, response_headers)
+                   payload, request_headers, response_headers, kind, spent)
      ), updated AS (
-       UPDATE walgate.deliveries d SET status = r.status, attempts = r.attempt, http_status = r.http_status,
+       UPDATE walgate.deliveries d SET status = r.status, attempts = r.spent,
+              -- A wait has no answer: the last one's status stays.
+              http_status = CASE WHEN r.kind = 'wait' THEN d.http_status ELSE r.http_status END,
               last_error = r.error, next_attempt_at = coalesce(r.next_attempt_at, d.next_attempt_at), delivered_at = r.delivered_at,
-              retry_slot = r.status = 'retrying',
+              -- A backoff or a wait on the breaker: a retry slot, which the breaker's closing brings forward.
+              retry_slot = r.status IN ('pending', 'retrying'),
               payload = coalesce(r.payload, d.payload), request_headers = coalesce(r.request_headers::json, d.request_headers),
               -- The latest answer's headers go with the latest request's (none without an answer).
               response_headers = CASE WHEN r.request_headers IS NULL THEN d.response_headers ELSE r.response_headers::json END
          FROM r WHERE d.id = r.id AND d.next_attempt_at = r.lease
        RETURNING d.id
      )
-     INSERT INTO walgate.delivery_attempts (delivery_id, attempt, started_at, duration_ms, http_status, error, response_body)
-     SELECT r.id, r.attempt, r.started_at, r.duration_ms, r.http_status, r.error, r.response_body FROM r JOIN updated USING (id)`,
+     INSERT INTO walgate.delivery_attempts (delivery_id, attempt, started_at, duration_ms, http_status, error, response_body, kind)
+     SELECT r.id, r.attempt, r.started_at, r.duration_ms, r.http_status, r.error, r.response_body, r.kind FROM r JOIN updated USING (id)`,
     [
       results.map((r) => r.deliveryId),
       results.map((r) => r.lease),
@@ -255,6 +290,8 @@ export async function recordAttempts(pool: Pool, results: AttemptResult[]): Prom
       results.map((r) => r.kept?.payload ?? null),
       results.map((r) => (r.kept ? JSON.stringify(r.kept.requestHeaders) : null)),
       results.map((r) => (r.kept?.responseHeaders ? JSON.stringify(r.kept.responseHeaders) : null)),
+      results.map((r) => r.kind),
+      results.map((r) => r.spent),
     ],
   );
 }

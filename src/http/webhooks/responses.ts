@@ -57,7 +57,13 @@ const delivery = z.object({
 });
 
 const attempt = z.object({
-  attempt: z.int().positive().meta({ description: 'Its number; a replay starts again at 1, a retry counts on.' }),
+  kind: z.enum(['request', 'wait']).meta({
+    description:
+      "`request`: a request was sent. `wait`: it came due while the endpoint's breaker was open — no request was sent and no attempt was spent; it goes when the breaker lets it.",
+  }),
+  attempt: z.int().positive().meta({
+    description: 'Its number; a replay starts again at 1, a retry counts on. A wait carries the number of the attempt that waited.',
+  }),
   startedAt: timestamp,
   durationMs: z.int().nonnegative(),
   httpStatus: z.int().min(100).max(599).nullable().meta({ description: "The subscriber's status; null when it did not answer." }),
@@ -83,7 +89,7 @@ const deliveryDetail = delivery.extend({
 const breaker = z.object({
   state: z.enum(['closed', 'open', 'half-open']).meta({
     description:
-      '`open`: no request is sent to this endpoint (attempts that come due are recorded as skipped); `half-open`: one probe is due.',
+      '`open`: no request is sent to this endpoint; deliveries that come due wait (logged as `wait`, no attempt spent) and go when it closes. `half-open`: one probe is due.',
   }),
   openUntil: timestamp.nullable(),
   consecutiveFailures: z.int().nonnegative(),
