@@ -127,6 +127,46 @@ describe('delivery: a hanging subscriber holds the slot no longer than the bound
   });
 });
 
+describe('delivery: an answer that comes after its delivery was parked, before the park is written', function () {
+  this.timeout(60_000);
+  let p: Pipeline;
+  let locker: pg.Client | undefined;
+  before(async () => {
+    p = await startPipeline({ WEBHOOK_TIMEOUT_MS: '2000', WEBHOOK_PARK_AFTER_MS: '500', WEBHOOK_BREAKER_FAILURES: '1000' });
+  });
+  after(async () => {
+    await locker?.end().catch(() => undefined);
+    await p?.close();
+  });
+
+  it('is recorded once the park commits: delivered, and not sent again when the lease runs out', async () => {
+    let answer!: () => void;
+    const answered = new Promise<void>((r) => (answer = r));
+    p.receiver.behave = () => ({ status: 200, after: answered });
+    const wh = await p.subscribe();
+    locker = new pg.Client({ connectionString: p.t.database.url });
+    await locker.connect();
+    await p.writer.query(`INSERT INTO shop_master.orders VALUES (1, 'new', 1)`);
+    await p.receiver.waitFor(1);
+    // The park (after 500 ms in flight) cannot be written yet: its event insert waits for this lock.
+    await locker.query('BEGIN');
+    await locker.query('LOCK TABLE walgate.events IN EXCLUSIVE MODE');
+    await sleep(1000); // parked by now, its write waiting
+    answer(); // the receiver answers 2xx meanwhile
+    await sleep(500);
+    await locker.query('COMMIT');
+    const [d] = await eventually(
+      () => p.delivery(wh),
+      (r) => r[0]?.status === 'delivered',
+      10_000,
+    );
+    expect(d).to.include({ attempts: 1, http_status: 200 });
+    // Its lease (time-out + 5 s) runs out: nothing is sent again.
+    await sleep(8000);
+    expect(p.receiver.requests, 'requests').to.have.length(1);
+  });
+});
+
 describe('delivery: a standby that takes over in the middle of a batch misses nothing', function () {
   this.timeout(180_000);
   let p: Pipeline;
