@@ -13,6 +13,7 @@ describe('configuration', () => {
       allowPrivateNetworks: false,
       retryDelaysMs: [0, 1000, 5000, 30000, 300000],
       breakerFailures: 5,
+      breakerMaxWaitMs: undefined,
       breakerCooldownMs: 120000,
       timeoutMs: 10000,
       secretGraceMs: 86_400_000,
