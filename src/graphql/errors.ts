@@ -1,5 +1,6 @@
 import { GraphQLError } from 'graphql';
 import { toAppError } from '../http/error-handler.js';
+import type { ErrorCode } from '../core/errors.js';
 import type { Logger } from '../core/log.js';
 
 // GraphQL errors carry the REST error model: `extensions.code` is the REST `error` code, and the
@@ -8,8 +9,15 @@ import type { Logger } from '../core/log.js';
 
 export function formatError(log: Logger) {
   return (err: Readonly<GraphQLError | Error>): GraphQLError => {
-    const graphqlError = err instanceof GraphQLError ? err : undefined;
-    const cause = graphqlError ? graphqlError.originalError : err;
+    if (!(err instanceof GraphQLError)) {
+      // graphql-http hands a plain Error only for a request it could not read as GraphQL (no
+      // `query`, `variables` not an object, …), answered 400: the client's mistake, not ours.
+      // Resolvers' errors always arrive wrapped in a GraphQLError.
+      log.info({ reason: err.message }, 'graphql request refused');
+      return new GraphQLError(err.message, { extensions: { code: 'GRAPHQL_BAD_REQUEST' satisfies ErrorCode } });
+    }
+    const graphqlError = err;
+    const cause = graphqlError.originalError;
     if (!cause || cause instanceof GraphQLError) {
       // The document itself: syntax, unknown fields, wrong argument types, the size limits.
       return new GraphQLError(err.message, {
