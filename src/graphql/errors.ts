@@ -7,17 +7,29 @@ import type { Logger } from '../core/log.js';
 // same details ride along (`violations`, `lockedUntil`, `retryAfter`). One mapping for both
 // transports: toAppError, the REST error handler's.
 
+/** graphql-http's messages for a request that is not GraphQL over HTTP (its parseRequestParams). */
+const NOT_GRAPHQL = new Set([
+  'Missing query',
+  'Invalid query',
+  'Invalid variables',
+  'Invalid operationName',
+  'Invalid extensions',
+  'Missing body',
+  'Unparsable JSON body',
+  'JSON body must be an object',
+  'Unparsable URL',
+]);
+
 export function formatError(log: Logger) {
   return (err: Readonly<GraphQLError | Error>): GraphQLError => {
-    if (!(err instanceof GraphQLError)) {
-      // graphql-http hands a plain Error only for a request it could not read as GraphQL (no
-      // `query`, `variables` not an object, …), answered 400: the client's mistake, not ours.
-      // Resolvers' errors always arrive wrapped in a GraphQLError.
+    if (!(err instanceof GraphQLError) && NOT_GRAPHQL.has(err.message)) {
+      // A request graphql-http could not read as GraphQL (answered 400): the client's mistake,
+      // not ours — no stack, no error-level line. Resolvers' errors arrive wrapped in a GraphQLError.
       log.info({ reason: err.message }, 'graphql request refused');
       return new GraphQLError(err.message, { extensions: { code: 'GRAPHQL_BAD_REQUEST' satisfies ErrorCode } });
     }
-    const graphqlError = err;
-    const cause = graphqlError.originalError;
+    const graphqlError = err instanceof GraphQLError ? err : undefined;
+    const cause = graphqlError ? graphqlError.originalError : err;
     if (!cause || cause instanceof GraphQLError) {
       // The document itself: syntax, unknown fields, wrong argument types, the size limits.
       return new GraphQLError(err.message, {
