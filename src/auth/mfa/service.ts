@@ -153,11 +153,11 @@ export class MfaService {
     const factor = await factors.findUserFactor(this.ctx.pool, claims.sub, input.factorId);
     if (!factor || factor.type !== 'totp') throw new AppError('MFA_FACTOR_NOT_FOUND');
     if (factor.status !== 'pending') throw invalidCode();
-    const recoveryCodes = await this.#addFactor(env, claims, client, now, async (c) =>
+    const added = await this.#addFactor(env, claims, client, now, async (c) =>
       (await this.#acceptTotp(factor, input.code.trim(), true, now, c)) ? { ...factor, status: 'active' as const } : undefined,
     );
-    if (!recoveryCodes) throw invalidCode();
-    return { factor: factorView({ ...factor, status: 'active' }), recoveryCodes: recoveryCodes.codes };
+    if (!added) throw invalidCode();
+    return { factor: factorView({ ...factor, status: 'active' }), recoveryCodes: added.codes };
   }
 
   /**
