@@ -1,8 +1,8 @@
 // How a user proved who they are, and what that is worth. The method names are RFC 8176's
-// (`pwd`, `otp`, `webauthn`) plus `recovery` (a single-use recovery code) and `fed` (an identity
-// provider vouched for the user); the levels are NIST SP 800-63B's authenticator assurance levels.
+// (`pwd`, `otp`, `webauthn`) plus `recovery` (a single-use recovery code), `fed` (an identity
+// provider vouched for the user) and `email` (a code sent to the user's address: confirm-signup); the levels are NIST SP 800-63B's authenticator assurance levels.
 
-export const AUTH_METHODS = ['pwd', 'otp', 'webauthn', 'recovery', 'fed'] as const;
+export const AUTH_METHODS = ['pwd', 'otp', 'webauthn', 'recovery', 'fed', 'email'] as const;
 export type AuthMethod = (typeof AUTH_METHODS)[number];
 
 export type AssuranceLevel = 'aal1' | 'aal2';

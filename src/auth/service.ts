@@ -9,6 +9,7 @@ import type { KeyRing } from './keyring.js';
 import { spendLimit } from './limits.js';
 import { accountKey, clearLoginFailures, deviceClient, recordLoginSuccess, reserveLoginAttempt } from './lockout.js';
 import { queueCodeMail } from './mail.js';
+import { dropMfaTokens } from './mfa/challenges.js';
 import { MfaService } from './mfa/service.js';
 import type { MfaRequired } from './mfa/view.js';
 import { hashPassword, lengthViolations, needsRehash, passwordViolations, spendVerificationTime, verifyPassword } from './passwords.js';
@@ -82,7 +83,18 @@ export class AuthService {
     }
   }
 
-  async confirmSignup(env: Environment, input: { email: string; code: string }, meta: RequestMeta) {
+  /**
+   * A right code verifies the address and signs the user in through the same gate as a password
+   * login (mfa.finishSignIn): a user with a second factor gets the MFA step, never a pair, and the
+   * session's amr says what the code proved (`email`), never a password. An address that is
+   * verified already is refused exactly like a wrong code: a code mailed before an operator
+   * verified the address (or re-sent after one unverified it) must not be a way in.
+   */
+  async confirmSignup(
+    env: Environment,
+    input: { email: string; code: string },
+    meta: RequestMeta,
+  ): Promise<((TokenPair & { user: users.UserView }) | MfaRequired) & { deviceToken?: string }> {
     await spendLimit(this.ctx, env, 'confirmSignupPerIp', meta.ip);
     await spendLimit(this.ctx, env, 'confirmSignupPerEmail', `${input.email} ${meta.ip}`);
     const now = this.ctx.clock();
@@ -96,18 +108,25 @@ export class AuthService {
       env.codeMaxAttempts,
       now,
     );
-    if (!user || !confirmed) {
+    // Verified only if it was not already (markVerified's condition), with its audit row.
+    const verified =
+      user && confirmed && !user.emailVerifiedAt
+        ? await withTransaction(this.ctx.pool, async (c) => {
+            const changed = await users.markVerified(c, user.id, now);
+            if (changed) await append(c, env, { type: EVENT.confirmed, userId: user.id, ...origin(meta) }, now);
+            return changed;
+          })
+        : undefined;
+    if (!verified) {
       this.#count('confirm_failed');
       throw new AppError('AUTH_INVALID_CODE');
     }
     this.#count('confirm_ok');
-    const verified = await withTransaction(this.ctx.pool, async (c) => {
-      await append(c, env, { type: EVENT.confirmed, userId: user.id, ...origin(meta) }, now);
-      return users.markVerified(c, user.id, now);
-    });
-    const pair = await this.sessions.start(env, verified, meta, now);
-    const deviceToken = issueDeviceToken(this.ctx.secrets, accountKey(this.ctx.secrets, env, input.email));
-    return { ...pair, deviceToken, user: users.userView(verified) };
+    const finished = await this.mfa.finishSignIn(env, verified, meta, now, { amr: ['email'] });
+    // The MFA step carries no device token: the code proved the mailbox, not the password.
+    if ('mfaRequired' in finished) return finished;
+    const deviceToken = issueDeviceToken(this.ctx.secrets, accountKey(this.ctx.secrets, env, input.email), now);
+    return { ...finished, deviceToken, user: users.userView(verified) };
   }
 
   async login(
@@ -120,7 +139,11 @@ export class AuthService {
     const account = accountKey(this.ctx.secrets, env, input.email);
     const user = await users.findUserByEmail(this.ctx.pool, env, input.email);
     // A known device is judged by its own failures only; anyone else by their address's and the account's.
-    const device = trustedDevice(this.ctx.secrets, account, meta.deviceToken);
+    const device = trustedDevice(this.ctx.secrets, account, meta.deviceToken, {
+      now,
+      ttlSeconds: env.settings.deviceTokenTtlSeconds,
+      passwordResetAt: user?.passwordResetAt,
+    });
     const client = device ? deviceClient(device) : meta.ip;
     // Counted before the password is checked, known address or not (see lockout.ts).
     const attempt = await reserveLoginAttempt(
@@ -160,7 +183,7 @@ export class AuthService {
     // A user with a second factor gets the MFA step instead of a pair (mfa/service.ts) — with the
     // device token all the same: it only says that this client knew the password (its own failures
     // judge it from now on, the account-wide lock does not), which is proven here either way.
-    return { ...finished, deviceToken: device ? meta.deviceToken! : issueDeviceToken(this.ctx.secrets, account) };
+    return { ...finished, deviceToken: device ? meta.deviceToken! : issueDeviceToken(this.ctx.secrets, account, now) };
   }
 
   /**
@@ -215,9 +238,12 @@ export class AuthService {
     if (violations.length) throw validationError(violations, 'The password does not meet the policy.');
     if (!(await takeCode(this.ctx.pool, user.id, 'recovery', matched))) throw new AppError('AUTH_INVALID_CODE');
     const passwordHash = await hashPassword(input.newPassword);
+    // Everything the old password earned ends with it: sessions, MFA steps begun with it
+    // (mfaTokens), and device tokens issued until now (users.password_reset_at, sessions/devices.ts).
     const revoked = await withTransaction(this.ctx.pool, async (c) => {
       await users.resetPassword(c, user.id, passwordHash, now);
       await clearLoginFailures(c, accountKey(this.ctx.secrets, env, input.email));
+      await dropMfaTokens(c, user.id);
       await append(c, env, { type: EVENT.passwordReset, userId: user.id, ...origin(meta) }, now);
       return this.sessions.endAll(env, user.id, 'password reset', now, c);
     });

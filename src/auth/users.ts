@@ -15,6 +15,8 @@ export interface User {
   disabledAt: Date | null;
   userMetadata: Record<string, unknown>;
   appMetadata: Record<string, unknown>;
+  /** The last password reset: device tokens issued until then are worth nothing (sessions/devices.ts). */
+  passwordResetAt: Date | null;
   /** Read with the user for a password login (findUserByEmail): whether an active second factor exists. */
   hasSecondFactor?: boolean;
 }
@@ -54,6 +56,7 @@ const COLUMNS = selectList<Omit<User, 'hasSecondFactor'>>({
   disabledAt: 'disabled_at',
   userMetadata: 'user_metadata',
   appMetadata: 'app_metadata',
+  passwordResetAt: 'password_reset_at',
 });
 
 export const USER_COLUMNS = COLUMNS;
@@ -126,12 +129,16 @@ export async function findUserById(db: Queryable, scope: Scope, id: string): Pro
   return rows[0];
 }
 
-export async function markVerified(db: Queryable, userId: string, now: Date): Promise<User> {
+/**
+ * Verifies an unverified address: the user, or undefined when the address was verified already
+ * (by an operator, or a concurrent confirmation) — a code proves nothing new then.
+ */
+export async function markVerified(db: Queryable, userId: string, now: Date): Promise<User | undefined> {
   const { rows } = await db.query<User>(
-    `UPDATE walgate.users SET email_verified_at = coalesce(email_verified_at, $2), updated_at = $2 WHERE id = $1 RETURNING ${COLUMNS}`,
+    `UPDATE walgate.users SET email_verified_at = $2, updated_at = $2 WHERE id = $1 AND email_verified_at IS NULL RETURNING ${COLUMNS}`,
     [userId, now],
   );
-  return rows[0]!;
+  return rows[0];
 }
 
 /** A stronger hash of the same password (an imported bcrypt hash, or older argon2 parameters). */
@@ -142,7 +149,7 @@ export async function replacePasswordHash(db: Queryable, userId: string, newHash
 /** A new password; the code that allowed it proved the address, too. (The lockout is lockout.ts's.) */
 export async function resetPassword(db: Queryable, userId: string, passwordHash: string, now: Date): Promise<void> {
   await db.query(
-    `UPDATE walgate.users SET password_hash = $2, locked_until = NULL, has_password = true,
+    `UPDATE walgate.users SET password_hash = $2, locked_until = NULL, has_password = true, password_reset_at = $3,
        email_verified_at = coalesce(email_verified_at, $3), updated_at = $3 WHERE id = $1`,
     [userId, passwordHash, now],
   );

@@ -43,6 +43,8 @@ const schema = z.object({
   NODE_ENV: z.enum(['development', 'production', 'test']).default('development'),
   PORT: port.default(3000),
   HOST: z.string().min(1).default('127.0.0.1'),
+  API_HEADERS_TIMEOUT_MS: z.coerce.number().int().min(100).max(600_000).default(10_000),
+  API_REQUEST_TIMEOUT_MS: z.coerce.number().int().min(100).max(600_000).default(30_000),
   DATABASE_URL: url(['postgres:', 'postgresql:']).optional(),
   DATA_DIR: z.string().min(1).default('.data'),
   REDIS_URL: url(['redis:', 'rediss:']).optional(),
@@ -113,6 +115,8 @@ function checkTogether(e: Env, ctx: z.RefinementCtx): void {
   if (production && !e.KEY_ENCRYPTION_KEY)
     ctx.addIssue({ code: 'custom', path: ['KEY_ENCRYPTION_KEY'], message: 'required when NODE_ENV=production' });
   if (production && !e.DATABASE_URL) ctx.addIssue({ code: 'custom', path: ['DATABASE_URL'], message: 'required when NODE_ENV=production' });
+  if (e.API_HEADERS_TIMEOUT_MS > e.API_REQUEST_TIMEOUT_MS)
+    ctx.addIssue({ code: 'custom', path: ['API_HEADERS_TIMEOUT_MS'], message: 'must not exceed API_REQUEST_TIMEOUT_MS' });
   if (e.WEBHOOK_RETRY_DELAYS_MS.length < 1)
     ctx.addIssue({ code: 'custom', path: ['WEBHOOK_RETRY_DELAYS_MS'], message: 'needs at least one delay' });
   if (production && e.TRUST_PROXY?.toLowerCase() === 'true') {
@@ -132,6 +136,8 @@ const configSchema = schema.superRefine(checkTogether).transform((e) => ({
   env: e.NODE_ENV,
   port: e.PORT,
   host: e.HOST,
+  /** The api's hard deadlines for receiving a request: its headers, and all of it (headers and body). */
+  http: { headersTimeoutMs: e.API_HEADERS_TIMEOUT_MS, requestTimeoutMs: e.API_REQUEST_TIMEOUT_MS },
   databaseUrl: e.DATABASE_URL,
   dataDir: e.DATA_DIR,
   redisUrl: e.REDIS_URL,

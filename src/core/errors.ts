@@ -29,6 +29,7 @@ export const ERRORS = {
     409,
     'The change this delivery carried is no longer stored (not kept with WEBHOOK_KEEP_PAYLOADS=false, or past retention): it cannot be sent again.',
   ],
+  REQUEST_TIMEOUT: [408, 'The request (its headers and body) was not received within the deadline.'],
   PAYLOAD_TOO_LARGE: [413, 'The request body is too large.'],
   UNSUPPORTED_MEDIA_TYPE: [415, 'The request body must be application/json.'],
   AUTH_ACCOUNT_LOCKED: [423, 'Too many failed logins; the account is locked for a while.'],
@@ -47,6 +48,8 @@ export const ERRORS = {
   AUTH_PROVIDER_UNAVAILABLE: [502, 'The identity provider could not be reached or answered unexpectedly.'],
   IDENTITY_NOT_FOUND: [404, 'No identity with this id among yours.'],
   AUTH_LAST_SIGN_IN_METHOD: [409, 'This is your last way to sign in: add a password or another identity first.'],
+  // A GraphQL request that is not one (no query, variables that are not an object): the client's mistake.
+  GRAPHQL_BAD_REQUEST: [400, 'The GraphQL request is not valid: it needs a `query` string, and `variables` must be an object.'],
   BACKFILL_NOT_FOUND: [404, 'No backfill with this id for this webhook.'],
   BACKFILL_RUNNING: [409, 'This webhook already has a backfill running: cancel it or wait for it to finish.'],
 } as const satisfies Record<string, readonly [number, string]>;

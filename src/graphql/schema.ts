@@ -213,13 +213,17 @@ type LoginResult {
   factors: [MfaFactorRef!]
 }
 
+"The token pair, deviceToken and user; or (for a user with an active second factor) mfaRequired, mfaToken and factors instead."
 type ConfirmSignupResult {
-  accessToken: String!
-  refreshToken: String!
-  tokenType: String!
-  expiresIn: Int!
-  deviceToken: String!
-  user: User!
+  accessToken: String
+  refreshToken: String
+  tokenType: String
+  expiresIn: Int
+  deviceToken: String
+  user: User
+  mfaRequired: Boolean
+  mfaToken: String
+  factors: [MfaFactorRef!]
 }
 
 type DeviceSession {

@@ -2,7 +2,7 @@ import { randomUUID } from 'node:crypto';
 import express, { type Router } from 'express';
 import { pinoHttp } from 'pino-http';
 import type { Context } from '../core/context.js';
-import { errorHandler, notFound, requireJsonBody } from './error-handler.js';
+import { errorHandler, notFound, requireJsonBody, requireObjectBody } from './error-handler.js';
 
 export interface Mounts {
   /** Routers by mount path, in order. */
@@ -56,6 +56,7 @@ export function createApp(ctx: Context, mounts: Mounts): express.Express {
   });
   app.use(requireJsonBody);
   app.use(express.json({ limit: MAX_BODY, strict: false, type: ['application/json', 'application/*+json'] }));
+  app.use(requireObjectBody);
   for (const [path, router] of mounts.routes) {
     // Remember where the router is mounted: Express forgets req.baseUrl before an error reaches the handler.
     app.use(

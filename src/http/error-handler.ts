@@ -73,3 +73,17 @@ export const requireJsonBody: RequestHandler = (req, _res, next) => {
   }
   next();
 };
+
+/**
+ * A JSON body must be an object. `null`, `false`, `0`, `""` and arrays parse as JSON but are no
+ * request of ours; worse, a falsy body makes graphql-http wait for a body stream that body-parser
+ * has already read, which never ends — a request held open for as long as its client likes.
+ */
+export const requireObjectBody: RequestHandler = (req, _res, next) => {
+  const body: unknown = req.body;
+  if (body !== undefined && (body === null || typeof body !== 'object' || Array.isArray(body))) {
+    next(validationError([{ path: '(body)', message: 'must be a JSON object' }], 'The request body must be a JSON object.'));
+    return;
+  }
+  next();
+};

@@ -89,11 +89,13 @@ export async function startApi(ctx: Context, port = ctx.config.port, host = ctx.
   await listener.start();
   // Replays whose process stopped before finishing them are taken up here.
   service.replays.start();
-  const { server, url } = await listen(app, port, host);
+  const { server, url } = await listen(app, port, host, ctx.config.http);
   // METRICS_PORT: the scrape target lives on a port of its own, which a deployment does not publish.
   const metricsPort = ctx.config.metricsPort;
   const metrics =
-    metricsPort === undefined ? undefined : await listen(createApp(ctx, { routes: [['/', metricsRouter(ctx)]] }), metricsPort, host);
+    metricsPort === undefined
+      ? undefined
+      : await listen(createApp(ctx, { routes: [['/', metricsRouter(ctx)]] }), metricsPort, host, ctx.config.http);
   ctx.courier.start();
   return {
     url,

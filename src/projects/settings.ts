@@ -74,6 +74,10 @@ export const environmentSettings = z.object({
   providers: storedProviders.default([]),
   /** `required`: tokens without a second factor (aal1) are accepted only to enrol one, list factors and log out. */
   mfa: z.enum(['optional', 'required']).default('optional'),
+  /** Once a user has a factor, changing factors (add, remove, new recovery codes) needs a session that proved a second factor this recently. */
+  mfaReauthSeconds: seconds(DAY).default(900),
+  /** A device token (the lockout exemption of a known client) is worth nothing this long after it was issued, nor once the password is reset. */
+  deviceTokenTtlSeconds: seconds(365 * DAY).default(90 * DAY),
   /** The WebAuthn relying party of passkeys: its id (a host name; default PUBLIC_URL's), its name (default the project id) and the page origins allowed (default PUBLIC_URL's). */
   webauthn: z
     .strictObject({

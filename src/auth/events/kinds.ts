@@ -26,6 +26,10 @@ export const AUTH_EVENT = {
   mfaFactorRemoved: 'user.mfa_factor_removed',
   recoveryCodeUsed: 'user.recovery_code_used',
   recoveryCodesRegenerated: 'user.recovery_codes_regenerated',
+  /** A wrong second factor at the MFA step (`details.method`: otp, recovery or webauthn). */
+  mfaFailed: 'user.mfa_failed',
+  /** A refresh token presented again after its grace, or after its successor was used: the session was ended. */
+  refreshReuse: 'user.refresh_reuse',
 } as const;
 
 export type AuthEventType = (typeof AUTH_EVENT)[keyof typeof AUTH_EVENT];

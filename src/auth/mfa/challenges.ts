@@ -48,3 +48,8 @@ export async function takeMfaToken(db: Queryable, token: string): Promise<boolea
   const { rowCount } = await db.query('DELETE FROM walgate.mfa_challenges WHERE token_hash = $1', [hashToken(token)]);
   return (rowCount ?? 0) === 1;
 }
+
+/** Ends every outstanding MFA step of the user (a password reset: the password that began them is gone). */
+export async function dropMfaTokens(db: Queryable, userId: string): Promise<void> {
+  await db.query('DELETE FROM walgate.mfa_challenges WHERE user_id = $1', [userId]);
+}

@@ -138,3 +138,12 @@ export async function countActiveFactors(db: Queryable, userId: string): Promise
   );
   return rows[0]!.n;
 }
+
+/**
+ * Serialises changes of one user's factors until the transaction ends: whether a factor exists
+ * already decides what a change needs (mfa/service.ts), so two first enrolments at once must not
+ * both see none.
+ */
+export async function lockUserFactors(db: Queryable, userId: string): Promise<void> {
+  await db.query(`SELECT pg_advisory_xact_lock(hashtextextended('walgate.mfa_factors:' || $1::text, 0))`, [userId]);
+}

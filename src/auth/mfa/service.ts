@@ -1,5 +1,5 @@
 import type { Context } from '../../core/context.js';
-import { PgCode, pgCode, withTransaction } from '../../core/db/pool.js';
+import { PgCode, pgCode, withTransaction, type Queryable } from '../../core/db/pool.js';
 import { AppError } from '../../core/errors.js';
 import type { Environment } from '../../projects/environments.js';
 import type { AuthMethod } from '../assurance.js';
@@ -7,12 +7,13 @@ import { append, type EventOrigin } from '../events/append.js';
 import { AUTH_EVENT, type AuthEventType } from '../events/kinds.js';
 import { spendLimit } from '../limits.js';
 import { origin, type SessionService, type TokenPair } from '../sessions/service.js';
-import type { SessionClient } from '../sessions/store.js';
+import { sessionStartedAt, type SessionClient } from '../sessions/store.js';
 import type { AccessClaims } from '../tokens.js';
 import * as users from '../users.js';
 import { issueMfaToken, spendMfaAttempt, takeMfaToken, type MfaStep } from './challenges.js';
 import * as factors from './factors.js';
 import { normaliseRecoveryCode, RECOVERY_CODE, replaceRecoveryCodes, unusedRecoveryCodes, useRecoveryCode } from './recovery-codes.js';
+import { queueFactorChangeMail } from './notices.js';
 import { removeFactor } from './remove.js';
 import { newTotpSecret, TOTP_SECRET_PURPOSE, totpStep } from './totp.js';
 import { factorView, type MfaRequired } from './view.js';
@@ -21,12 +22,23 @@ import type { AuthenticationResponseJSON, RegistrationResponseJSON } from '@simp
 
 // Second factors: enrolling and removing them, the step between a right password and a session,
 // and passkeys (as a second factor, and as a sign-in of their own). Every change appends its
-// audit row in its own transaction.
+// audit row and queues its e-mail to the user in its own transaction.
+//
+// What a change of factors needs: the first factor may be enrolled with the token the user has
+// (aal1 — in `mfa: required` environments that is the only way to get one); once a factor exists,
+// adding another, removing one or renewing recovery codes needs a session that proved a second
+// factor (aal2) within `mfaReauthSeconds`. So a stolen password, an old aal1 token or a session
+// left open on a shared computer cannot take over (or strip) the second factor.
 
 export type SignInClient = SessionClient & EventOrigin & { ip: string };
 
 const invalidCode = () => new AppError('AUTH_INVALID_CODE');
 const refusedPasskey = () => new AppError('AUTH_INVALID_CODE', 'The passkey answer was not accepted: sign in again.');
+const reauthenticate = () =>
+  new AppError(
+    'AUTH_MFA_REQUIRED',
+    'Changing second factors needs a session that signed in with a second factor in the last few minutes: sign in with it again.',
+  );
 const deadMfaToken = () =>
   new AppError('AUTH_TOKEN_INVALID', 'The mfaToken is invalid, expired, used, or out of tries: sign in again with your password.');
 
@@ -72,6 +84,7 @@ export class MfaService {
     const method = await this.#checkSecondFactor(env, step, input, client, now);
     if (!method) {
       this.#count('mfa_challenge_failed');
+      await this.#recordFailure(env, step.userId, /^[0-9]{6}$/.test(input.code.trim()) ? 'otp' : 'recovery', client, now);
       throw invalidCode();
     }
     return this.#finishStep(env, step, input.mfaToken, method, client, now);
@@ -100,10 +113,15 @@ export class MfaService {
     return (await this.#acceptTotp(factor, code, false, now)) ? 'otp' : undefined;
   }
 
-  async #acceptTotp(factor: factors.Factor, code: string, activate: boolean, now: Date): Promise<boolean> {
+  async #acceptTotp(factor: factors.Factor, code: string, activate: boolean, now: Date, db: Queryable = this.ctx.pool): Promise<boolean> {
     const key = this.ctx.secrets.open(factor.totpSecret!, TOTP_SECRET_PURPOSE);
     const matched = totpStep(key, code, now);
-    return matched !== undefined && factors.acceptTotpStep(this.ctx.pool, factor.id, matched, activate, now);
+    return matched !== undefined && factors.acceptTotpStep(db, factor.id, matched, activate, now);
+  }
+
+  /** A wrong second factor is an audit event (`user.mfa_failed`): guesses show in the trail, not only in a metric. */
+  async #recordFailure(env: Environment, userId: string, method: AuthMethod, client: EventOrigin, now: Date): Promise<void> {
+    await append(this.ctx.pool, env, { type: AUTH_EVENT.mfaFailed, userId, ...origin(client), details: { method } }, now);
   }
 
   /** A right second factor: the mfaToken is taken (by one request only) and the session starts. */
@@ -117,6 +135,7 @@ export class MfaService {
 
   async enrollTotp(env: Environment, authorization: string | undefined, input: { name?: string | null }) {
     const claims = await this.#caller(env, authorization);
+    await this.#mayChangeFactors(this.ctx.pool, env, claims);
     const user = await this.#user(env, claims);
     const secret = await newTotpSecret(env.projectId, user.email);
     const sealed = this.ctx.secrets.seal(secret.key, TOTP_SECRET_PURPOSE);
@@ -128,34 +147,51 @@ export class MfaService {
   /** The first right code activates the factor; the user's first factor comes with recovery codes. */
   async verifyTotp(env: Environment, authorization: string | undefined, input: { factorId: string; code: string }, client: EventOrigin) {
     const claims = await this.#caller(env, authorization);
+    await this.#mayChangeFactors(this.ctx.pool, env, claims);
     await spendLimit(this.ctx, env, 'mfaChallengePerUser', claims.sub);
     const now = this.ctx.clock();
     const factor = await factors.findUserFactor(this.ctx.pool, claims.sub, input.factorId);
     if (!factor || factor.type !== 'totp') throw new AppError('MFA_FACTOR_NOT_FOUND');
-    if (factor.status !== 'pending' || !(await this.#acceptTotp(factor, input.code.trim(), true, now))) throw invalidCode();
-    const recoveryCodes = await this.#factorAdded(env, claims.sub, factor, client, now);
-    return { factor: factorView({ ...factor, status: 'active' }), recoveryCodes };
+    if (factor.status !== 'pending') throw invalidCode();
+    const added = await this.#addFactor(env, claims, client, now, async (c) =>
+      (await this.#acceptTotp(factor, input.code.trim(), true, now, c)) ? { ...factor, status: 'active' as const } : undefined,
+    );
+    if (!added) throw invalidCode();
+    return { factor: factorView({ ...factor, status: 'active' }), recoveryCodes: added.codes };
   }
 
-  /** The audit row of a new factor; a fresh set of recovery codes when it is the user's only one. */
-  async #factorAdded(
+  /**
+   * Adds a factor (`add` activates or inserts it, or answers undefined) in one transaction with
+   * its audit row, its e-mail and — for the user's only factor — a fresh set of recovery codes.
+   * Whether the caller may is decided again under the user's factor lock, so two first
+   * enrolments at once cannot both pass as the first.
+   */
+  async #addFactor(
     env: Environment,
-    userId: string,
-    factor: factors.Factor,
+    claims: AccessClaims,
     client: EventOrigin,
     now: Date,
-  ): Promise<string[] | undefined> {
-    return withTransaction(this.ctx.pool, async (c) => {
+    add: (c: Queryable) => Promise<factors.Factor | undefined>,
+  ): Promise<{ codes: string[] | undefined } | undefined> {
+    const result = await withTransaction(this.ctx.pool, async (c) => {
+      await factors.lockUserFactors(c, claims.sub);
+      await this.#mayChangeFactors(c, env, claims);
+      const factor = await add(c);
+      if (!factor) return undefined;
       const event = {
         type: AUTH_EVENT.mfaFactorAdded,
-        userId,
+        userId: claims.sub,
         ...origin(client),
         details: { factorId: factor.id, factorType: factor.type },
       };
       await append(c, env, event, now);
-      if ((await factors.countActiveFactors(c, userId)) > 1) return undefined;
-      return replaceRecoveryCodes(c, this.ctx.secrets, userId, now);
+      const user = await users.findUserById(c, env, claims.sub);
+      if (user) await queueFactorChangeMail(c, this.ctx.secrets, env, user, 'added', factor, now);
+      if ((await factors.countActiveFactors(c, claims.sub)) > 1) return { codes: undefined };
+      return { codes: await replaceRecoveryCodes(c, this.ctx.secrets, claims.sub, now) };
     });
+    if (result) this.ctx.courier.nudge();
+    return result;
   }
 
   async listFactors(env: Environment, authorization: string | undefined) {
@@ -170,7 +206,8 @@ export class MfaService {
   /** Needs a token with a second factor (aal2): a stolen password alone cannot remove one. */
   async deleteFactor(env: Environment, authorization: string | undefined, id: string, client: EventOrigin) {
     const claims = await this.#secondFactorCaller(env, authorization);
-    await removeFactor(this.ctx.pool, env, claims.sub, id, origin(client), this.ctx.clock());
+    await removeFactor(this.ctx.pool, this.ctx.secrets, env, claims.sub, id, origin(client), this.ctx.clock());
+    this.ctx.courier.nudge();
     return { message: 'The factor has been removed.' };
   }
 
@@ -186,6 +223,7 @@ export class MfaService {
 
   async passkeyRegisterOptions(env: Environment, authorization: string | undefined) {
     const claims = await this.#caller(env, authorization);
+    await this.#mayChangeFactors(this.ctx.pool, env, claims);
     const user = await this.#user(env, claims);
     const existing = await factors.activeFactors(this.ctx.pool, user.id);
     return webauthn.registrationOptions(this.ctx.pool, env, this.#rp(env), user, existing, this.ctx.clock());
@@ -198,32 +236,37 @@ export class MfaService {
     client: EventOrigin,
   ) {
     const claims = await this.#caller(env, authorization);
+    await this.#mayChangeFactors(this.ctx.pool, env, claims);
     const now = this.ctx.clock();
     const taken = await webauthn.takeChallenge(this.ctx.pool, env, input.response.response.clientDataJSON, 'register', now);
     if (!taken || taken.userId !== claims.sub) throw refusedPasskey();
     const credential = await webauthn.checkRegistration(input.response, taken.challenge, this.#rp(env));
     if (!credential) throw refusedPasskey();
-    let factor: factors.Factor;
+    let factor: factors.Factor | undefined;
+    let added: { codes: string[] | undefined } | undefined;
     try {
-      factor = await factors.insertPasskey(
-        this.ctx.pool,
-        env,
-        claims.sub,
-        {
-          credentialId: credential.id,
-          publicKey: Buffer.from(credential.publicKey),
-          counter: credential.counter,
-          transports: credential.transports ?? [],
-          name: input.name ?? null,
-        },
-        now,
-      );
+      added = await this.#addFactor(env, claims, client, now, async (c) => {
+        factor = await factors.insertPasskey(
+          c,
+          env,
+          claims.sub,
+          {
+            credentialId: credential.id,
+            publicKey: Buffer.from(credential.publicKey),
+            counter: credential.counter,
+            transports: credential.transports ?? [],
+            name: input.name ?? null,
+          },
+          now,
+        );
+        return factor;
+      });
     } catch (err) {
       if (pgCode(err) === PgCode.uniqueViolation) throw refusedPasskey(); // this passkey is registered already
       throw err;
     }
-    const recoveryCodes = await this.#factorAdded(env, claims.sub, factor, client, now);
-    return { factor: factorView(factor), recoveryCodes };
+    if (!added || !factor) throw refusedPasskey();
+    return { factor: factorView(factor), recoveryCodes: added.codes };
   }
 
   /** Options for navigator.credentials.get(): any passkey of the site, or — with an mfaToken — its user's. */
@@ -265,6 +308,7 @@ export class MfaService {
     const counter = await webauthn.checkAssertion(input.response, taken.challenge, this.#rp(env), passkey, !step);
     if (counter === undefined || !(await factors.advancePasskeyCounter(this.ctx.pool, passkey.id, counter, now))) {
       this.#count('passkey_refused');
+      if (step) await this.#recordFailure(env, step.userId, 'webauthn', client, now);
       throw refusedPasskey();
     }
     if (step) return this.#finishStep(env, step, input.mfaToken!, 'webauthn', client, now);
@@ -279,11 +323,28 @@ export class MfaService {
     return this.sessions.authenticate(env, authorization, { firstFactorEnough: true });
   }
 
+  /** Removing a factor, renewing recovery codes: always a recent second factor. */
   async #secondFactorCaller(env: Environment, authorization: string | undefined): Promise<AccessClaims> {
     const claims = await this.sessions.authenticate(env, authorization);
     if (claims.aal !== 'aal2')
       throw new AppError('AUTH_MFA_REQUIRED', 'This needs a session that began with a second factor: sign in with it first.');
+    if (!(await this.#recentSecondFactor(this.ctx.pool, env, claims))) throw reauthenticate();
     return claims;
+  }
+
+  /** Adding a factor: anyone signed in while they have none; a recent second factor once they have one. */
+  async #mayChangeFactors(db: Queryable, env: Environment, claims: AccessClaims): Promise<void> {
+    if ((await factors.countActiveFactors(db, claims.sub)) === 0) return;
+    if (claims.aal !== 'aal2')
+      throw new AppError('AUTH_MFA_REQUIRED', 'You have a second factor: adding another needs a session that signed in with it.');
+    if (!(await this.#recentSecondFactor(db, env, claims))) throw reauthenticate();
+  }
+
+  /** An aal2 session that began (the second factor was shown) within `mfaReauthSeconds`. */
+  async #recentSecondFactor(db: Queryable, env: Environment, claims: AccessClaims): Promise<boolean> {
+    if (claims.aal !== 'aal2') return false;
+    const startedAt = await sessionStartedAt(db, claims.sub, claims.sid);
+    return startedAt !== undefined && this.ctx.clock().getTime() - startedAt.getTime() <= env.settings.mfaReauthSeconds * 1000;
   }
 
   async #user(env: Environment, claims: AccessClaims): Promise<users.User> {

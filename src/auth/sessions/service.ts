@@ -1,5 +1,6 @@
 import { TtlCache } from '../../core/cache.js';
 import type { Context } from '../../core/context.js';
+import type { SecretBox } from '../../core/crypto/secretbox.js';
 import { withTransaction, type Queryable } from '../../core/db/pool.js';
 import { AppError } from '../../core/errors.js';
 import type { Environment } from '../../projects/environments.js';
@@ -15,12 +16,14 @@ import { decideRefresh } from './decision.js';
 import {
   createSession,
   exchangeRefreshToken,
+  findGraceSuccessor,
   findRefreshToken,
   listUserSessions,
   revokeOwnSession,
   revokeSessionRow,
   revokeUserSessions,
   type SessionClient,
+  type StoredToken,
 } from './store.js';
 
 // Sessions as the user lives them: starting one, refreshing it (with a grace for concurrent tabs
@@ -93,37 +96,50 @@ export class SessionService {
     await spendLimit(this.ctx, env, 'refreshTokenPerIp', client.ip);
     const now = this.ctx.clock();
     const grace = this.ctx.config.refreshReuseGraceSeconds;
-    const exchange = (usedAt: Date | null) =>
-      exchangeRefreshToken(this.ctx.pool, input.refreshToken, usedAt, env, client, env.refreshTokenTtlSeconds, now);
+    // The successor is derived from the token (a MAC under walgate's key), not drawn at random:
+    // every exchange of one token within the grace hands out the same successor, so the session
+    // keeps one chain, and nothing secret is stored to do so (only its hash, like every token).
+    const successor = successorOf(this.ctx.secrets, input.refreshToken);
     // The common case in one statement: an unused token of a live session. Anything else (a
-    // reuse, a race with a concurrent exchange, a dead token) is read and decided (decision.ts);
-    // an exchange then succeeds only if the token is still as read, else we decide again.
-    let exchanged = await exchange(null);
+    // reuse, a race with a concurrent exchange, a dead token) is read and decided (decision.ts).
+    let exchanged = await exchangeRefreshToken(this.ctx.pool, input.refreshToken, successor, env, client, env.refreshTokenTtlSeconds, now);
     for (let round = 0; !exchanged && round < EXCHANGE_ROUNDS; round++) {
-      const seen = await findRefreshToken(this.ctx.pool, input.refreshToken, env);
+      const seen = await findRefreshToken(this.ctx.pool, input.refreshToken, successor, env);
       const decision = decideRefresh(seen, now, grace);
       if (decision.kind === 'invalid') {
         this.#count(`refresh_invalid_${decision.reason}`);
         throw invalidRefresh();
       }
       if (decision.kind === 'reuse') {
-        this.#count('refresh_reuse');
-        await withTransaction(this.ctx.pool, async (c) => {
-          await revokeSessionRow(c, seen!.sessionId, 'refresh token reused', now);
-          const event = { type: AUTH_EVENT.sessionRevoked, userId: seen!.userId, sessionId: seen!.sessionId, ...origin(client) };
-          await append(c, env, { ...event, details: { reason: 'refresh token reused' } }, now);
-        });
-        await this.revokeAccess(env, [seen!.sessionId], now);
-        this.ctx.log.warn({ sessionId: seen!.sessionId }, 'a used refresh token was presented again after the grace: session revoked');
+        await this.#endReusedSession(env, seen!, client, now);
         throw invalidRefresh();
       }
-      exchanged = await exchange(seen!.usedAt);
+      exchanged = seen!.usedAt
+        ? await findGraceSuccessor(this.ctx.pool, input.refreshToken, successor, new Date(now.getTime() - grace * 1000), env, now)
+        : await exchangeRefreshToken(this.ctx.pool, input.refreshToken, successor, env, client, env.refreshTokenTtlSeconds, now);
       if (exchanged && seen!.usedAt) this.#count('refresh_grace');
     }
     if (!exchanged) throw invalidRefresh();
     this.#count('refresh_ok');
     this.#profiles.delete(exchanged.sessionId); // its expiry moved
     return this.#pair(env, exchanged, exchanged.refreshToken, now);
+  }
+
+  /** A used token presented again after its grace, or after its successor was used: the chain leaked, the session ends. */
+  async #endReusedSession(env: Environment, seen: StoredToken, client: SessionClient & EventOrigin, now: Date): Promise<void> {
+    this.#count('refresh_reuse');
+    const reason = 'refresh token reused';
+    await withTransaction(this.ctx.pool, async (c) => {
+      await revokeSessionRow(c, seen.sessionId, reason, now);
+      const who = { userId: seen.userId, sessionId: seen.sessionId, ...origin(client) };
+      await append(c, env, { type: AUTH_EVENT.sessionRevoked, ...who, details: { reason } }, now);
+      await append(c, env, { type: AUTH_EVENT.refreshReuse, ...who }, now);
+    });
+    await this.revokeAccess(env, [seen.sessionId], now);
+    this.ctx.log.warn(
+      { sessionId: seen.sessionId },
+      'a used refresh token was presented again after the grace or after its successor: session revoked',
+    );
   }
 
   /**
@@ -258,4 +274,9 @@ function lifetimes(env: Environment) {
 
 function invalidRefresh(): AppError {
   return new AppError('AUTH_TOKEN_INVALID', 'The refresh token is invalid, expired or already used.');
+}
+
+/** The successor of a refresh token: the same for every exchange of it, unknowable without walgate's key. */
+function successorOf(secrets: SecretBox, token: string): string {
+  return secrets.mac(`refresh-successor:${token}`).toString('base64url');
 }

@@ -98,14 +98,20 @@ export interface StoredToken extends PresentedToken {
   userId: string;
 }
 
-/** The presented token and its session, if it belongs to this environment. */
-export async function findRefreshToken(db: Queryable, token: string, scope: SessionScope): Promise<StoredToken | undefined> {
-  const hash = hashToken(token);
+/** The presented token, whether its successor was used, and its session, if it belongs to this environment. */
+export async function findRefreshToken(
+  db: Queryable,
+  token: string,
+  successor: string,
+  scope: SessionScope,
+): Promise<StoredToken | undefined> {
   const { rows } = await db.query(
-    `SELECT rt.used_at, rt.expires_at, s.id, s.user_id, s.revoked_at, s.expires_at AS session_expires_at, s.absolute_expires_at
+    `SELECT rt.used_at, rt.expires_at, nx.used_at AS successor_used_at,
+            s.id, s.user_id, s.revoked_at, s.expires_at AS session_expires_at, s.absolute_expires_at
        FROM walgate.refresh_tokens rt JOIN walgate.sessions s ON s.id = rt.session_id
+       LEFT JOIN walgate.refresh_tokens nx ON nx.token_hash = $4 AND nx.session_id = rt.session_id
       WHERE rt.token_hash = $1 AND s.project_id = $2 AND s.environment = $3`,
-    [hash, scope.projectId, scope.name],
+    [hashToken(token), scope.projectId, scope.name, hashToken(successor)],
   );
   const r = rows[0];
   if (!r) return undefined;
@@ -113,6 +119,7 @@ export async function findRefreshToken(db: Queryable, token: string, scope: Sess
     sessionId: r.id,
     userId: r.user_id,
     usedAt: r.used_at,
+    successorUsedAt: r.successor_used_at ?? null,
     expiresAt: r.expires_at,
     session: { revokedAt: r.revoked_at, expiresAt: r.session_expires_at, absoluteExpiresAt: r.absolute_expires_at },
   };
@@ -130,44 +137,41 @@ export interface Exchanged {
 }
 
 /**
- * Marks the token used (keeping the time of its first use), moves the session's idle end and
- * issues the next token, in one statement — provided the token's `used_at` is still `usedAt` (null:
- * unused), the token unexpired and its session live and of this environment. Undefined otherwise
- * (a concurrent exchange got there first, or the token is worth nothing): the caller reads the
- * token and decides (decision.ts).
+ * The first exchange of a token: marks it used, moves the session's idle end and stores `next`
+ * (its successor) in one statement — provided the token is unused and unexpired and its session
+ * live and of this environment. Undefined otherwise (a concurrent exchange got there first, or
+ * the token is worth nothing): the caller reads the token and decides (decision.ts).
  */
 export async function exchangeRefreshToken(
   db: Queryable,
   token: string,
-  usedAt: Date | null,
+  next: string,
   scope: SessionScope,
   client: SessionClient,
   idleSeconds: number,
   now: Date,
 ): Promise<Exchanged | undefined> {
-  const next = randomToken();
   // Named: prepared once per connection, so the hot path skips parsing and planning this CTE.
   const { rows } = await db.query({
     name: 'walgate_refresh_exchange',
     text: `WITH used AS (
-       UPDATE walgate.refresh_tokens rt SET used_at = coalesce(rt.used_at, $2)
+       UPDATE walgate.refresh_tokens rt SET used_at = $2
          FROM walgate.sessions s
-        WHERE rt.token_hash = $1 AND rt.used_at IS NOT DISTINCT FROM $3 AND rt.expires_at > $2
+        WHERE rt.token_hash = $1 AND rt.used_at IS NULL AND rt.expires_at > $2
           AND s.id = rt.session_id AND s.revoked_at IS NULL AND s.expires_at > $2 AND s.absolute_expires_at > $2
-          AND s.project_id = $8 AND s.environment = $9
+          AND s.project_id = $7 AND s.environment = $8
           AND NOT EXISTS (SELECT 1 FROM walgate.users u WHERE u.id = s.user_id AND u.disabled_at IS NOT NULL)
-        RETURNING s.id AS session_id, s.user_id, s.amr, least($4::timestamptz, s.absolute_expires_at) AS expires_at
+        RETURNING s.id AS session_id, s.user_id, s.amr, least($3::timestamptz, s.absolute_expires_at) AS expires_at
      ), extended AS (
-       UPDATE walgate.sessions s SET expires_at = used.expires_at, last_used_at = $2, ip = $6, user_agent = coalesce($7, s.user_agent)
+       UPDATE walgate.sessions s SET expires_at = used.expires_at, last_used_at = $2, ip = $5, user_agent = coalesce($6, s.user_agent)
          FROM used WHERE s.id = used.session_id
      ), issued AS (
-       INSERT INTO walgate.refresh_tokens (token_hash, session_id, issued_at, expires_at) SELECT $5, session_id, $2, expires_at FROM used
+       INSERT INTO walgate.refresh_tokens (token_hash, session_id, issued_at, expires_at) SELECT $4, session_id, $2, expires_at FROM used
      )
      SELECT used.session_id, used.user_id, used.amr, u.email, u.app_metadata FROM used JOIN walgate.users u ON u.id = used.user_id`,
     values: [
       hashToken(token),
       now,
-      usedAt,
       later(now, idleSeconds),
       hashToken(next),
       client.ip,
@@ -238,4 +242,44 @@ export async function listUserSessions(db: Queryable, userId: string, now: Date)
     [userId, now],
   );
   return rows;
+}
+
+/** When a live session of this user began — when what its `amr` says was proven (no session is stepped up). */
+export async function sessionStartedAt(db: Queryable, userId: string, sessionId: string): Promise<Date | undefined> {
+  const { rows } = await db.query<{ created_at: Date }>(
+    'SELECT created_at FROM walgate.sessions WHERE id = $1 AND user_id = $2 AND revoked_at IS NULL',
+    [sessionId, userId],
+  );
+  return rows[0]?.created_at;
+}
+
+/**
+ * A used token's exchange within the grace (decision.ts said so): its session and user, to hand
+ * out the same successor again — provided the token was first used at or after `usedSince`, the
+ * successor is still unused and unexpired, the session live and of this environment and its user
+ * not disabled. Nothing is written: the session has one chain, whoever asks twice.
+ */
+export async function findGraceSuccessor(
+  db: Queryable,
+  token: string,
+  successor: string,
+  usedSince: Date,
+  scope: SessionScope,
+  now: Date,
+): Promise<Exchanged | undefined> {
+  const { rows } = await db.query(
+    `SELECT s.id AS session_id, s.user_id, s.amr, u.email, u.app_metadata
+       FROM walgate.refresh_tokens rt
+       JOIN walgate.sessions s ON s.id = rt.session_id
+       JOIN walgate.refresh_tokens nx ON nx.token_hash = $2 AND nx.session_id = s.id AND nx.used_at IS NULL AND nx.expires_at > $3
+       JOIN walgate.users u ON u.id = s.user_id AND u.disabled_at IS NULL
+      WHERE rt.token_hash = $1 AND rt.used_at >= $4
+        AND s.revoked_at IS NULL AND s.expires_at > $3 AND s.absolute_expires_at > $3
+        AND s.project_id = $5 AND s.environment = $6`,
+    [hashToken(token), hashToken(successor), now, usedSince, scope.projectId, scope.name],
+  );
+  const r = rows[0];
+  return (
+    r && { sessionId: r.session_id, userId: r.user_id, email: r.email, appMetadata: r.app_metadata, amr: r.amr, refreshToken: successor }
+  );
 }

@@ -146,7 +146,8 @@ export class UserAdminService {
   /** Removes one of the user's second factors (a lost phone or key); the user signs in without it. */
   async removeFactor(env: Environment, id: string, factorId: string, origin: EventOrigin): Promise<void> {
     await this.#find(env, id);
-    await removeFactor(this.ctx.pool, env, id, factorId, origin, this.ctx.clock());
+    await removeFactor(this.ctx.pool, this.ctx.secrets, env, id, factorId, origin, this.ctx.clock());
+    this.ctx.courier.nudge();
   }
 
   /** Ends every session of the user; returns how many were live. */

@@ -42,10 +42,15 @@ const operations = {
     path: '/confirm-signup',
     summary: 'Confirm the e-mail address',
     description:
-      'With the code from the sign-up e-mail: the address is verified and the user is logged in. Limited to 20 a minute per client IP and 10 per address; at most 10 wrong codes an hour per address, however many codes were sent.',
+      'With the code from the sign-up e-mail: the address is verified and the user is logged in, through the same second-factor step as a login (the session\'s `amr` is `["email"]`). An address that is verified already is refused like a wrong code. Limited to 20 a minute per client IP and 10 per address; at most 10 wrong codes an hour per address, however many codes were sent.',
     headers: projectHeaders,
     body: body.confirmSignupBody,
-    success: { status: 200, description: 'Verified; a token pair and the user.', schema: res.confirmSignupResponse },
+    success: {
+      status: 200,
+      description:
+        'Verified; a token pair, a device token and the user — or, for a user with an active second factor (an address an operator unverified), `{mfaRequired: true, mfaToken, factors}` instead.',
+      schema: z.union([res.confirmSignupResponse, mfaRequiredResponse]),
+    },
     errors: [...withBody, 'AUTH_INVALID_CODE', 'RATE_LIMIT_EXCEEDED', 'AUTH_USER_DISABLED'],
   },
   login: {

@@ -63,6 +63,7 @@ describe('auth events: the audit trail', function () {
       'user.login_failed',
       'user.logged_in',
       'user.session_revoked',
+      'user.refresh_reuse',
       'user.logged_out',
       'user.recovery_requested',
       'user.password_reset',

@@ -50,16 +50,23 @@ export function claimsOf(accessToken: string): Record<string, any> {
   return JSON.parse(Buffer.from(accessToken.split('.')[1]!, 'base64url').toString('utf8'));
 }
 
+export const FACTOR_ADDED_SUBJECT = 'A new second factor was added to your account';
+export const FACTOR_REMOVED_SUBJECT = 'A second factor was removed from your account';
+
 /** Enrols and activates an authenticator app for the account: its secret, factor id and recovery codes. */
-export async function enrolTotp(t: TestApi, http: HttpClient, a: Pick<Account, 'accessToken'>) {
+export async function enrolTotp(t: TestApi, http: HttpClient, a: Pick<Account, 'accessToken'> & { email?: string }) {
   const enrol = await http.post('/auth/mfa/totp/enroll', { name: 'phone' }, bearer(a.accessToken));
   expect(enrol.status, JSON.stringify(enrol.body)).to.equal(200);
+  const email = a.email ?? (claimsOf(a.accessToken).email as string);
+  const mailed = t.smtp.to(email).length;
   const verify = await http.post(
     '/auth/mfa/totp/verify',
     { factorId: enrol.body.factorId, code: totp(enrol.body.secret, t.clock.now()) },
     bearer(a.accessToken),
   );
   expect(verify.status, JSON.stringify(verify.body)).to.equal(200);
+  // The notice of the new factor is on its way: wait for it, so that a test's next e-mail is its own.
+  expect((await t.smtp.waitFor(email, { after: mailed })).subject).to.equal(FACTOR_ADDED_SUBJECT);
   return {
     secret: enrol.body.secret as string,
     factorId: enrol.body.factorId as string,

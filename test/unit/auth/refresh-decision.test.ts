@@ -35,6 +35,13 @@ describe('unit: the refresh decision', () => {
     expect(decideRefresh(token({ usedAt: T0 }), new Date(at(GRACE).getTime() + 1), GRACE)).to.deep.equal({ kind: 'reuse' });
   });
 
+  it('a used token whose successor has been used is reuse even within the grace: the chain moved on, a second use forks it', () => {
+    expect(decideRefresh(token({ usedAt: T0, successorUsedAt: at(1) }), at(2), GRACE)).to.deep.equal({ kind: 'reuse' });
+    expect(decideRefresh(token({ usedAt: T0, successorUsedAt: null }), at(2), GRACE).kind).to.equal('exchange');
+    // An ended session stays invalid, not reuse, whatever its tokens did.
+    expect(decideRefresh(token({ usedAt: T0, successorUsedAt: at(1) }, { revokedAt: at(1) }), at(2), GRACE).kind).to.equal('invalid');
+  });
+
   it('a zero grace makes any second use reuse', () => {
     expect(decideRefresh(token({ usedAt: T0 }), new Date(T0.getTime() + 1), 0).kind).to.equal('reuse');
   });

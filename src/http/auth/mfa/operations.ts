@@ -15,6 +15,9 @@ const withBody = [...common, ...JSON_BODY_ERRORS] as const;
 const enrolment = { security: 'accessToken', headers: projectHeaders } as const;
 /** Everything else protected: `required` environments refuse tokens without a second factor (403). */
 const secondFactor = [...ACCESS_TOKEN, 'AUTH_MFA_REQUIRED'] as const;
+/** Once a user has a factor, adding another needs an aal2 session begun within `mfaReauthSeconds` (403 otherwise). */
+const RECENT_SECOND_FACTOR =
+  ' The first factor may be added with any token; once the user has one, this needs a token of a session that signed in with a second factor (`aal2`) within the setting `mfaReauthSeconds` (15 minutes), else `403 AUTH_MFA_REQUIRED`.';
 
 const operations = {
   totpEnroll: {
@@ -23,11 +26,12 @@ const operations = {
     path: '/mfa/totp/enroll',
     summary: 'Start enrolling an authenticator app (TOTP)',
     description:
-      'A new secret (SHA-1, 6 digits, 30 s), its `otpauth://` URL and a QR code of it: the only time the secret is shown. The factor is pending until `POST /auth/mfa/totp/verify` sees a code of it. The body is optional.',
+      'A new secret (SHA-1, 6 digits, 30 s), its `otpauth://` URL and a QR code of it: the only time the secret is shown. The factor is pending until `POST /auth/mfa/totp/verify` sees a code of it. The body is optional.' +
+      RECENT_SECOND_FACTOR,
     body: body.totpEnrollBody,
     bodyRequired: false,
     success: { status: 200, description: 'The pending factor and its secret.', schema: res.totpEnrollResponse },
-    errors: [...withBody, ...ACCESS_TOKEN],
+    errors: [...withBody, ...secondFactor],
   },
   totpVerify: {
     ...enrolment,
@@ -35,10 +39,11 @@ const operations = {
     path: '/mfa/totp/verify',
     summary: 'Activate an authenticator app with a code',
     description:
-      "A right code activates the factor; the user's first factor comes with ten recovery codes, shown once. Guesses are limited per user.",
+      "A right code activates the factor; the user's first factor comes with ten recovery codes, shown once. Guesses are limited per user. The user is told by e-mail." +
+      RECENT_SECOND_FACTOR,
     body: body.totpVerifyBody,
     success: { status: 200, description: 'Active.', schema: res.factorAddedResponse },
-    errors: [...withBody, ...ACCESS_TOKEN, 'AUTH_INVALID_CODE', 'MFA_FACTOR_NOT_FOUND', 'RATE_LIMIT_EXCEEDED'],
+    errors: [...withBody, ...secondFactor, 'AUTH_INVALID_CODE', 'MFA_FACTOR_NOT_FOUND', 'RATE_LIMIT_EXCEEDED'],
   },
   listFactors: {
     ...enrolment,
@@ -57,7 +62,8 @@ const operations = {
     method: 'delete',
     path: '/mfa/factors/:id',
     summary: 'Remove a factor',
-    description: 'Needs a session that began with a second factor (`aal2`). Removing the last factor removes the recovery codes too.',
+    description:
+      'Needs a session that signed in with a second factor (`aal2`) within the setting `mfaReauthSeconds` (15 minutes). Removing the last factor removes the recovery codes too. The user is told by e-mail.',
     params: body.factorParams,
     success: { status: 200, description: 'Removed.', schema: messageResponse },
     errors: [...common, ...secondFactor, 'MFA_FACTOR_NOT_FOUND'],
@@ -67,7 +73,7 @@ const operations = {
     method: 'post',
     path: '/mfa/recovery-codes',
     summary: 'A new set of recovery codes',
-    description: 'Ten new codes replace every earlier one. Needs an `aal2` session. No body.',
+    description: 'Ten new codes replace every earlier one. Needs an `aal2` session begun within the setting `mfaReauthSeconds`. No body.',
     bodyRequired: false,
     success: { status: 200, description: 'The new codes, shown once.', schema: res.recoveryCodesResponse },
     errors: [...withBody, ...secondFactor],
@@ -89,20 +95,23 @@ const operations = {
     path: '/passkeys/register/options',
     summary: 'Options to create a passkey',
     description:
-      "For `navigator.credentials.create()` (or `startRegistration({optionsJSON})` of @simplewebauthn/browser): a discoverable credential for this environment's relying party (setting `webauthn`). The challenge is valid 5 minutes, once. No body.",
+      "For `navigator.credentials.create()` (or `startRegistration({optionsJSON})` of @simplewebauthn/browser): a discoverable credential for this environment's relying party (setting `webauthn`). The challenge is valid 5 minutes, once. No body." +
+      RECENT_SECOND_FACTOR,
     bodyRequired: false,
     success: { status: 200, description: 'PublicKeyCredentialCreationOptionsJSON.', schema: res.registrationOptionsResponse },
-    errors: [...withBody, ...ACCESS_TOKEN],
+    errors: [...withBody, ...secondFactor],
   },
   passkeyRegisterVerify: {
     ...enrolment,
     method: 'post',
     path: '/passkeys/register/verify',
     summary: 'Register the passkey the browser created',
-    description: "`response` is the browser's answer as JSON. The user's first factor comes with ten recovery codes.",
+    description:
+      "`response` is the browser's answer as JSON. The user's first factor comes with ten recovery codes. The user is told by e-mail." +
+      RECENT_SECOND_FACTOR,
     body: body.passkeyRegisterVerifyBody,
     success: { status: 200, description: 'Registered.', schema: res.factorAddedResponse },
-    errors: [...withBody, ...ACCESS_TOKEN, 'AUTH_INVALID_CODE'],
+    errors: [...withBody, ...secondFactor, 'AUTH_INVALID_CODE'],
   },
   passkeyLoginOptions: {
     method: 'post',
