@@ -105,6 +105,13 @@ async function detailView(id, deliveryId) {
     );
   }
 
+  // What the log cannot show (history "failures"), said above it, from the list's own answer.
+  const notice = h('p', { id: 'not-listed', class: 'help' });
+  function renderNotice(page) {
+    notice.replaceChildren(page.notListed ?? '');
+    notice.hidden = !page.notListed;
+  }
+
   function renderDeliveries(deliveries, append) {
     const rows = deliveries.map(deliveryRow);
     const tbody = list.querySelector('tbody');
@@ -137,6 +144,7 @@ async function detailView(id, deliveryId) {
     const page = await call('GET', query());
     nextCursor = page.nextCursor;
     pagesShown = 1;
+    renderNotice(page);
     renderDeliveries(page.deliveries, false);
   }
 
@@ -174,6 +182,14 @@ async function detailView(id, deliveryId) {
         h('dd', {}, webhook.select ? webhook.select.join(', ') : 'all'),
         h('dt', {}, 'Ordering'),
         h('dd', {}, webhook.ordering === 'row' ? 'per row, in commit order' : 'none'),
+        h('dt', {}, 'History'),
+        h(
+          'dd',
+          { id: 'history-mode' },
+          webhook.history === 'failures'
+            ? 'failures only: changes delivered at their first attempt are counted, not listed'
+            : 'full: every delivery is listed',
+        ),
         h('dt', {}, 'Custom headers'),
         h('dd', { id: 'custom-headers' }, webhook.headers.length ? webhook.headers.join(', ') : 'none'),
         h('dt', {}, 'Breaker'),
@@ -339,7 +355,7 @@ async function detailView(id, deliveryId) {
     actions,
     secretSlot,
     health,
-    h('section', { 'aria-labelledby': 'deliveries-title' }, h('h3', { id: 'deliveries-title' }, 'Deliveries'), filters, list, more),
+    h('section', { 'aria-labelledby': 'deliveries-title' }, h('h3', { id: 'deliveries-title' }, 'Deliveries'), filters, notice, list, more),
     detail,
   );
   renderSummary(got);

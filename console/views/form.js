@@ -4,7 +4,7 @@ import { go, registerRoute } from '../routing.js';
 import { notFound, problem, say, show } from '../shell.js';
 import { generateSecret, secretOnce } from './secret.js';
 
-// Creating and editing a subscription: table, events, URL, filter, columns, ordering and custom
+// Creating and editing a subscription: table, events, URL, filter, columns, ordering, history and custom
 // request headers. Header values are typed into password fields and sent once; the API never
 // returns them, so editing shows the names and replaces the whole set only when asked to.
 
@@ -91,6 +91,7 @@ async function formView(id) {
   });
   const active = h('input', { type: 'checkbox', id: 'active', checked: w ? w.active : true });
   const rowOrdered = h('input', { type: 'checkbox', id: 'ordering', checked: w?.ordering === 'row' });
+  const failuresOnly = h('input', { type: 'checkbox', id: 'history', checked: w?.history === 'failures' });
   const filterRows = h('div', { id: 'filter-rows' });
   const selectBox = h('div', { id: 'select-columns', class: 'checks' });
   const headers = headerEditor();
@@ -136,6 +137,7 @@ async function formView(id) {
       filter[row.querySelector('.filter-col').value] = filterValue(row.querySelector('.filter-val').value);
     const picked = [...selectBox.querySelectorAll('input:checked')].map((c) => c.value);
     const ordering = rowOrdered.checked ? 'row' : 'none';
+    const history = failuresOnly.checked ? 'failures' : 'full';
     const sent = headers.collect();
     const body = {
       table: table.value,
@@ -146,6 +148,7 @@ async function formView(id) {
       select: picked.length ? picked : null,
       // Sent when it changes: a PATCH that names "row" re-checks the table's primary key.
       ...(w && w.ordering === ordering ? {} : { ordering }),
+      ...(w && w.history === history ? {} : { history }),
       ...(replaceHeaders.checked && (w || Object.keys(sent).length) ? { headers: sent } : {}),
     };
     try {
@@ -216,6 +219,12 @@ async function formView(id) {
       { class: 'check', for: 'ordering' },
       rowOrdered,
       " Row ordering: a row's changes one at a time, in commit order (needs a primary key)",
+    ),
+    h(
+      'label',
+      { class: 'check', for: 'history' },
+      failuresOnly,
+      ' History of failures only: changes delivered at their first attempt are counted, not listed in the delivery log',
     ),
     id ? null : h('p', { class: 'help' }, 'A whsec_ signing secret is generated when you create the subscription and shown once.'),
     h(

@@ -17,10 +17,10 @@ import { checkCorrect, diffWrites, rowWrites, waitForAll, type WriteCounts } fro
 // - the tuned job-queue peer (peer-process.ts): a statement-level trigger + graphile-worker.
 // The same rounds give the application's own INSERT rate with each one watching its table.
 
-const RUNS = 3;
-const ROWS = Number(process.env.BENCH_DELIVERY_ROWS ?? 20_000);
-const FANOUT_ROWS = Number(process.env.BENCH_FANOUT_ROWS ?? 5_000);
-const FANOUT = 10;
+export const RUNS = 3;
+export const ROWS = Number(process.env.BENCH_DELIVERY_ROWS ?? 20_000);
+export const FANOUT_ROWS = Number(process.env.BENCH_FANOUT_ROWS ?? 5_000);
+export const FANOUT = 10;
 const PAYLOAD = 'x'.repeat(1000);
 const TX_SIZES = [1000, 100] as const;
 /** The longest one round may take to be delivered (the peer's at 100-row transactions is the slowest). */
@@ -28,7 +28,7 @@ const ROUND_DEADLINE_MS = 180_000;
 
 type Consumer = 'walgate' | 'floor' | 'peer' | 'row trigger' | 'none';
 
-interface Round {
+export interface Round {
   /** Deliveries per second, first INSERT → last receipt. */
   delivered: number;
   /** The application's INSERT rate, rows per second. */
@@ -37,7 +37,7 @@ interface Round {
 }
 
 /** Writes `rows` rows in `txRows`-row transactions and waits until `path` has them all (× `fanout`). */
-async function burst(b: Bench, client: pg.Client, o: { table: string; path: string; rows: number; txRows: number; fanout?: number; consumerPid?: number }): Promise<Round> {
+export async function burst(b: Bench, client: pg.Client, o: { table: string; path: string; rows: number; txRows: number; fanout?: number; consumerPid?: number }): Promise<Round> {
   const expected = o.rows * (o.fanout ?? 1);
   await b.receiver.reset([o.path]);
   const cpu = await cpuWindow({
@@ -65,10 +65,10 @@ async function subscribe(b: Bench, table: string, path: string): Promise<string>
   });
 }
 
-const median = (rounds: Round[], k: 'delivered' | 'inserted') => summarize(rounds.map((r) => r[k]));
+export const median = (rounds: Round[], k: 'delivered' | 'inserted') => summarize(rounds.map((r) => r[k]));
 
 /** The CPU per delivery of the median round, by process. */
-function medianCpu(rounds: Round[]): Record<string, number> {
+export function medianCpu(rounds: Round[]): Record<string, number> {
   const sorted = [...rounds].sort((a, b) => a.delivered - b.delivered);
   return sorted[Math.floor(sorted.length / 2)]!.cpu;
 }

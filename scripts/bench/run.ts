@@ -20,6 +20,7 @@ import { startCountingReceiver, type CountingReceiver } from './receiver.js';
 import type { Summary } from './stats.js';
 import { walPaths } from './wal-paths.js';
 import { deliveryRatePaths } from './delivery-rate.js';
+import { historyModePaths } from './history-modes.js';
 import { outagePaths } from './outage.js';
 import { postgresCpuUs } from './cpu.js';
 import { orderingPaths } from './ordering.js';
@@ -147,6 +148,7 @@ try {
     ['login', () => login(bench)],
     ['refresh', () => refresh(bench, results.find((r) => r.path.includes('postgres revocation list'))?.value.median)],
     ...deliveryRatePaths(bench),
+    ...historyModePaths(bench),
     ...walPaths(bench),
     ...orderingPaths(bench),
     ...payloadPaths(bench),

@@ -5,11 +5,17 @@ import { notifyDue, writeDelivered, writeParked } from './sql/journal.js';
 
 // What the stream writes, in batches (group commit: while one write runs, the next gathers), each
 // through the connection that holds the tailer's leadership (tailer/capture: the fence). Each entry's
-// `done` runs once its row is committed; only then may the slot move past its change.
+// `done` runs once its row — or, for a `history: "failures"` subscription's delivered change, its
+// count — is committed; only then may the slot move past its change.
 
-/** A delivery that succeeded on its first attempt: its one row, with the attempt folded in. */
+/**
+ * A delivery that succeeded on its first attempt: its one row, with the attempt folded in — or,
+ * when its subscription's history is 'failures', only its count in the per-minute rollup.
+ */
 export interface DeliveredEntry {
   delivery: CapturedDelivery;
+  /** The subscription's history mode when the answer came (targets.ts). */
+  history: 'full' | 'failures';
   createdAt: Date;
   httpStatus: number | null;
   startedAt: Date;
@@ -182,7 +188,8 @@ function batchSize(rows: DeliveredEntry[]): number {
   return Math.min(rows.length, MAX_BATCH);
 }
 
-const bodyOf = (e: DeliveredEntry): number => e.kept?.payload.length ?? 0;
+// (A 'failures' entry writes no body: it does not weigh on the statement.)
+const bodyOf = (e: DeliveredEntry): number => (e.history === 'failures' ? 0 : (e.kept?.payload.length ?? 0));
 
 // A subscription deleted between the join with walgate.webhooks and the foreign-key check: the
 // join leaves it out the next time (a deleted subscription gets nothing).

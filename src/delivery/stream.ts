@@ -356,6 +356,7 @@ export class StreamDelivery implements DeliveryStream {
       move(job, 'settling');
       this.#journal.delivered({
         delivery,
+        history: target.history,
         createdAt: job.createdAt,
         httpStatus: result.status,
         startedAt,

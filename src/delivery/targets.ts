@@ -21,6 +21,11 @@ export interface Target {
   secretsChangeAt: Date | null;
   /** Custom request headers, sent on every attempt. */
   headers: Record<string, string>;
+  /**
+   * 'failures': a first-attempt success is counted, not written as a history row (journal.ts).
+   * Read here, with what the stream looks up per delivery anyway: no per-delivery cost.
+   */
+  history: 'full' | 'failures';
 }
 
 export class Targets {
@@ -61,6 +66,7 @@ export class Targets {
                 secrets: [r.secret, ...(r.previous_secret ? [r.previous_secret] : [])].map((sealed) => this.openSecret(sealed)),
                 secretsChangeAt: r.previous_secret_until,
                 headers: this.openHeaders(r.header_values),
+                history: r.history,
               }
             : null;
           // A change announced while this read ran may not be in it: keep it only if none was.

@@ -55,6 +55,13 @@ const ordering = z.enum(ORDERINGS, { message: 'must be "none" or "row"' }).meta(
     '`row`: the changes of one row (by its primary key) are delivered one at a time, in commit order; different rows still go out in parallel. Needs a table with a primary key. `none` (default): no order is promised.',
 });
 
+export const HISTORIES = ['full', 'failures'] as const;
+
+const history = z.enum(HISTORIES, { message: 'must be "full" or "failures"' }).meta({
+  description:
+    '`full` (default): every delivery is in the delivery log. `failures`: a change delivered at its first attempt leaves no row — only its count in the health figures — while every delivery that failed, waited or was retried keeps its row, attempts and payload (docs/webhooks.md: History).',
+});
+
 /** Messages (`_messages`, docs/outbox.md) are INSERT events only: a subscription on them without INSERT would get nothing. */
 const messagesTakeInserts = [
   (b: { table?: string; events?: readonly string[] }) => b.table !== MESSAGES_TABLE || !b.events || b.events.includes('INSERT'),
@@ -73,6 +80,7 @@ export const createBody = z
     filter: filter.nullish(),
     select: select.nullish(),
     ordering: ordering.default('none'),
+    history: history.default('full'),
     headers: headersSchema.nullish(),
   })
   .refine(...messagesTakeInserts);
@@ -89,6 +97,7 @@ export const updateBody = z
     filter: filter.nullish(),
     select: select.nullish(),
     ordering: ordering.optional(),
+    history: history.optional(),
     headers: headersSchema.nullish(),
   })
   .refine((b) => Object.keys(b).length > 0, 'must change at least one field')

@@ -70,6 +70,20 @@ function decodeCursor(s: string, ids = /^wh_\w{1,125}$/): Cursor {
   }
 }
 
+/** What the delivery log of a `history: "failures"` subscription cannot show. */
+export const NOT_LISTED =
+  'Changes delivered at their first attempt are not listed (history: "failures"): they are counted in the health figures and per minute. Every delivery that failed, waited or was retried is listed.';
+
+/** An unknown delivery; under `history: "failures"` it may be one delivered at its first attempt, which has no row. */
+function notFound(row: store.WebhookRow): AppError {
+  return row.history === 'failures'
+    ? new AppError(
+        'DELIVERY_NOT_FOUND',
+        'No delivery with this id for this webhook. Its history is "failures": a change delivered at its first attempt leaves no row.',
+      )
+    : new AppError('DELIVERY_NOT_FOUND');
+}
+
 function sealedHeaders(h: { names: string[]; values: Buffer | null }): Pick<store.WebhookRow, 'headerNames' | 'headerValues'> {
   return { headerNames: h.names, headerValues: h.values };
 }
@@ -100,6 +114,7 @@ export class WebhookService {
         filter: body.filter ?? null,
         select: body.select ?? null,
         ordering: body.ordering,
+        history: body.history,
         createdAt: now,
         updatedAt: now,
         previousSecret: null,
@@ -188,7 +203,7 @@ export class WebhookService {
     env: Environment,
     id: string,
     q: Omit<DeliveryQuery, 'after'> & { cursor?: string },
-  ): Promise<{ deliveries: DeliveryView[]; nextCursor: string | null }> {
+  ): Promise<{ deliveries: DeliveryView[]; nextCursor: string | null; history: store.WebhookRow['history']; notListed: string | null }> {
     const row = await this.#find(env, id);
     const after = q.cursor ? decodeCursor(q.cursor, /^del_\w{1,250}$/) : undefined;
     const rows = await listDeliveries(this.ctx.pool, row.id, { ...q, after, limit: q.limit + 1 });
@@ -197,20 +212,22 @@ export class WebhookService {
     return {
       deliveries: page,
       nextCursor: rows.length > q.limit && last ? encodeCursor({ createdAt: new Date(last.createdAt), id: last.id }) : null,
+      history: row.history,
+      notListed: row.history === 'failures' ? NOT_LISTED : null,
     };
   }
 
   async delivery(env: Environment, id: string, deliveryId: string): Promise<{ delivery: DeliveryDetail }> {
     const row = await this.#find(env, id);
     const found = deliveryId.length <= 256 ? await getDelivery(this.ctx.pool, row.id, deliveryId) : undefined;
-    if (!found) throw new AppError('DELIVERY_NOT_FOUND');
+    if (!found) throw notFound(row);
     return { delivery: found };
   }
 
   async retry(env: Environment, id: string, deliveryId: string): Promise<{ delivery: DeliveryView }> {
     const row = await this.#find(env, id);
     const result = deliveryId.length <= 256 ? await retryDelivery(this.ctx.pool, row.id, deliveryId, this.ctx.clock()) : undefined;
-    if (!result) throw new AppError('DELIVERY_NOT_FOUND');
+    if (!result) throw notFound(row);
     if (result === 'unfinished') throw new AppError('DELIVERY_NOT_FINISHED');
     if (result === 'payload-gone') throw new AppError('DELIVERY_PAYLOAD_GONE');
     return { delivery: result };
@@ -262,6 +279,7 @@ export class WebhookService {
         filter,
         select,
         ordering,
+        history: body.history ?? locked.history,
         updatedAt: now,
         // Replaced as a whole (the values are never shown, so there is nothing to merge with).
         ...(body.headers === undefined ? {} : sealedHeaders(sealHeaders(this.ctx.secrets, body.headers))),

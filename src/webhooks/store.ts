@@ -17,6 +17,8 @@ export interface WebhookRow {
   filter: Record<string, string | number | boolean | null> | null;
   select: string[] | null;
   ordering: 'none' | 'row';
+  /** 'failures': a change delivered at its first attempt leaves no history row, only its count. */
+  history: 'full' | 'failures';
   createdAt: Date;
   updatedAt: Date;
   /** Why delivery disabled it (a receiver answered 410 Gone), and when; null while enabled by hand. */
@@ -43,6 +45,7 @@ const COLUMNS = selectList<WebhookRow>({
   filter: 'filter',
   select: 'select_fields',
   ordering: 'ordering',
+  history: 'history',
   createdAt: 'created_at',
   updatedAt: 'updated_at',
   disabledReason: 'disabled_reason',
@@ -56,8 +59,8 @@ const COLUMNS = selectList<WebhookRow>({
 export async function insertWebhook(db: Queryable, w: WebhookRow): Promise<WebhookRow> {
   const { rows } = await db.query<WebhookRow>(
     `INSERT INTO walgate.webhooks (id, project_id, environment, schema_name, table_name, events, url, secret, active, filter, select_fields, ordering,
-                                   created_at, updated_at, header_names, header_values)
-     VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16) RETURNING ${COLUMNS}`,
+                                   created_at, updated_at, header_names, header_values, history)
+     VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17) RETURNING ${COLUMNS}`,
     [
       w.id,
       w.projectId,
@@ -75,6 +78,7 @@ export async function insertWebhook(db: Queryable, w: WebhookRow): Promise<Webho
       w.updatedAt,
       w.headerNames,
       w.headerValues,
+      w.history,
     ],
   );
   return rows[0]!;
@@ -124,7 +128,8 @@ export async function updateWebhook(db: Queryable, w: WebhookRow): Promise<Webho
   const { rows } = await db.query<WebhookRow>(
     `UPDATE walgate.webhooks SET table_name = $2, events = $3, url = $4, secret = $5, active = $6, filter = $7, select_fields = $8, updated_at = $9, ordering = $12,
             disabled_reason = CASE WHEN $6 THEN NULL ELSE disabled_reason END, disabled_at = CASE WHEN $6 THEN NULL ELSE disabled_at END,
-            previous_secret = $10, previous_secret_until = $11, header_names = $13, header_values = $14
+            previous_secret = $10, previous_secret_until = $11, header_names = $13, header_values = $14,
+            history = $15
       WHERE id = $1 RETURNING ${COLUMNS}`,
     [
       w.id,
@@ -141,6 +146,7 @@ export async function updateWebhook(db: Queryable, w: WebhookRow): Promise<Webho
       w.ordering,
       w.headerNames,
       w.headerValues,
+      w.history,
     ],
   );
   return rows[0]!;

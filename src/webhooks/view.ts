@@ -21,6 +21,8 @@ export interface WebhookView {
   select: string[] | null;
   /** 'row': a row's changes are delivered one at a time, in commit order. */
   ordering: 'none' | 'row';
+  /** 'failures': changes delivered at their first attempt are counted, not listed. */
+  history: 'full' | 'failures';
   createdAt: string;
   updatedAt: string;
   /** Set when delivery disabled it (its receiver answered 410 Gone); cleared when re-activated. */
@@ -42,6 +44,7 @@ export function webhookView(w: WebhookRow, problems: Problem[] = []): WebhookVie
     filter: w.filter,
     select: w.select,
     ordering: w.ordering,
+    history: w.history,
     createdAt: w.createdAt.toISOString(),
     updatedAt: w.updatedAt.toISOString(),
     disabledReason: w.disabledReason ?? null,

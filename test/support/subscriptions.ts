@@ -17,6 +17,7 @@ export interface TestSubscription {
   filter?: Record<string, unknown> | null;
   select?: string[] | null;
   ordering?: 'none' | 'row';
+  history?: 'full' | 'failures';
 }
 
 /**
@@ -28,8 +29,8 @@ export async function insertSubscription(ctx: Pick<Context, 'pool' | 'secrets'>,
   await ensureSlot(ctx.pool);
   await withTransaction(ctx.pool, async (c) => {
     await c.query(
-      `INSERT INTO walgate.webhooks (id, project_id, environment, schema_name, table_name, events, url, secret, active, filter, select_fields, ordering)
-       VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12)`,
+      `INSERT INTO walgate.webhooks (id, project_id, environment, schema_name, table_name, events, url, secret, active, filter, select_fields, ordering, history)
+       VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13)`,
       [
         id,
         s.projectId,
@@ -43,6 +44,7 @@ export async function insertSubscription(ctx: Pick<Context, 'pool' | 'secrets'>,
         s.filter ? JSON.stringify(s.filter) : null,
         s.select ?? null,
         s.ordering ?? 'none',
+        s.history ?? 'full',
       ],
     );
     await watchTable(c, s.schema, s.table);

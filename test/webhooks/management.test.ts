@@ -63,6 +63,7 @@ describe('webhook management API', function () {
       'filter',
       'select',
       'ordering',
+      'history',
       'createdAt',
       'updatedAt',
       'disabledReason',
@@ -70,7 +71,7 @@ describe('webhook management API', function () {
       'problems',
       'headers',
     );
-    expect(w).to.include({ disabledReason: null, disabledAt: null, ordering: 'none' });
+    expect(w).to.include({ disabledReason: null, disabledAt: null, ordering: 'none', history: 'full' });
     expect(w.id).to.match(/^wh_[0-9a-f]{32}$/);
     expect(w).to.deep.include({
       table: 'orders',

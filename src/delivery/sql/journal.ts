@@ -10,6 +10,61 @@ export async function notifyDue(db: Queryable, due: number): Promise<void> {
   await db.query(`SELECT pg_notify($1, $2)`, [DELIVERIES_CHANNEL, String(due)]);
 }
 
+// Each delivered change leaves one of two things, both in one statement per batch (all or
+// nothing, through the fenced connection, so a change is settled exactly when what it leaves is
+// committed): its history row, or — for a subscription whose history is 'failures' — its count in
+// the per-minute rollup (sql/015), which the history rows feed through their insert trigger.
+export async function writeDelivered(db: Queryable, rows: DeliveredEntry[]): Promise<void> {
+  const full: DeliveredEntry[] = [];
+  const counted: DeliveredEntry[] = [];
+  for (const r of rows) (r.history === 'failures' ? counted : full).push(r);
+  if (counted.length === 0) {
+    await db.query({ name: 'walgate.write-delivered', text: INSERT_HISTORY, values: historyValues(full) });
+  } else if (full.length === 0) {
+    await db.query({ name: 'walgate.count-delivered', text: COUNT_DELIVERED('$1', '$2', '$3'), values: countValues(counted) });
+  } else {
+    // Both kinds in one batch (subscriptions of either mode on one stream): the count as a
+    // data-modifying CTE, which runs to completion though nothing reads it.
+    await db.query({
+      name: 'walgate.write-and-count-delivered',
+      text: `WITH counted AS (${COUNT_DELIVERED('$5', '$6', '$7')}) ${INSERT_HISTORY}`,
+      values: [...historyValues(full), ...countValues(counted)],
+    });
+  }
+}
+
+// The rollup row of (subscription, minute, this backend), as the history rows' trigger writes it
+// (sql/015). The client sends one tuple per subscription and minute, already summed: a batch of
+// 500 deliveries to one subscription is one tuple, and the statement's cost does not grow with the
+// deliveries. GROUP BY again in SQL: the minute is Postgres's date_trunc, and ON CONFLICT may not
+// meet one key twice in a statement.
+const COUNT_DELIVERED = (ids: string, counts: string, lastAt: string) =>
+  `INSERT INTO walgate.delivery_minutes AS m (webhook_id, minute, backend, delivered, last_delivered_at)
+   SELECT c.webhook_id, date_trunc('minute', to_timestamp(c.last_at / 1000.0)), pg_backend_pid(), sum(c.n)::int,
+          max(to_timestamp(c.last_at / 1000.0))
+     FROM unnest(${ids}::text[], ${counts}::int[], ${lastAt}::float8[]) AS c(webhook_id, n, last_at)
+     JOIN walgate.webhooks w ON w.id = c.webhook_id
+    GROUP BY 1, 2
+   ON CONFLICT (webhook_id, minute, backend) DO UPDATE
+      SET delivered = m.delivered + excluded.delivered,
+          last_delivered_at = greatest(m.last_delivered_at, excluded.last_delivered_at)`;
+
+/** One tuple per subscription and minute (UTC): its deliveries and the latest delivery time (ms since the epoch). */
+function countValues(rows: DeliveredEntry[]): [string[], number[], number[]] {
+  const tuples = new Map<string, { webhookId: string; n: number; lastAt: number }>();
+  for (const r of rows) {
+    const at = r.deliveredAt.getTime();
+    const key = `${r.delivery.webhookId}\0${Math.floor(at / 60_000)}`;
+    const t = tuples.get(key);
+    if (t) {
+      t.n++;
+      if (at > t.lastAt) t.lastAt = at;
+    } else tuples.set(key, { webhookId: r.delivery.webhookId, n: 1, lastAt: at });
+  }
+  const list = [...tuples.values()];
+  return [list.map((t) => t.webhookId), list.map((t) => t.n), list.map((t) => t.lastAt)];
+}
+
 // The batch travels as one JSON document: JSON.stringify is native and Postgres reads it in one
 // pass, where eleven parallel arrays cost the client a per-element escape and date formatting.
 // Times travel as milliseconds since the epoch (no ISO formatting on the client, no date parsing
@@ -20,7 +75,25 @@ export async function notifyDue(db: Queryable, due: number): Promise<void> {
 // they were most of the statement's cost; joined by a separator into one text parameter they were
 // most of the client's: a scan for the separator, the join, and UTF-8 encoding of the whole.)
 // Any body round-trips byte for byte; one that is not valid UTF-8 text fails its batch.
-export async function writeDelivered(db: Queryable, rows: DeliveredEntry[]): Promise<void> {
+const INSERT_HISTORY = `INSERT INTO walgate.deliveries (id, webhook_id, event_id, event_type, select_fields, status, attempts, http_status,
+                                     next_attempt_at, created_at, delivered_at, first_attempt_started_at, first_attempt_duration_ms,
+                                     first_attempt_response_body, payload, request_headers, response_headers)
+     SELECT d.id, d.webhook_id, d.event_id, d.event_type, d.select_fields, 'delivered', 1, d.http_status,
+            to_timestamp(d.created_at / 1000.0), to_timestamp(d.created_at / 1000.0), to_timestamp(d.delivered_at / 1000.0),
+            to_timestamp(d.started_at / 1000.0), d.duration_ms, d.response_body,
+            convert_from(substring($2::bytea FROM d.body_offset + 1 FOR d.body_length), 'UTF8'), d.request_headers, d.response_headers
+       FROM ROWS FROM (
+              json_to_recordset($1::json)
+                AS (id text, webhook_id text, event_id text, event_type text, select_fields text[], http_status int, created_at float8,
+                    delivered_at float8, started_at float8, duration_ms int, response_body text, request_headers json, response_headers json),
+              unnest($3::int[]),
+              unnest($4::int[])
+            ) AS d(id, webhook_id, event_id, event_type, select_fields, http_status, created_at, delivered_at, started_at, duration_ms,
+                   response_body, request_headers, response_headers, body_offset, body_length)
+       JOIN walgate.webhooks w ON w.id = d.webhook_id
+     ON CONFLICT (id) DO NOTHING`;
+
+function historyValues(rows: DeliveredEntry[]): [string, Buffer, number[], Array<number | null>] {
   // One buffer, each body encoded straight into its place: no per-body copy to concatenate.
   const offsets: number[] = [];
   const lengths: Array<number | null> = [];
@@ -50,27 +123,7 @@ export async function writeDelivered(db: Queryable, rows: DeliveredEntry[]): Pro
       response_headers: r.kept?.responseHeaders,
     }),
   );
-  await db.query({
-    name: 'walgate.write-delivered',
-    text: `INSERT INTO walgate.deliveries (id, webhook_id, event_id, event_type, select_fields, status, attempts, http_status,
-                                     next_attempt_at, created_at, delivered_at, first_attempt_started_at, first_attempt_duration_ms,
-                                     first_attempt_response_body, payload, request_headers, response_headers)
-     SELECT d.id, d.webhook_id, d.event_id, d.event_type, d.select_fields, 'delivered', 1, d.http_status,
-            to_timestamp(d.created_at / 1000.0), to_timestamp(d.created_at / 1000.0), to_timestamp(d.delivered_at / 1000.0),
-            to_timestamp(d.started_at / 1000.0), d.duration_ms, d.response_body,
-            convert_from(substring($2::bytea FROM d.body_offset + 1 FOR d.body_length), 'UTF8'), d.request_headers, d.response_headers
-       FROM ROWS FROM (
-              json_to_recordset($1::json)
-                AS (id text, webhook_id text, event_id text, event_type text, select_fields text[], http_status int, created_at float8,
-                    delivered_at float8, started_at float8, duration_ms int, response_body text, request_headers json, response_headers json),
-              unnest($3::int[]),
-              unnest($4::int[])
-            ) AS d(id, webhook_id, event_id, event_type, select_fields, http_status, created_at, delivered_at, started_at, duration_ms,
-                   response_body, request_headers, response_headers, body_offset, body_length)
-       JOIN walgate.webhooks w ON w.id = d.webhook_id
-     ON CONFLICT (id) DO NOTHING`,
-    values: [`[${batch.join(',')}]`, bodies, offsets, lengths],
-  });
+  return [`[${batch.join(',')}]`, bodies, offsets, lengths];
 }
 
 /**

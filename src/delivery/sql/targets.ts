@@ -11,11 +11,12 @@ export interface TargetRow {
   previous_secret: Buffer | null;
   previous_secret_until: Date | null;
   header_values: Buffer | null;
+  history: 'full' | 'failures';
 }
 
 export async function readTarget(pool: Pool, webhookId: string): Promise<TargetRow | undefined> {
   const { rows } = await pool.query<TargetRow>(
-    `SELECT project_id, environment, url, active, secret, header_values,
+    `SELECT project_id, environment, url, active, secret, header_values, history,
             CASE WHEN previous_secret_until > now() THEN previous_secret END AS previous_secret,
             CASE WHEN previous_secret_until > now() THEN previous_secret_until END AS previous_secret_until
        FROM walgate.webhooks WHERE id = $1`,

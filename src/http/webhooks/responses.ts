@@ -1,6 +1,6 @@
 import { z } from 'zod';
 import { timestamp } from '../timestamp.js';
-import { EVENTS, ORDERINGS } from '../../webhooks/schemas.js';
+import { EVENTS, HISTORIES, ORDERINGS } from '../../webhooks/schemas.js';
 
 // What the management API answers, as schemas for the API reference. test/docs/contract.test.ts
 // checks real answers against the generated document, so a field added or renamed in view.ts or
@@ -17,6 +17,10 @@ const webhook = z
     select: z.array(z.string()).nullable(),
     ordering: z.enum(ORDERINGS).meta({
       description: "`row`: a row's changes are delivered one at a time, in commit order (docs/webhooks.md: Ordering); `none`: no order.",
+    }),
+    history: z.enum(HISTORIES).meta({
+      description:
+        '`full`: every delivery is in the delivery log. `failures`: changes delivered at their first attempt are counted in the health figures but not listed (docs/webhooks.md: History).',
     }),
     createdAt: timestamp,
     updatedAt: timestamp,
@@ -148,6 +152,11 @@ export const replayJobResponse = z.object({ replay });
 export const deliveryListResponse = z.object({
   deliveries: z.array(delivery).meta({ description: 'Newest first.' }),
   nextCursor: z.string().nullable().meta({ description: 'Pass as `cursor` for the next page; `null` on the last.' }),
+  history: z.enum(HISTORIES).meta({ description: "The subscription's history mode: what this log can list." }),
+  notListed: z.string().nullable().meta({
+    description:
+      'What this log cannot show, in a sentence: with `history: "failures"`, the changes delivered at their first attempt (counted in `…/health` and `…/minutes`). `null` with `full`.',
+  }),
 });
 
 export const deliveryDetailResponse = z.object({ delivery: deliveryDetail });
