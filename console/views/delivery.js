@@ -126,6 +126,15 @@ export async function openDelivery(slot, path, deliveryId, breaker) {
         problem(err);
       }
     }
+    async function discard() {
+      try {
+        await call('POST', `${path}/deliveries/${enc(d.id)}/discard`);
+        say("Discarded: the row's later changes go on.");
+        await reopen();
+      } catch (err) {
+        problem(err);
+      }
+    }
     const canRetry = (d.status === 'delivered' || d.status === 'dead') && d.payload !== null;
     // replaceChildren would print a null as text: what is absent is left out first.
     slot.replaceChildren(
@@ -135,7 +144,7 @@ export async function openDelivery(slot, path, deliveryId, breaker) {
           'dl',
           { class: 'facts' },
           h('dt', {}, 'Status'),
-          h('dd', { id: 'delivery-status' }, badge([d.status, d.status])),
+          h('dd', { id: 'delivery-status' }, badge([d.status, d.status]), d.holdsRow ? ' — holds its row: later changes wait' : null),
           h('dt', {}, 'Event id'),
           h(
             'dd',
@@ -153,6 +162,9 @@ export async function openDelivery(slot, path, deliveryId, breaker) {
           'div',
           { class: 'actions' },
           canRetry ? h('button', { type: 'button', id: 'retry', onclick: retry }, 'Retry now') : null,
+          d.holdsRow
+            ? h('button', { type: 'button', class: 'secondary', id: 'discard', onclick: discard }, 'Discard: let the row go on')
+            : null,
           h('button', { type: 'button', class: 'secondary', onclick: reopen }, 'Reload'),
         ),
         h('div', { class: 'side-by-side' }, requestPanel(d), responsePanel(d.attemptLog[d.attemptLog.length - 1], d.responseHeaders)),

@@ -83,7 +83,7 @@ async function detailView(id, deliveryId) {
       { 'data-id': d.id },
       h('td', {}, time(d.createdAt)),
       h('td', {}, d.event),
-      h('td', {}, badge([d.status, d.status])),
+      h('td', {}, badge([d.status, d.status]), d.holdsRow ? ' holds its row' : ''),
       h('td', {}, d.httpStatus ?? '—'),
       h('td', {}, String(d.attempts)),
       h('td', { class: 'error' }, d.lastError ?? ''),

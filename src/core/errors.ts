@@ -25,6 +25,7 @@ export const ERRORS = {
   METHOD_NOT_ALLOWED: [405, 'This method is not allowed on this route.'],
   AUTH_EMAIL_EXISTS: [409, 'This e-mail address is already registered.'],
   DELIVERY_NOT_FINISHED: [409, 'The delivery is pending or retrying; only a delivered or dead one can be retried.'],
+  DELIVERY_NOT_HELD: [409, 'The delivery is not a dead letter holding its row (onDead "hold"): there is nothing to discard.'],
   DELIVERY_PAYLOAD_GONE: [
     409,
     'The change this delivery carried is no longer stored (not kept with WEBHOOK_KEEP_PAYLOADS=false, or past retention): it cannot be sent again.',

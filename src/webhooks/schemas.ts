@@ -62,6 +62,13 @@ const history = z.enum(HISTORIES, { message: 'must be "full" or "failures"' }).m
     '`full` (default): every delivery is in the delivery log. `failures`: a change delivered at its first attempt leaves no row — only its count in the health figures — while every delivery that failed, waited or was retried keeps its row, attempts and payload (docs/webhooks.md: History).',
 });
 
+export const ON_DEAD = ['skip', 'hold'] as const;
+
+const onDead = z.enum(ON_DEAD, { message: 'must be "skip" or "hold"' }).meta({
+  description:
+    'With `ordering: "row"`: what a dead letter does to its row. `skip` (default): the row\'s later changes go on. `hold`: they wait behind it until it is replayed and delivered, or discarded (`POST …/deliveries/{deliveryId}/discard`).',
+});
+
 /** Messages (`_messages`, docs/outbox.md) are INSERT events only: a subscription on them without INSERT would get nothing. */
 const messagesTakeInserts = [
   (b: { table?: string; events?: readonly string[] }) => b.table !== MESSAGES_TABLE || !b.events || b.events.includes('INSERT'),
@@ -81,9 +88,14 @@ export const createBody = z
     select: select.nullish(),
     ordering: ordering.default('none'),
     history: history.default('full'),
+    onDead: onDead.default('skip'),
     headers: headersSchema.nullish(),
   })
-  .refine(...messagesTakeInserts);
+  .refine(...messagesTakeInserts)
+  .refine((b) => b.onDead === 'skip' || b.ordering === 'row', {
+    message: 'holds a row behind its dead letter: needs ordering "row"',
+    path: ['onDead'],
+  });
 
 export const updateBody = z
   .strictObject({
@@ -98,6 +110,7 @@ export const updateBody = z
     select: select.nullish(),
     ordering: ordering.optional(),
     history: history.optional(),
+    onDead: onDead.optional(),
     headers: headersSchema.nullish(),
   })
   .refine((b) => Object.keys(b).length > 0, 'must change at least one field')

@@ -12,6 +12,7 @@ import {
   listDeliveries,
   recentDeliveries,
   retryDelivery,
+  discardDelivery,
   type DeliveryDetail,
   type DeliveryQuery,
   type DeliveryView,
@@ -115,6 +116,7 @@ export class WebhookService {
         select: body.select ?? null,
         ordering: body.ordering,
         history: body.history,
+        onDead: body.onDead,
         createdAt: now,
         updatedAt: now,
         previousSecret: null,
@@ -233,6 +235,15 @@ export class WebhookService {
     return { delivery: result };
   }
 
+  /** A held dead letter (onDead "hold") lets its row go on; it stays dead and listed. */
+  async discard(env: Environment, id: string, deliveryId: string): Promise<{ delivery: DeliveryView }> {
+    const row = await this.#find(env, id);
+    const result = deliveryId.length <= 256 ? await discardDelivery(this.ctx.pool, row.id, deliveryId) : undefined;
+    if (!result) throw notFound(row);
+    if (result === 'not-held') throw new AppError('DELIVERY_NOT_HELD');
+    return { delivery: result };
+  }
+
   async minutes(env: Environment, id: string): Promise<{ minutes: MinuteBucket[] }> {
     const row = await this.#find(env, id);
     return { minutes: await deliveryMinutes(this.ctx.pool, row.id, this.ctx.clock()) };
@@ -259,7 +270,16 @@ export class WebhookService {
       // moves a row-ordered subscription to another table (not on every PATCH of one whose table
       // lost its key since: its deliveries then go unordered, tailer/order-keys.ts).
       const rowOrdered = body.ordering === 'row' || (ordering === 'row' && body.table !== undefined && body.table !== locked.table);
-      const violations = [...(await this.#bodyViolations(c, env, { ...body, table, filter, select, rowOrdered })), ...urlProblems];
+      const onDead = body.onDead ?? (ordering === 'row' ? locked.onDead : 'skip');
+      const onDeadProblem =
+        onDead === 'hold' && ordering !== 'row'
+          ? [{ path: 'onDead', message: 'holds a row behind its dead letter: needs ordering "row"' }]
+          : [];
+      const violations = [
+        ...(await this.#bodyViolations(c, env, { ...body, table, filter, select, rowOrdered })),
+        ...urlProblems,
+        ...onDeadProblem,
+      ];
       if (violations.length) throw validationError(violations);
       const updated = await store.updateWebhook(c, {
         ...locked,
@@ -280,6 +300,7 @@ export class WebhookService {
         select,
         ordering,
         history: body.history ?? locked.history,
+        onDead,
         updatedAt: now,
         // Replaced as a whole (the values are never shown, so there is nothing to merge with).
         ...(body.headers === undefined ? {} : sealedHeaders(sealHeaders(this.ctx.secrets, body.headers))),

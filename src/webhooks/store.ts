@@ -19,6 +19,8 @@ export interface WebhookRow {
   ordering: 'none' | 'row';
   /** 'failures': a change delivered at its first attempt leaves no history row, only its count. */
   history: 'full' | 'failures';
+  /** With row ordering: 'hold' keeps a row's later changes behind its dead letter. */
+  onDead: 'skip' | 'hold';
   createdAt: Date;
   updatedAt: Date;
   /** Why delivery disabled it (a receiver answered 410 Gone), and when; null while enabled by hand. */
@@ -46,6 +48,7 @@ const COLUMNS = selectList<WebhookRow>({
   select: 'select_fields',
   ordering: 'ordering',
   history: 'history',
+  onDead: 'on_dead',
   createdAt: 'created_at',
   updatedAt: 'updated_at',
   disabledReason: 'disabled_reason',
@@ -59,8 +62,8 @@ const COLUMNS = selectList<WebhookRow>({
 export async function insertWebhook(db: Queryable, w: WebhookRow): Promise<WebhookRow> {
   const { rows } = await db.query<WebhookRow>(
     `INSERT INTO walgate.webhooks (id, project_id, environment, schema_name, table_name, events, url, secret, active, filter, select_fields, ordering,
-                                   created_at, updated_at, header_names, header_values, history)
-     VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17) RETURNING ${COLUMNS}`,
+                                   created_at, updated_at, header_names, header_values, history, on_dead)
+     VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17, $18) RETURNING ${COLUMNS}`,
     [
       w.id,
       w.projectId,
@@ -79,6 +82,7 @@ export async function insertWebhook(db: Queryable, w: WebhookRow): Promise<Webho
       w.headerNames,
       w.headerValues,
       w.history,
+      w.onDead,
     ],
   );
   return rows[0]!;
@@ -129,7 +133,7 @@ export async function updateWebhook(db: Queryable, w: WebhookRow): Promise<Webho
     `UPDATE walgate.webhooks SET table_name = $2, events = $3, url = $4, secret = $5, active = $6, filter = $7, select_fields = $8, updated_at = $9, ordering = $12,
             disabled_reason = CASE WHEN $6 THEN NULL ELSE disabled_reason END, disabled_at = CASE WHEN $6 THEN NULL ELSE disabled_at END,
             previous_secret = $10, previous_secret_until = $11, header_names = $13, header_values = $14,
-            history = $15
+            history = $15, on_dead = $16
       WHERE id = $1 RETURNING ${COLUMNS}`,
     [
       w.id,
@@ -147,6 +151,7 @@ export async function updateWebhook(db: Queryable, w: WebhookRow): Promise<Webho
       w.headerNames,
       w.headerValues,
       w.history,
+      w.onDead,
     ],
   );
   return rows[0]!;

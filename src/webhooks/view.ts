@@ -23,6 +23,8 @@ export interface WebhookView {
   ordering: 'none' | 'row';
   /** 'failures': changes delivered at their first attempt are counted, not listed. */
   history: 'full' | 'failures';
+  /** With row ordering: 'hold' keeps a row's later changes behind its dead letter. */
+  onDead: 'skip' | 'hold';
   createdAt: string;
   updatedAt: string;
   /** Set when delivery disabled it (its receiver answered 410 Gone); cleared when re-activated. */
@@ -45,6 +47,7 @@ export function webhookView(w: WebhookRow, problems: Problem[] = []): WebhookVie
     select: w.select,
     ordering: w.ordering,
     history: w.history,
+    onDead: w.onDead,
     createdAt: w.createdAt.toISOString(),
     updatedAt: w.updatedAt.toISOString(),
     disabledReason: w.disabledReason ?? null,

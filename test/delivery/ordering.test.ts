@@ -14,6 +14,7 @@ import type { ReceivedRequest } from '../support/receiver.js';
 import { createTestDatabase, type TestDatabase } from '../support/database.js';
 import { deliveriesSeqScans, explaining as explainingPool } from '../support/plans.js';
 import { eventually, startPipeline, type Pipeline } from './support.js';
+import { HttpClient } from '../support/http.js';
 
 // Row ordering (`ordering: "row"`): the changes of one row are delivered one at a time, in commit
 // order, through the stream and through the retry queue; other rows are not held up.
@@ -142,6 +143,85 @@ describe('delivery: row ordering', function () {
     // Only each row's first change was sent while it failed: the others waited behind it unsent.
     const failed = accepted().filter((a) => !a.ok);
     expect(new Set(failed.map((a) => `${a.row}:${a.version}`))).to.deep.equal(new Set([1, 2, 3, 4, 5].map((r) => `${r}:1`)));
+  });
+
+  it('onDead "hold": a dead change holds its row (only its row); a retry sends it first and the row follows in order; a discard lets the rest go', async () => {
+    const api = new HttpClient(p.t.url, {
+      authorization: `Bearer ${await p.t.managementToken('shop')}`,
+      'x-project-id': 'shop',
+      environment: 'master',
+    });
+    let failing = new Set(['1:1', '3:1']);
+    receive((b) => failing.has(`${b.record.id}:${b.record.version}`));
+    const wh = await p.subscribe({ table: 'items', ordering: 'row', onDead: 'hold', events: ['INSERT', 'UPDATE'] });
+    await p.writer.query('INSERT INTO shop_master.items VALUES (1, 1), (2, 1), (3, 1)');
+    await p.writer.query('UPDATE shop_master.items SET version = 2');
+    await p.writer.query('UPDATE shop_master.items SET version = 3');
+    const held = await eventually(
+      () => p.delivery(wh),
+      (r) => r.filter((d) => d.status === 'dead').length === 2 && byRow(accepted()).accepted.get(2)?.length === 3,
+      20_000,
+    );
+    const [dead1, dead3] = held.filter((d) => d.status === 'dead');
+    expect(dead1!.holds_row && dead3!.holds_row).to.equal(true);
+    await sleep(1000);
+    // Rows 1 and 3 wait behind their dead letters: nothing after version 1 was even requested.
+    expect(accepted().filter((a) => a.row !== 2 && a.version > 1)).to.deep.equal([]);
+    const listed = await api.get(`/api/rest/_webhooks/${wh}/deliveries/${dead1!.id}`);
+    expect(listed.body.delivery.holdsRow).to.equal(true);
+
+    // Row 1: the receiver is fixed; a retry sends the dead letter first, then the row follows.
+    failing = new Set(['3:1']);
+    expect((await api.post(`/api/rest/_webhooks/${wh}/deliveries/${dead1!.id}/retry`, {})).status).to.equal(202);
+    await eventually(
+      async () => byRow(accepted()).accepted.get(1),
+      (v) => v?.length === 3,
+      15_000,
+    );
+    expect(byRow(accepted()).accepted.get(1)).to.deep.equal([1, 2, 3]);
+    expect(byRow(accepted()).early).to.deep.equal([]);
+
+    // Row 3: discarded — it stays dead and listed, its row goes on.
+    const discarded = await api.post(`/api/rest/_webhooks/${wh}/deliveries/${dead3!.id}/discard`, {});
+    expect(discarded.status).to.equal(200);
+    expect(discarded.body.delivery).to.include({ status: 'dead', holdsRow: false });
+    await eventually(
+      async () => byRow(accepted()).accepted.get(3),
+      (v) => v?.length === 2,
+      15_000,
+    );
+    expect(byRow(accepted()).accepted.get(3)).to.deep.equal([2, 3]);
+    // A delivery that holds nothing cannot be discarded.
+    const again = await api.post(`/api/rest/_webhooks/${wh}/deliveries/${dead3!.id}/discard`, {});
+    expect(again.status).to.equal(409);
+    expect(again.body.error).to.equal('DELIVERY_NOT_HELD');
+  });
+
+  it('onDead is validated: an unknown value, or "hold" without row ordering, is a 400 naming the field', async () => {
+    const api = new HttpClient(p.t.url, {
+      authorization: `Bearer ${await p.t.managementToken('shop')}`,
+      'x-project-id': 'shop',
+      environment: 'master',
+    });
+    const base = {
+      projectId: 'shop',
+      environment: 'master',
+      table: 'items',
+      events: ['INSERT'],
+      url: `${p.receiver.url}/h`,
+      secret: 'hold-secret-0123456789',
+    };
+    for (const extra of [{ onDead: 'hold' }, { onDead: 'hold', ordering: 'none' }, { onDead: 'wait', ordering: 'row' }]) {
+      const res = await api.post('/api/rest/_webhooks', { ...base, ...extra });
+      expect(res.status, JSON.stringify(extra)).to.equal(400);
+      expect(res.body.violations.map((v: { path: string }) => v.path)).to.include('onDead');
+    }
+    const ok = await api.post('/api/rest/_webhooks', { ...base, ordering: 'row', onDead: 'hold' });
+    expect(ok.status).to.equal(201);
+    expect(ok.body.webhook.onDead).to.equal('hold');
+    const unordered = await api.patch(`/api/rest/_webhooks/${ok.body.webhook.id}`, { ordering: 'none', onDead: 'hold' });
+    expect(unordered.status).to.equal(400);
+    expect(unordered.body.violations.map((v: { path: string }) => v.path)).to.include('onDead');
   });
 
   it('a head whose payload is gone (event pruned, no body kept) ends dead, saying why, and releases its row', async () => {

@@ -157,6 +157,10 @@ describe('OpenAPI document: the api answers as documented', function () {
       [id],
     );
     expect((await manager.call('retryDelivery', { params: { id, deliveryId: 'del_first_try' } })).body.error).to.equal('DELIVERY_PAYLOAD_GONE');
+    expect((await manager.call('discardDelivery', { params: { id, deliveryId: 'del_first_try' } })).body.error).to.equal('DELIVERY_NOT_HELD');
+    await t.ctx.pool.query(`UPDATE walgate.deliveries SET status = 'dead', holds_row = true, order_key = 'k' WHERE id = 'del_first_try'`);
+    expect((await manager.call('discardDelivery', { params: { id, deliveryId: 'del_first_try' } })).body.delivery.holdsRow).to.equal(false);
+    expect((await manager.call('discardDelivery', { params: { id, deliveryId: 'del_nope' } })).body.error).to.equal('DELIVERY_NOT_FOUND');
     expect((await manager.call('getDeliveryMinutes', { params: { id } })).body.minutes).to.have.length(60);
     expect((await manager.call('getWebhookHealth', { params: { id } })).body.windows).to.have.length(2);
     expect((await manager.call('listEnvironments')).body.environments).to.deep.equal([{ name: 'master' }]);

@@ -91,6 +91,7 @@ describe('OpenAPI document: /openapi.json', function () {
       'GET /api/rest/_webhooks/{id}/deliveries',
       'GET /api/rest/_webhooks/{id}/deliveries/{deliveryId}',
       'POST /api/rest/_webhooks/{id}/deliveries/{deliveryId}/retry',
+      'POST /api/rest/_webhooks/{id}/deliveries/{deliveryId}/discard',
       'GET /api/rest/_webhooks/{id}/minutes',
       'GET /api/rest/_webhooks/_environments',
       'GET /api/rest/_webhooks/_deliveries',

@@ -18,6 +18,7 @@ export interface TestSubscription {
   select?: string[] | null;
   ordering?: 'none' | 'row';
   history?: 'full' | 'failures';
+  onDead?: 'skip' | 'hold';
 }
 
 /**
@@ -29,8 +30,8 @@ export async function insertSubscription(ctx: Pick<Context, 'pool' | 'secrets'>,
   await ensureSlot(ctx.pool);
   await withTransaction(ctx.pool, async (c) => {
     await c.query(
-      `INSERT INTO walgate.webhooks (id, project_id, environment, schema_name, table_name, events, url, secret, active, filter, select_fields, ordering, history)
-       VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13)`,
+      `INSERT INTO walgate.webhooks (id, project_id, environment, schema_name, table_name, events, url, secret, active, filter, select_fields, ordering, history, on_dead)
+       VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14)`,
       [
         id,
         s.projectId,
@@ -45,6 +46,7 @@ export async function insertSubscription(ctx: Pick<Context, 'pool' | 'secrets'>,
         s.select ?? null,
         s.ordering ?? 'none',
         s.history ?? 'full',
+        s.onDead ?? 'skip',
       ],
     );
     await watchTable(c, s.schema, s.table);

@@ -64,6 +64,7 @@ describe('webhook management API', function () {
       'select',
       'ordering',
       'history',
+      'onDead',
       'createdAt',
       'updatedAt',
       'disabledReason',

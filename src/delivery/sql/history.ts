@@ -19,6 +19,8 @@ export interface DeliveryView {
   nextAttemptAt: string | null;
   deliveredAt: string | null;
   createdAt: string;
+  /** A row-ordered dead letter of an onDead "hold" subscription: its row's later changes wait behind it. */
+  holdsRow: boolean;
 }
 
 /** One attempt as the delivery log shows it. */
@@ -45,7 +47,7 @@ export type DeliveryDetail = DeliveryView & {
 };
 
 export const DELIVERY_COLUMNS =
-  'd.id, d.event_id, d.event_type, d.status, d.http_status, d.attempts, d.last_error, d.next_attempt_at, d.delivered_at, d.created_at';
+  'd.id, d.event_id, d.event_type, d.status, d.http_status, d.attempts, d.last_error, d.next_attempt_at, d.delivered_at, d.created_at, d.holds_row';
 
 /** The first attempt, when the stream folded it into the delivery's row. */
 interface FoldedAttempt {
@@ -72,6 +74,7 @@ export interface DeliveryRow {
   next_attempt_at: Date;
   delivered_at: Date | null;
   created_at: Date;
+  holds_row: boolean;
 }
 
 export function deliveryView(r: DeliveryRow): DeliveryView {
@@ -87,6 +90,7 @@ export function deliveryView(r: DeliveryRow): DeliveryView {
     nextAttemptAt: r.status === 'pending' || r.status === 'retrying' ? r.next_attempt_at.toISOString() : null,
     deliveredAt: r.delivered_at ? r.delivered_at.toISOString() : null,
     createdAt: r.created_at.toISOString(),
+    holdsRow: r.holds_row,
   };
 }
 
@@ -197,7 +201,11 @@ export async function retryDelivery(
   const { rows } = await db.query<DeliveryRow>(
     // Its row keys go (row ordering): sent again now, it neither waits for the row's later
     // changes nor holds them back (docs/webhooks.md, Ordering).
-    `UPDATE walgate.deliveries d SET status = 'pending', next_attempt_at = $3, schedule_started_at = $3, order_key = NULL, order_key_old = NULL
+    `UPDATE walgate.deliveries d SET status = 'pending', next_attempt_at = $3, schedule_started_at = $3,
+             -- A dead letter that holds its row (onDead "hold") stays its row's head: sent again
+             -- first, its row's later changes still behind it. Any other goes behind nothing.
+             order_key = CASE WHEN d.holds_row THEN d.order_key END, order_key_old = CASE WHEN d.holds_row THEN d.order_key_old END,
+             holds_row = false
       WHERE d.id = $1 AND d.webhook_id = $2 AND d.status IN ('delivered', 'dead')
         AND (d.payload IS NOT NULL OR EXISTS (SELECT 1 FROM walgate.events e WHERE e.id = d.event_id))
       RETURNING ${DELIVERY_COLUMNS}`,
@@ -213,6 +221,28 @@ export async function retryDelivery(
   );
   if (!found[0]) return undefined;
   return found[0].status === 'pending' || found[0].status === 'retrying' ? 'unfinished' : 'payload-gone';
+}
+
+/**
+ * Discards a dead letter that holds its row (onDead "hold"): it stays dead and listed, and its
+ * row's later changes go on. Undefined when there is no such delivery; 'not-held' when it does not
+ * hold its row.
+ */
+export async function discardDelivery(
+  db: Queryable,
+  webhookId: string,
+  deliveryId: string,
+): Promise<DeliveryView | 'not-held' | undefined> {
+  const { rows } = await db.query<DeliveryRow>(
+    `UPDATE walgate.deliveries d SET holds_row = false WHERE d.id = $1 AND d.webhook_id = $2 AND d.holds_row RETURNING ${DELIVERY_COLUMNS}`,
+    [deliveryId, webhookId],
+  );
+  if (rows[0]) {
+    await db.query(`NOTIFY ${DELIVERIES_CHANNEL}`); // its row's next change is claimable now
+    return deliveryView(rows[0]);
+  }
+  const { rowCount } = await db.query('SELECT 1 FROM walgate.deliveries WHERE id = $1 AND webhook_id = $2', [deliveryId, webhookId]);
+  return rowCount ? 'not-held' : undefined;
 }
 
 export interface DeliveryHealth {
@@ -328,7 +358,8 @@ export async function replayDeadDeliveries(
           WHERE ${w.sql} AND ($6::timestamptz IS NULL OR (created_at, id) > ($6, $7::text))
           ORDER BY created_at, id LIMIT $5 FOR UPDATE
        ), moved AS (
-         UPDATE walgate.deliveries SET status = 'pending', attempts = 0, next_attempt_at = $4, schedule_started_at = $4, last_error = NULL, order_key = NULL, order_key_old = NULL
+         UPDATE walgate.deliveries SET status = 'pending', attempts = 0, next_attempt_at = $4, schedule_started_at = $4, last_error = NULL,
+                order_key = CASE WHEN holds_row THEN order_key END, order_key_old = CASE WHEN holds_row THEN order_key_old END, holds_row = false
           WHERE id = ANY (ARRAY(SELECT id FROM page))
           RETURNING 1
        ), last AS (

@@ -150,13 +150,14 @@ export async function writeParked(db: Queryable, rows: ParkedEntry[]): Promise<v
                    response_headers, payload_bytes, kind)
      ), inserted AS (
        INSERT INTO walgate.deliveries (id, webhook_id, event_id, event_type, select_fields, status, attempts, http_status, last_error, next_attempt_at, created_at,
-                                       order_key, order_key_old, payload, request_headers, response_headers, payload_bytes, retry_slot)
+                                       order_key, order_key_old, payload, request_headers, response_headers, payload_bytes, retry_slot, holds_row)
        SELECT d.id, d.webhook_id, d.event_id, d.event_type, d.select_fields::text[], d.status, d.attempts, d.http_status, d.last_error, d.next_attempt_at, d.created_at,
               d.order_key, d.order_key_old, d.payload, d.request_headers::json, d.response_headers::json, d.payload_bytes,
               -- Retrying: its first attempt failed and set a retry slot; so did a wait on the breaker.
               -- Pending: due now, or leased to the stream's request still in flight (sql/044: never
               -- brought forward).
-              d.status = 'retrying' OR d.kind IS NOT DISTINCT FROM 'wait'
+              d.status = 'retrying' OR d.kind IS NOT DISTINCT FROM 'wait',
+              d.status = 'dead' AND d.order_key IS NOT NULL AND w.on_dead = 'hold'
          FROM d JOIN walgate.webhooks w ON w.id = d.webhook_id
        ON CONFLICT (id) DO NOTHING
        RETURNING id

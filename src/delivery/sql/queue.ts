@@ -167,6 +167,10 @@ export async function claimDue(pool: Pool, o: ClaimOptions): Promise<ClaimedDeli
                AND (c.order_key IS NULL OR NOT (
                     EXISTS (SELECT 1 FROM walgate.deliveries p WHERE p.order_key = c.order_key AND p.event_id < c.event_id
                                AND p.order_key IS NOT NULL AND p.status IN ('pending', 'retrying'))
+                 -- onDead "hold": a dead letter that holds its row blocks it as an unfinished one does (sql/041).
+                 OR EXISTS (SELECT 1 FROM walgate.deliveries p WHERE p.order_key = c.order_key AND p.event_id < c.event_id AND p.holds_row)
+                 OR EXISTS (SELECT 1 FROM walgate.deliveries p WHERE p.order_key_old = c.order_key AND p.event_id < c.event_id
+                               AND p.holds_row AND p.order_key_old IS NOT NULL)
                  OR EXISTS (SELECT 1 FROM walgate.deliveries p WHERE p.order_key_old = c.order_key AND p.event_id < c.event_id
                                AND p.order_key_old IS NOT NULL AND p.status IN ('pending', 'retrying'))
                  OR (c.order_key_old IS NOT NULL AND (
@@ -267,10 +271,12 @@ export async function recordAttempts(pool: Pool, results: AttemptResult[]): Prom
               last_error = r.error, next_attempt_at = coalesce(r.next_attempt_at, d.next_attempt_at), delivered_at = r.delivered_at,
               -- A backoff or a wait on the breaker: a retry slot, which the breaker's closing brings forward.
               retry_slot = r.status IN ('pending', 'retrying'),
+              -- A row-ordered dead letter of an onDead "hold" subscription holds its row (sql/041).
+              holds_row = r.status = 'dead' AND d.order_key IS NOT NULL AND w.on_dead = 'hold',
               payload = coalesce(r.payload, d.payload), request_headers = coalesce(r.request_headers::json, d.request_headers),
               -- The latest answer's headers go with the latest request's (none without an answer).
               response_headers = CASE WHEN r.request_headers IS NULL THEN d.response_headers ELSE r.response_headers::json END
-         FROM r WHERE d.id = r.id AND d.next_attempt_at = r.lease
+         FROM r, walgate.webhooks w WHERE d.id = r.id AND d.next_attempt_at = r.lease AND w.id = d.webhook_id
        RETURNING d.id
      )
      INSERT INTO walgate.delivery_attempts (delivery_id, attempt, started_at, duration_ms, http_status, error, response_body, kind)
@@ -336,7 +342,9 @@ export async function unfinishedOrderKeys(db: Queryable, keys: SubscriptionOrder
   const { rows } = await db.query<SubscriptionOrderKey>(
     `SELECT k.webhook_id AS "webhookId", k.key FROM unnest($1::text[], $2::text[]) AS k(webhook_id, key)
       WHERE EXISTS (SELECT 1 FROM walgate.deliveries d WHERE d.order_key = k.key AND d.order_key IS NOT NULL AND d.status IN ('pending', 'retrying'))
-         OR EXISTS (SELECT 1 FROM walgate.deliveries d WHERE d.order_key_old = k.key AND d.order_key_old IS NOT NULL AND d.status IN ('pending', 'retrying'))`,
+         OR EXISTS (SELECT 1 FROM walgate.deliveries d WHERE d.order_key_old = k.key AND d.order_key_old IS NOT NULL AND d.status IN ('pending', 'retrying'))
+         OR EXISTS (SELECT 1 FROM walgate.deliveries d WHERE d.order_key = k.key AND d.holds_row)
+         OR EXISTS (SELECT 1 FROM walgate.deliveries d WHERE d.order_key_old = k.key AND d.holds_row AND d.order_key_old IS NOT NULL)`,
     [keys.map((k) => k.webhookId), keys.map((k) => k.key)],
   );
   return rows;
@@ -346,7 +354,7 @@ export async function unfinishedOrderKeys(db: Queryable, keys: SubscriptionOrder
 export async function unfinishedOrderKeyCounts(db: Queryable, webhookIds?: string[]): Promise<Map<string, number>> {
   const { rows } = await db.query<{ webhook_id: string; n: number }>(
     `SELECT webhook_id, count(*)::int AS n FROM walgate.deliveries
-      WHERE status IN ('pending', 'retrying') AND order_key IS NOT NULL AND ($1::text[] IS NULL OR webhook_id = ANY ($1))
+      WHERE (status IN ('pending', 'retrying') OR holds_row) AND order_key IS NOT NULL AND ($1::text[] IS NULL OR webhook_id = ANY ($1))
       GROUP BY webhook_id`,
     [webhookIds ?? null],
   );
@@ -360,7 +368,11 @@ export async function unfinishedOrderKeysOf(db: Queryable, webhookIds: string[])
       WHERE status IN ('pending', 'retrying') AND order_key IS NOT NULL AND webhook_id = ANY ($1)
      UNION
      SELECT webhook_id, order_key_old FROM walgate.deliveries
-      WHERE status IN ('pending', 'retrying') AND order_key_old IS NOT NULL AND webhook_id = ANY ($1)`,
+      WHERE status IN ('pending', 'retrying') AND order_key_old IS NOT NULL AND webhook_id = ANY ($1)
+     UNION
+     SELECT webhook_id, order_key FROM walgate.deliveries WHERE holds_row AND webhook_id = ANY ($1)
+     UNION
+     SELECT webhook_id, order_key_old FROM walgate.deliveries WHERE holds_row AND order_key_old IS NOT NULL AND webhook_id = ANY ($1)`,
     [webhookIds],
   );
   return rows;

@@ -146,6 +146,17 @@ const operations = {
     success: { status: 202, description: 'Pending again.', schema: res.deliveryResponse },
     errors: [...common, 'WEBHOOK_NOT_FOUND', 'DELIVERY_NOT_FOUND', 'DELIVERY_NOT_FINISHED', 'DELIVERY_PAYLOAD_GONE'],
   },
+  discardDelivery: {
+    ...shared,
+    method: 'post',
+    path: '/:id/deliveries/:deliveryId/discard',
+    summary: 'Let a held row go on past its dead letter',
+    description:
+      'With `onDead: "hold"`, a row-ordered dead letter holds its row\'s later changes. Discarding it lets them go on; it stays dead and listed (and can still be retried, then going behind nothing). A delivery that holds no row is 409.',
+    params: body.deliveryParams,
+    success: { status: 200, description: 'Discarded: its row goes on.', schema: res.deliveryResponse },
+    errors: [...common, 'WEBHOOK_NOT_FOUND', 'DELIVERY_NOT_FOUND', 'DELIVERY_NOT_HELD'],
+  },
   getDeliveryMinutes: {
     ...shared,
     method: 'get',

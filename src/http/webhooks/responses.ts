@@ -1,6 +1,6 @@
 import { z } from 'zod';
 import { timestamp } from '../timestamp.js';
-import { EVENTS, HISTORIES, ORDERINGS } from '../../webhooks/schemas.js';
+import { EVENTS, HISTORIES, ON_DEAD, ORDERINGS } from '../../webhooks/schemas.js';
 
 // What the management API answers, as schemas for the API reference. test/docs/contract.test.ts
 // checks real answers against the generated document, so a field added or renamed in view.ts or
@@ -21,6 +21,10 @@ const webhook = z
     history: z.enum(HISTORIES).meta({
       description:
         '`full`: every delivery is in the delivery log. `failures`: changes delivered at their first attempt are counted in the health figures but not listed (docs/webhooks.md: History).',
+    }),
+    onDead: z.enum(ON_DEAD).meta({
+      description:
+        'With `ordering: "row"`: `hold` — a row\'s later changes wait behind its dead letter until it is replayed and delivered, or discarded; `skip` — they go on.',
     }),
     createdAt: timestamp,
     updatedAt: timestamp,
@@ -58,6 +62,10 @@ const delivery = z.object({
   nextAttemptAt: timestamp.nullable(),
   deliveredAt: timestamp.nullable(),
   createdAt: timestamp,
+  holdsRow: z.boolean().meta({
+    description:
+      'A dead letter of a subscription with `onDead: "hold"`: its row\'s later changes wait behind it until it is retried and delivered, or discarded.',
+  }),
 });
 
 const attempt = z.object({

@@ -102,6 +102,11 @@ export function webhooksRouter(ctx: Context, service: WebhookService, environmen
     const { id, deliveryId } = parse(op.retryDelivery.params, req.params);
     reply(res, op.retryDelivery, await service.retry(env, id, deliveryId));
   });
+  handle(r, op.discardDelivery, async (req, res) => {
+    const { env } = await scope(req);
+    const { id, deliveryId } = parse(op.discardDelivery.params, req.params);
+    reply(res, op.discardDelivery, await service.discard(env, id, deliveryId));
+  });
   handle(r, op.getDeliveryMinutes, async (req, res) => {
     const { env } = await scope(req);
     const { id } = parse(op.getDeliveryMinutes.params, req.params);
