@@ -48,6 +48,11 @@ export const ERRORS = {
   IDENTITY_NOT_FOUND: [404, 'No identity with this id among yours.'],
   AUTH_LAST_SIGN_IN_METHOD: [409, 'This is your last way to sign in: add a password or another identity first.'],
   BACKFILL_NOT_FOUND: [404, 'No backfill with this id for this webhook.'],
+  // Custom claims (docs/claims.md): the environment's claims function failed, so no token was issued.
+  // 502 like AUTH_PROVIDER_UNAVAILABLE: the request was right, code the environment's operators
+  // installed (not walgate, not the client) answered wrongly; `function` and `reason` say which and how.
+  AUTH_CLAIMS_FUNCTION_FAILED: [502, "The environment's claims function failed: no token was issued."],
+  AUTH_PASSWORDLESS_DISABLED: [403, 'Passwordless sign-in is not enabled for this environment.'],
   BACKFILL_RUNNING: [409, 'This webhook already has a backfill running: cancel it or wait for it to finish.'],
 } as const satisfies Record<string, readonly [number, string]>;
 

@@ -26,6 +26,8 @@ export const AUTH_EVENT = {
   mfaFactorRemoved: 'user.mfa_factor_removed',
   recoveryCodeUsed: 'user.recovery_code_used',
   recoveryCodesRegenerated: 'user.recovery_codes_regenerated',
+  // Passwordless sign-in (src/auth/passwordless/): a code or link was mailed; `details.method` says which.
+  passwordlessRequested: 'user.passwordless_requested',
 } as const;
 
 export type AuthEventType = (typeof AUTH_EVENT)[keyof typeof AUTH_EVENT];

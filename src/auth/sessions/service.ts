@@ -9,7 +9,8 @@ import type { AuthMethod } from '../assurance.js';
 import { acceptedIssuers, issuerOf } from '../issuer.js';
 import type { KeyRing } from '../keyring.js';
 import { spendLimit } from '../limits.js';
-import { bearerToken, issueAccessToken, verifyAccessToken, type AccessClaims } from '../tokens.js';
+import { accessPayload, bearerToken, signAccessToken, verifyAccessToken, type AccessClaims } from '../tokens.js';
+import { withCustomClaims } from '../claims/call.js';
 import * as users from '../users.js';
 import { decideRefresh } from './decision.js';
 import {
@@ -20,6 +21,7 @@ import {
   revokeOwnSession,
   revokeSessionRow,
   revokeUserSessions,
+  undoExchange,
   type SessionClient,
 } from './store.js';
 
@@ -86,7 +88,13 @@ export class SessionService {
     });
     if (!session) throw new AppError('AUTH_USER_DISABLED');
     const who = { userId: user.id, email: user.email, sessionId: session.sessionId, appMetadata: session.appMetadata, amr: session.amr };
-    return this.#pair(env, who, session.refreshToken, now);
+    try {
+      return await this.#pair(env, who, session.refreshToken, now);
+    } catch (err) {
+      // No token (the claims function failed): the session nobody can use must not linger in the user's list.
+      await revokeSessionRow(this.ctx.pool, session.sessionId, 'no token issued', now).catch(() => undefined);
+      throw err;
+    }
   }
 
   async refresh(env: Environment, input: { refreshToken: string }, client: SessionClient): Promise<TokenPair> {
@@ -123,7 +131,12 @@ export class SessionService {
     if (!exchanged) throw invalidRefresh();
     this.#count('refresh_ok');
     this.#profiles.delete(exchanged.sessionId); // its expiry moved
-    return this.#pair(env, exchanged, exchanged.refreshToken, now);
+    try {
+      return await this.#pair(env, exchanged, exchanged.refreshToken, now);
+    } catch (err) {
+      await undoExchange(this.ctx.pool, input.refreshToken, exchanged.refreshToken, now).catch(() => undefined);
+      throw err;
+    }
   }
 
   /**
@@ -238,7 +251,12 @@ export class SessionService {
     refreshToken: string,
     now: Date,
   ): Promise<TokenPair> {
-    const access = await issueAccessToken(this.keys, env, { ...who, issuer: issuerOf(this.ctx.config.publicUrl, env), now });
+    const payload = accessPayload(env, { ...who, issuer: issuerOf(this.ctx.config.publicUrl, env), now });
+    // The one place access tokens are minted: the environment's claims function (claims/) joins
+    // here, so every path (login, refresh, MFA, providers, passkeys) carries its claims or fails.
+    const claimsFunction = env.settings.claimsFunction;
+    const claims = claimsFunction ? await withCustomClaims(this.ctx, env, claimsFunction, payload) : payload;
+    const access = await signAccessToken(this.keys, env, claims);
     return { accessToken: access.token, refreshToken, tokenType: 'Bearer', expiresIn: access.expiresIn };
   }
 

@@ -239,3 +239,17 @@ export async function listUserSessions(db: Queryable, userId: string, now: Date)
   );
   return rows;
 }
+
+/**
+ * Takes back an exchange whose pair could not be issued (the claims function failed): the token
+ * issued is deleted and the presented one is unused again — unless it had been used before (a grace
+ * exchange), whose first use stands. The client may retry once the function is fixed, without the
+ * retry counting as a reuse.
+ */
+export async function undoExchange(db: Queryable, presented: string, issued: string, usedAt: Date): Promise<void> {
+  await db.query(
+    `WITH gone AS (DELETE FROM walgate.refresh_tokens WHERE token_hash = $2)
+     UPDATE walgate.refresh_tokens SET used_at = NULL WHERE token_hash = $1 AND used_at = $3`,
+    [hashToken(presented), hashToken(issued), usedAt],
+  );
+}

@@ -46,7 +46,7 @@ const operations = {
     headers: projectHeaders,
     body: body.confirmSignupBody,
     success: { status: 200, description: 'Verified; a token pair and the user.', schema: res.confirmSignupResponse },
-    errors: [...withBody, 'AUTH_INVALID_CODE', 'RATE_LIMIT_EXCEEDED', 'AUTH_USER_DISABLED'],
+    errors: [...withBody, 'AUTH_INVALID_CODE', 'RATE_LIMIT_EXCEEDED', 'AUTH_USER_DISABLED', 'AUTH_CLAIMS_FUNCTION_FAILED'],
   },
   login: {
     method: 'post',
@@ -69,6 +69,7 @@ const operations = {
       'AUTH_ACCOUNT_LOCKED',
       'RATE_LIMIT_EXCEEDED',
       'AUTH_USER_DISABLED',
+      'AUTH_CLAIMS_FUNCTION_FAILED',
     ],
   },
   recoverPassword: {
@@ -102,7 +103,7 @@ const operations = {
     headers: projectHeaders,
     body: body.refreshTokenBody,
     success: { status: 200, description: 'A new token pair.', schema: res.tokenPair },
-    errors: [...withBody, 'AUTH_TOKEN_INVALID', 'RATE_LIMIT_EXCEEDED'],
+    errors: [...withBody, 'AUTH_TOKEN_INVALID', 'RATE_LIMIT_EXCEEDED', 'AUTH_CLAIMS_FUNCTION_FAILED'],
   },
   resendConfirmation: {
     method: 'post',

@@ -81,7 +81,14 @@ const operations = {
     headers: projectHeaders,
     body: body.challengeBody,
     success: { status: 200, description: 'The token pair (`amr` has `otp` or `recovery`, `aal` is `aal2`).', schema: tokenPair },
-    errors: [...withBody, 'AUTH_INVALID_CODE', 'AUTH_TOKEN_INVALID', 'AUTH_USER_DISABLED', 'RATE_LIMIT_EXCEEDED'],
+    errors: [
+      ...withBody,
+      'AUTH_INVALID_CODE',
+      'AUTH_TOKEN_INVALID',
+      'AUTH_USER_DISABLED',
+      'RATE_LIMIT_EXCEEDED',
+      'AUTH_CLAIMS_FUNCTION_FAILED',
+    ],
   },
   passkeyRegisterOptions: {
     ...enrolment,
@@ -125,7 +132,14 @@ const operations = {
     headers: projectHeaders,
     body: body.passkeyLoginVerifyBody,
     success: { status: 200, description: 'The token pair.', schema: res.passkeyLoginResponse },
-    errors: [...withBody, 'AUTH_INVALID_CODE', 'AUTH_TOKEN_INVALID', 'AUTH_USER_DISABLED', 'RATE_LIMIT_EXCEEDED'],
+    errors: [
+      ...withBody,
+      'AUTH_INVALID_CODE',
+      'AUTH_TOKEN_INVALID',
+      'AUTH_USER_DISABLED',
+      'RATE_LIMIT_EXCEEDED',
+      'AUTH_CLAIMS_FUNCTION_FAILED',
+    ],
   },
 } satisfies Record<string, Operation>;
 

@@ -105,7 +105,14 @@ const operations = {
         'A token pair; for a user with an active second factor, `{mfaRequired: true, mfaToken, factors}` instead (finish with `POST /auth/mfa/challenge` or a passkey, as after a password login).',
       schema: z.union([tokenPair, mfaRequiredResponse]),
     },
-    errors: [...common, ...JSON_BODY_ERRORS, 'AUTH_INVALID_CODE', 'AUTH_USER_DISABLED', 'RATE_LIMIT_EXCEEDED'],
+    errors: [
+      ...common,
+      ...JSON_BODY_ERRORS,
+      'AUTH_INVALID_CODE',
+      'AUTH_USER_DISABLED',
+      'RATE_LIMIT_EXCEEDED',
+      'AUTH_CLAIMS_FUNCTION_FAILED',
+    ],
   },
   identities: {
     method: 'get',
