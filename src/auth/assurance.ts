@@ -1,9 +1,10 @@
 // How a user proved who they are, and what that is worth. The method names are RFC 8176's
 // (`pwd`, `otp`, `webauthn`) plus `recovery` (a single-use recovery code) and `fed` (an identity
-// provider vouched for the user) and `email` (control of the mailbox: a magic link; after `otp`, says
+// provider vouched for the user), `impersonation` (an operator acts as the user: users/impersonate.ts)
+// and `email` (control of the mailbox: a magic link; after `otp`, says
 // that code was e-mailed, see passwordless/); the levels are NIST SP 800-63B's authenticator assurance levels.
 
-export const AUTH_METHODS = ['pwd', 'otp', 'webauthn', 'recovery', 'fed', 'email'] as const;
+export const AUTH_METHODS = ['pwd', 'otp', 'webauthn', 'recovery', 'fed', 'email', 'impersonation'] as const;
 export type AuthMethod = (typeof AUTH_METHODS)[number];
 
 export type AssuranceLevel = 'aal1' | 'aal2';

@@ -50,7 +50,9 @@ export function accessPayload(env: Environment, input: IssueInput): AccessPayloa
     amr: [...input.amr],
     aal: assuranceLevel(input.amr),
   };
-  return input.appMetadata ? { ...claims, app_metadata: input.appMetadata } : claims;
+  // RFC 8693 §4.1: an impersonation session's tokens name who acts (users/impersonate.ts).
+  const actor = input.amr.includes('impersonation') ? { act: { sub: 'operator' } } : {};
+  return input.appMetadata ? { ...claims, ...actor, app_metadata: input.appMetadata } : { ...claims, ...actor };
 }
 
 export async function issueAccessToken(ring: KeyRing, env: Environment, input: IssueInput): Promise<{ token: string; expiresIn: number }> {

@@ -255,6 +255,8 @@ type DeviceSession {
   ip: String
   userAgent: String
   current: Boolean!
+  "True for a session an operator started as the user (impersonation); end it like any other."
+  impersonated: Boolean!
 }
 
 type SessionList {

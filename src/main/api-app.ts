@@ -18,6 +18,7 @@ import { webhooksRouter } from '../http/webhooks/routes.js';
 import { environmentRouter } from '../http/environment/routes.js';
 import { authEventsRouter, usersRouter } from '../http/users/routes.js';
 import { UserAdminService } from '../auth/users/service.js';
+import { ImpersonationService } from '../auth/users/impersonate.js';
 import { gapsRouter } from '../http/gaps/routes.js';
 import { GapService } from '../webhooks/gaps.js';
 import { registerProblemGauge } from '../webhooks/problems-metric.js';
@@ -47,7 +48,7 @@ export function createApiApp(ctx: Context, events = new CacheEvents(ctx.log), se
       ['/', graphqlRouter(ctx, auth, environments, providers, passwordless)],
       [['/api/rest/_webhooks', '/gw/api/rest/_webhooks'], webhooks],
       [['/api/rest/_environment', '/gw/api/rest/_environment'], environmentRouter(ctx, environments)],
-      [['/api/rest/_users', '/gw/api/rest/_users'], usersRouter(ctx, users, environments)],
+      [['/api/rest/_users', '/gw/api/rest/_users'], usersRouter(ctx, users, environments, new ImpersonationService(ctx, auth.sessions))],
       [['/api/rest/_auth-events', '/gw/api/rest/_auth-events'], authEventsRouter(ctx, users, environments)],
       [['/api/rest/_gaps', '/gw/api/rest/_gaps'], gapsRouter(ctx, new GapService(ctx), environments)],
     ],

@@ -108,6 +108,7 @@ describe('OpenAPI document: /openapi.json', function () {
       'PATCH /api/rest/_users/{id}',
       'DELETE /api/rest/_users/{id}',
       'POST /api/rest/_users/{id}/logout',
+      'POST /api/rest/_users/{id}/impersonate',
       'GET /api/rest/_users/{id}/events',
       'GET /api/rest/_auth-events',
       'GET /api/rest/_gaps',

@@ -28,6 +28,8 @@ export const AUTH_EVENT = {
   recoveryCodesRegenerated: 'user.recovery_codes_regenerated',
   // Passwordless sign-in (src/auth/passwordless/): a code or link was mailed; `details.method` says which.
   passwordlessRequested: 'user.passwordless_requested',
+  // An operator started a time-boxed session as the user (users/impersonate.ts); `actor` is the management token.
+  impersonationStarted: 'user.impersonation_started',
 } as const;
 
 export type AuthEventType = (typeof AUTH_EVENT)[keyof typeof AUTH_EVENT];

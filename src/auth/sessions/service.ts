@@ -76,14 +76,28 @@ export class SessionService {
     user: users.User,
     client: SessionClient & EventOrigin,
     now: Date,
-    { event = AUTH_EVENT.loggedIn, amr = ['pwd'] }: { event?: AuthEventType; amr?: readonly AuthMethod[] } = {},
+    {
+      event = AUTH_EVENT.loggedIn,
+      amr = ['pwd'],
+      lifetimeSeconds,
+      actor,
+    }: {
+      event?: AuthEventType;
+      amr?: readonly AuthMethod[];
+      /** A time-boxed session (impersonation): it ends this long after it starts, however often refreshed. */
+      lifetimeSeconds?: number;
+      /** The management token that started it, for the audit row. */
+      actor?: string;
+    } = {},
   ): Promise<TokenPair> {
     if (user.disabledAt) throw new AppError('AUTH_USER_DISABLED');
     const details = amr.length === 1 && amr[0] === 'pwd' ? {} : { details: { amr } };
+    const bounds = lifetimeSeconds ? { idleSeconds: lifetimeSeconds, absoluteSeconds: lifetimeSeconds } : lifetimes(env);
     // The session and its audit row in one statement (store.ts); disabled (or deleted) since it was read: no session.
-    const session = await createSession(this.ctx.pool, user.id, env, client, lifetimes(env), now, amr, {
+    const session = await createSession(this.ctx.pool, user.id, env, client, bounds, now, amr, {
       type: event,
       ...origin(client),
+      ...(actor ? { actor } : {}),
       ...details,
     });
     if (!session) throw new AppError('AUTH_USER_DISABLED');
@@ -202,6 +216,7 @@ export class SessionService {
         ip: r.ip,
         userAgent: r.userAgent,
         current: r.id === claims.sid,
+        impersonated: r.amr.includes('impersonation'),
       })),
     };
   }

@@ -225,12 +225,14 @@ export interface SessionRow {
   lastUsedAt: Date;
   ip: string | null;
   userAgent: string | null;
+  /** How the session began (an operator's impersonation says `impersonation`). */
+  amr: string[];
 }
 
 /** The user's live sessions, most recently used first. */
 export async function listUserSessions(db: Queryable, userId: string, now: Date): Promise<SessionRow[]> {
   const { rows } = await db.query<SessionRow>(
-    `SELECT id, created_at AS "createdAt", coalesce(last_used_at, created_at) AS "lastUsedAt", ip, user_agent AS "userAgent"
+    `SELECT id, created_at AS "createdAt", coalesce(last_used_at, created_at) AS "lastUsedAt", ip, user_agent AS "userAgent", amr
        FROM walgate.sessions
       WHERE user_id = $1 AND revoked_at IS NULL AND expires_at > $2 AND absolute_expires_at > $2
       ORDER BY coalesce(last_used_at, created_at) DESC, id

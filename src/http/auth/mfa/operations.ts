@@ -27,7 +27,7 @@ const operations = {
     body: body.totpEnrollBody,
     bodyRequired: false,
     success: { status: 200, description: 'The pending factor and its secret.', schema: res.totpEnrollResponse },
-    errors: [...withBody, ...ACCESS_TOKEN],
+    errors: [...withBody, ...ACCESS_TOKEN, 'AUTH_IMPERSONATION_FORBIDDEN'],
   },
   totpVerify: {
     ...enrolment,
@@ -38,7 +38,14 @@ const operations = {
       "A right code activates the factor; the user's first factor comes with ten recovery codes, shown once. Guesses are limited per user.",
     body: body.totpVerifyBody,
     success: { status: 200, description: 'Active.', schema: res.factorAddedResponse },
-    errors: [...withBody, ...ACCESS_TOKEN, 'AUTH_INVALID_CODE', 'MFA_FACTOR_NOT_FOUND', 'RATE_LIMIT_EXCEEDED'],
+    errors: [
+      ...withBody,
+      ...ACCESS_TOKEN,
+      'AUTH_INVALID_CODE',
+      'MFA_FACTOR_NOT_FOUND',
+      'RATE_LIMIT_EXCEEDED',
+      'AUTH_IMPERSONATION_FORBIDDEN',
+    ],
   },
   listFactors: {
     ...enrolment,
@@ -60,7 +67,7 @@ const operations = {
     description: 'Needs a session that began with a second factor (`aal2`). Removing the last factor removes the recovery codes too.',
     params: body.factorParams,
     success: { status: 200, description: 'Removed.', schema: messageResponse },
-    errors: [...common, ...secondFactor, 'MFA_FACTOR_NOT_FOUND'],
+    errors: [...common, ...secondFactor, 'MFA_FACTOR_NOT_FOUND', 'AUTH_IMPERSONATION_FORBIDDEN'],
   },
   regenerateRecoveryCodes: {
     ...enrolment,
@@ -70,7 +77,7 @@ const operations = {
     description: 'Ten new codes replace every earlier one. Needs an `aal2` session. No body.',
     bodyRequired: false,
     success: { status: 200, description: 'The new codes, shown once.', schema: res.recoveryCodesResponse },
-    errors: [...withBody, ...secondFactor],
+    errors: [...withBody, ...secondFactor, 'AUTH_IMPERSONATION_FORBIDDEN'],
   },
   mfaChallenge: {
     method: 'post',
@@ -99,7 +106,7 @@ const operations = {
       "For `navigator.credentials.create()` (or `startRegistration({optionsJSON})` of @simplewebauthn/browser): a discoverable credential for this environment's relying party (setting `webauthn`). The challenge is valid 5 minutes, once. No body.",
     bodyRequired: false,
     success: { status: 200, description: 'PublicKeyCredentialCreationOptionsJSON.', schema: res.registrationOptionsResponse },
-    errors: [...withBody, ...ACCESS_TOKEN],
+    errors: [...withBody, ...ACCESS_TOKEN, 'AUTH_IMPERSONATION_FORBIDDEN'],
   },
   passkeyRegisterVerify: {
     ...enrolment,
@@ -109,7 +116,7 @@ const operations = {
     description: "`response` is the browser's answer as JSON. The user's first factor comes with ten recovery codes.",
     body: body.passkeyRegisterVerifyBody,
     success: { status: 200, description: 'Registered.', schema: res.factorAddedResponse },
-    errors: [...withBody, ...ACCESS_TOKEN, 'AUTH_INVALID_CODE'],
+    errors: [...withBody, ...ACCESS_TOKEN, 'AUTH_INVALID_CODE', 'AUTH_IMPERSONATION_FORBIDDEN'],
   },
   passkeyLoginOptions: {
     method: 'post',

@@ -133,7 +133,7 @@ const operations = {
     headers: projectHeaders,
     params: z.object({ id: z.uuid({ message: 'must be an identity id' }) }),
     success: { status: 204, description: 'Removed.' },
-    errors: [...common, ...ACCESS_TOKEN, 'IDENTITY_NOT_FOUND', 'AUTH_LAST_SIGN_IN_METHOD'],
+    errors: [...common, ...ACCESS_TOKEN, 'IDENTITY_NOT_FOUND', 'AUTH_LAST_SIGN_IN_METHOD', 'AUTH_IMPERSONATION_FORBIDDEN'],
   },
 } satisfies Record<string, Operation>;
 
