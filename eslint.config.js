@@ -14,6 +14,8 @@ const elements = [
   { type: 'auth-users', pattern: 'src/auth/users/**', partialMatch: false },
   { type: 'auth-providers', pattern: 'src/auth/providers/**', partialMatch: false },
   { type: 'auth-mfa', pattern: 'src/auth/mfa/**', partialMatch: false },
+  { type: 'auth-claims', pattern: 'src/auth/claims/**', partialMatch: false },
+  { type: 'auth-passwordless', pattern: 'src/auth/passwordless/**', partialMatch: false },
   { type: 'auth', pattern: 'src/auth/**', partialMatch: false },
   // Change capture's one narrow interface: what the webhook service may call of the tailer.
   { type: 'capture', pattern: 'src/tailer/capture/**', partialMatch: false },
@@ -38,7 +40,11 @@ const layers = {
   // a capability folder may use the root and the audit trail; the admin operations (users) may
   // also end sessions. Nothing points back, so a cycle between capabilities stays an error.
   auth: ['core', 'projects', 'auth-sessions', 'auth-events', 'auth-mfa'],
-  'auth-sessions': ['core', 'projects', 'auth', 'auth-events'],
+  'auth-sessions': ['core', 'projects', 'auth', 'auth-events', 'auth-claims'],
+  // The claims function joins every token minted (sessions), and knows nothing of who mints.
+  'auth-claims': ['core', 'projects', 'auth'],
+  // Magic links and e-mailed codes: a first factor that finishes through the MFA step like a password.
+  'auth-passwordless': ['core', 'projects', 'auth', 'auth-events', 'auth-sessions', 'auth-mfa'],
   'auth-users': ['core', 'projects', 'auth', 'auth-events', 'auth-sessions', 'auth-mfa'],
   // Second factors: sign-in finishes with a session (or the MFA step), never the other way.
   'auth-mfa': ['core', 'projects', 'auth', 'auth-events', 'auth-sessions'],
@@ -48,8 +54,20 @@ const layers = {
   capture: ['core', 'tailer'],
   delivery: ['core', 'tailer'],
   webhooks: ['core', 'projects', 'delivery', 'capture'],
-  http: ['core', 'projects', 'auth', 'webhooks', 'delivery', 'auth-events', 'auth-users', 'auth-providers', 'auth-mfa'],
-  graphql: ['core', 'projects', 'auth', 'http', 'auth-events', 'auth-users', 'auth-providers', 'auth-mfa'],
+  http: [
+    'core',
+    'projects',
+    'auth',
+    'webhooks',
+    'delivery',
+    'auth-events',
+    'auth-users',
+    'auth-providers',
+    'auth-mfa',
+    'auth-claims',
+    'auth-passwordless',
+  ],
+  graphql: ['core', 'projects', 'auth', 'http', 'auth-events', 'auth-users', 'auth-providers', 'auth-mfa', 'auth-passwordless'],
   docs: ['core', 'http'],
   ops: ['core', 'tailer', 'delivery'],
   retention: ['core'],
@@ -70,8 +88,23 @@ const layers = {
     'auth-users',
     'auth-providers',
     'auth-mfa',
+    'auth-claims',
+    'auth-passwordless',
   ],
-  cli: ['core', 'projects', 'auth', 'tailer', 'capture', 'delivery', 'webhooks', 'main', 'auth-events', 'auth-users', 'auth-mfa'],
+  cli: [
+    'core',
+    'projects',
+    'auth',
+    'tailer',
+    'capture',
+    'delivery',
+    'webhooks',
+    'main',
+    'auth-events',
+    'auth-users',
+    'auth-mfa',
+    'auth-claims',
+  ],
 };
 
 export default tseslint.config(

@@ -7,7 +7,8 @@ import type { Queryable } from '../core/db/pool.js';
 // a keyed hash (a bare hash of 10^6 possibilities would be reversed in a blink), limited in time
 // and attempts, and consumed by exactly one caller.
 
-export type CodePurpose = 'signup' | 'recovery';
+/** `otp`: a passwordless sign-in code (passwordless/). */
+export type CodePurpose = 'signup' | 'recovery' | 'otp';
 
 function codeHash(secrets: SecretBox, userId: string, purpose: CodePurpose, code: string): Buffer {
   return secrets.mac(`code:${purpose}:${userId}:${code}`);

@@ -10,15 +10,19 @@ const escapeHtml = (s: string) => s.replace(/[&<>"']/g, (c) => `&#${c.charCodeAt
 const TEXT: Record<CodePurpose, { subject: string; intro: string }> = {
   signup: { subject: 'Your confirmation code', intro: 'Use this code to confirm your e-mail address:' },
   recovery: { subject: 'Your password reset code', intro: 'Use this code to choose a new password:' },
+  otp: { subject: 'Your sign-in code', intro: 'Use this code to sign in:' },
+};
+
+const IGNORE: Record<CodePurpose, string> = {
+  signup: 'If you did not sign up, you can ignore this e-mail.',
+  recovery: 'If you did not ask to reset your password, you can ignore this e-mail; your password is unchanged.',
+  otp: 'If you did not try to sign in, you can ignore this e-mail; nobody can sign in without the code.',
 };
 
 /** The e-mail carrying a code: in the subject line too, so it shows in a notification. */
 export function codeMail(purpose: CodePurpose, to: string, code: string, validMinutes: number, projectId: string): Mail {
   const t = TEXT[purpose];
-  const ignore =
-    purpose === 'signup'
-      ? 'If you did not sign up, you can ignore this e-mail.'
-      : 'If you did not ask to reset your password, you can ignore this e-mail; your password is unchanged.';
+  const ignore = IGNORE[purpose];
   return {
     to,
     subject: `${t.subject}: ${code}`,

@@ -1,8 +1,15 @@
 import type { Command } from 'commander';
-import { EnvironmentExistsError, listEnvironments, SchemaTakenError, updateEnvironment } from '../projects/environments.js';
+import {
+  EnvironmentExistsError,
+  findEnvironment,
+  listEnvironments,
+  SchemaTakenError,
+  updateEnvironment,
+} from '../projects/environments.js';
 import { readFileSync } from 'node:fs';
 import { settingsPatch, viewSettings } from '../projects/settings.js';
 import { provisionEnvironment } from '../auth/provision.js';
+import { claimsFunctionProblem } from '../auth/claims/check.js';
 import { CliError, table, withCliContext } from './runtime.js';
 import { authOption, tokenFormatOption } from './options.js';
 
@@ -59,6 +66,10 @@ export function registerProjectCommands(program: Command): void {
         throw new CliError(parsed.error.issues.map((i) => `${i.path.join('.') || '(settings)'}: ${i.message}`).join('\n'));
       }
       await withCliContext(async (ctx) => {
+        // The same check as PATCH /api/rest/_environment: the function must exist as (jsonb, jsonb) → jsonb.
+        const current = parsed.data.claimsFunction ? await findEnvironment(ctx.pool, projectId, o.environment) : undefined;
+        const problem = current && (await claimsFunctionProblem(ctx.pool, current, parsed.data.claimsFunction!));
+        if (problem) throw new CliError(`claimsFunction: ${problem}`);
         const env = await updateEnvironment(ctx.pool, projectId, o.environment, parsed.data, ctx.secrets);
         if (!env) throw new CliError(`no environment ${projectId}/${o.environment}`);
         console.log(`updated ${env.projectId}/${env.name}: auth ${env.authEnabled ? 'on' : 'off'}, tokens ${env.tokenFormat}`);
@@ -89,7 +100,7 @@ export function registerProjectCommands(program: Command): void {
 }
 
 /**
- * `a.b=value` into `{a: {b: value}}`: numbers and booleans as such, `corsOrigins` and
+ * `a.b=value` into `{a: {b: value}}`: numbers, booleans and null as such, `corsOrigins` and
  * `webauthn.origins` as comma-separated lists, `@path` as the JSON in that file (providers: a list
  * of objects, and their secrets stay out of the shell history).
  */
@@ -104,7 +115,7 @@ function assignSetting(target: Record<string, unknown>, pair: string): void {
       ? raw === ''
         ? []
         : raw.split(',').map((s) => s.trim())
-      : /^(-?\d+|true|false)$/.test(raw)
+      : /^(-?\d+|true|false|null)$/.test(raw)
         ? JSON.parse(raw)
         : raw;
   let node = target;

@@ -52,6 +52,13 @@ export const ERRORS = {
   // A GraphQL request that is not one (no query, variables that are not an object): the client's mistake.
   GRAPHQL_BAD_REQUEST: [400, 'The GraphQL request is not valid: it needs a `query` string, and `variables` must be an object.'],
   BACKFILL_NOT_FOUND: [404, 'No backfill with this id for this webhook.'],
+  // Custom claims (docs/claims.md): the environment's claims function failed, so no token was issued.
+  // 502 like AUTH_PROVIDER_UNAVAILABLE: the request was right, code the environment's operators
+  // installed (not walgate, not the client) answered wrongly; `function` and `reason` say which and how.
+  AUTH_CLAIMS_FUNCTION_FAILED: [502, "The environment's claims function failed: no token was issued."],
+  // Impersonation (docs/admin-api.md): an operator's session as the user cannot change how the user signs in.
+  AUTH_IMPERSONATION_FORBIDDEN: [403, "An impersonation session cannot change the user's password, e-mail, second factors or identities."],
+  AUTH_PASSWORDLESS_DISABLED: [403, 'Passwordless sign-in is not enabled for this environment.'],
   BACKFILL_RUNNING: [409, 'This webhook already has a backfill running: cancel it or wait for it to finish.'],
 } as const satisfies Record<string, readonly [number, string]>;
 

@@ -1,6 +1,8 @@
 import type { Request } from 'express';
 import type { AuthService } from '../auth/service.js';
 import type { ProviderService } from '../auth/providers/service.js';
+import type { PasswordlessService } from '../auth/passwordless/service.js';
+import { passwordlessResolvers } from './passwordless.js';
 import { AppError, validationError } from '../core/errors.js';
 import { mfaApi } from '../http/auth/mfa/operations.js';
 import { providersApi } from '../http/auth/providers/operations.js';
@@ -21,7 +23,12 @@ export type GraphQLContext = {
 
 type Args<T> = { input: T };
 
-export function authResolvers(service: AuthService, environments: EnvironmentCache, providers?: ProviderService) {
+export function authResolvers(
+  service: AuthService,
+  environments: EnvironmentCache,
+  providers?: ProviderService,
+  passwordless?: PasswordlessService,
+) {
   const op = authApi.operations;
   const env = (c: GraphQLContext) => authEnvironment(c.req, environments);
   const meta = (c: GraphQLContext) => ({
@@ -77,6 +84,7 @@ export function authResolvers(service: AuthService, environments: EnvironmentCac
   };
   const withJson = (input: Record<string, unknown>) => ({ ...input, response: json(input.response, 'response') });
   return {
+    ...passwordlessResolvers(passwordless, { env, meta, oneMutation }),
     mfaFactors: (_: unknown, c: GraphQLContext) => (state(c).mfaFactors ??= env(c).then((e) => mfa.listFactors(e, authorization(c)))),
     mfaTotpEnroll: ({ input }: Partial<Args<unknown>>, c: GraphQLContext) =>
       oneMutation(c, async () => mfa.enrollTotp(await env(c), authorization(c), parse(mop.totpEnroll.body, input ?? {}))),

@@ -3,6 +3,7 @@ import { GraphQLError, NoSchemaIntrospectionCustomRule, specifiedRules } from 'g
 import { createHandler } from 'graphql-http/lib/use/express';
 import type { AuthService } from '../auth/service.js';
 import type { ProviderService } from '../auth/providers/service.js';
+import type { PasswordlessService } from '../auth/passwordless/service.js';
 import type { Context } from '../core/context.js';
 import type { EnvironmentCache } from '../projects/environments.js';
 import { authCors } from '../http/auth/cors.js';
@@ -15,13 +16,19 @@ import { authSchema } from './schema.js';
  * POST /graphql (and GET for queries), by graphql-http: the GraphQL-over-HTTP specification,
  * with the authentication operations of the REST API on the same service, and the same CORS.
  */
-export function graphqlRouter(ctx: Context, service: AuthService, environments: EnvironmentCache, providers?: ProviderService): Router {
+export function graphqlRouter(
+  ctx: Context,
+  service: AuthService,
+  environments: EnvironmentCache,
+  providers?: ProviderService,
+  passwordless?: PasswordlessService,
+): Router {
   const limits = ctx.config.graphql;
   // The size limits run first, alone (boundedValidate); graphql's own rules only see documents within them.
   const rules = [...specifiedRules, ...(limits.introspection ? [] : [NoSchemaIntrospectionCustomRule])];
   const handler = createHandler<GraphQLContext>({
     schema: authSchema(),
-    rootValue: authResolvers(service, environments, providers),
+    rootValue: authResolvers(service, environments, providers, passwordless),
     context: (req) => ({ req: req.raw as Request }),
     validate: boundedValidate(limits),
     // A function, so that graphql-http does not add specifiedRules a second time.

@@ -49,6 +49,32 @@ type Mutation {
   passkeyLoginOptions(input: PasskeyLoginOptionsInput): PasskeyOptions!
   "Signs in with the passkey's assertion (JSON text)."
   passkeyLoginVerify(input: PasskeyLoginVerifyInput!): TokenPair!
+  "E-mails a 6-digit sign-in code; the same answer for any address (passwordless sign-in)."
+  sendOtp(input: SendOtpInput!): Message!
+  "Signs in with the e-mailed code: a token pair, or the MFA step for a user with a second factor."
+  verifyOtp(input: VerifyOtpInput!): LoginResult!
+  "E-mails a sign-in link to an allowed redirectTo; the same answer for any address."
+  sendMagicLink(input: SendMagicLinkInput!): Message!
+  "Signs in with the token the link carried: a token pair, or the MFA step."
+  verifyMagicLink(input: VerifyMagicLinkInput!): LoginResult!
+}
+
+input SendOtpInput {
+  email: String!
+}
+
+input VerifyOtpInput {
+  email: String!
+  code: String!
+}
+
+input SendMagicLinkInput {
+  email: String!
+  redirectTo: String!
+}
+
+input VerifyMagicLinkInput {
+  token: String!
 }
 
 input ProviderTokenInput {
@@ -233,6 +259,8 @@ type DeviceSession {
   ip: String
   userAgent: String
   current: Boolean!
+  "True for a session an operator started as the user (impersonation); end it like any other."
+  impersonated: Boolean!
 }
 
 type SessionList {

@@ -4,6 +4,8 @@ import { KeyRing } from '../auth/keyring.js';
 import { authRouter } from '../http/auth/routes.js';
 import { providersRouter } from '../http/auth/providers/routes.js';
 import { ProviderService } from '../auth/providers/service.js';
+import { PasswordlessService } from '../auth/passwordless/service.js';
+import { passwordlessRouter } from '../http/auth/passwordless/routes.js';
 import { AuthService } from '../auth/service.js';
 import { CacheEvents, CacheListener, type CacheEventHandler } from '../core/cache-events.js';
 import { consoleRouter } from '../http/console/router.js';
@@ -16,6 +18,7 @@ import { webhooksRouter } from '../http/webhooks/routes.js';
 import { environmentRouter } from '../http/environment/routes.js';
 import { authEventsRouter, usersRouter } from '../http/users/routes.js';
 import { UserAdminService } from '../auth/users/service.js';
+import { ImpersonationService } from '../auth/users/impersonate.js';
 import { gapsRouter } from '../http/gaps/routes.js';
 import { GapService } from '../webhooks/gaps.js';
 import { registerProblemGauge } from '../webhooks/problems-metric.js';
@@ -30,6 +33,7 @@ export function createApiApp(ctx: Context, events = new CacheEvents(ctx.log), se
   events.subscribe(applyCacheEvent(ctx, environments, keys));
   const auth = new AuthService(ctx, keys);
   const providers = new ProviderService(ctx, auth.sessions, environments, auth.mfa);
+  const passwordless = new PasswordlessService(ctx, auth.mfa);
   const webhooks = webhooksRouter(ctx, service, environments);
   const users = new UserAdminService(ctx);
   registerProblemGauge(ctx);
@@ -40,10 +44,11 @@ export function createApiApp(ctx: Context, events = new CacheEvents(ctx.log), se
       ['/', consoleRouter()],
       ['/auth', authRouter(auth, environments, users, ctx.config.publicUrl)],
       ['/auth', providersRouter(providers, environments)],
-      ['/', graphqlRouter(ctx, auth, environments, providers)],
+      ['/auth', passwordlessRouter(passwordless, environments)],
+      ['/', graphqlRouter(ctx, auth, environments, providers, passwordless)],
       [['/api/rest/_webhooks', '/gw/api/rest/_webhooks'], webhooks],
       [['/api/rest/_environment', '/gw/api/rest/_environment'], environmentRouter(ctx, environments)],
-      [['/api/rest/_users', '/gw/api/rest/_users'], usersRouter(ctx, users, environments)],
+      [['/api/rest/_users', '/gw/api/rest/_users'], usersRouter(ctx, users, environments, new ImpersonationService(ctx, auth.sessions))],
       [['/api/rest/_auth-events', '/gw/api/rest/_auth-events'], authEventsRouter(ctx, users, environments)],
       [['/api/rest/_gaps', '/gw/api/rest/_gaps'], gapsRouter(ctx, new GapService(ctx), environments)],
     ],

@@ -86,6 +86,23 @@ export const environmentSettings = z.object({
       origins: z.array(origin).max(100).default([]),
     })
     .prefault({}),
+  /** `schema.function` of the environment's own schema, `(user jsonb, claims jsonb) → jsonb`, whose keys join every access token (docs/claims.md); null: none. */
+  claimsFunction: z
+    .string()
+    .regex(/^[A-Za-z_][A-Za-z0-9_$]{0,62}\.[A-Za-z_][A-Za-z0-9_$]{0,62}$/, 'must name a function as schema.function')
+    .nullable()
+    .default(null),
+  /** Sign-in with an e-mailed code or a magic link (docs/passwordless.md): off by default; `signUp` lets an unknown address get an account that way; links lead only to `redirectUrls` (exact match). */
+  passwordless: z
+    .strictObject({
+      enabled: z.boolean().default(false),
+      signUp: z.boolean().default(false),
+      redirectUrls: z
+        .array(z.url({ protocol: /^https?$/ }).max(2000))
+        .max(100)
+        .default([]),
+    })
+    .prefault({}),
 });
 
 export type Settings = z.infer<typeof environmentSettings>;

@@ -8,7 +8,7 @@ import { HttpClient } from '../support/http.js';
 import { ContractClient, documentedOperations } from '../support/openapi.js';
 import { codeIn } from '../support/smtp.js';
 import { SoftwarePasskey } from '../support/passkey.js';
-import { totp } from '../auth/mfa/support.js';
+import { claimsOf, totp } from '../auth/mfa/support.js';
 
 // The api as a client generated from /openapi.json sees it: every answer below — successes, and
 // the failures a client can provoke — is checked against the document (status documented for the
@@ -291,6 +291,33 @@ describe('OpenAPI document: the api answers as documented', function () {
     const passkeyFactor = registered.body.factor.id as string;
     expect((await manager.call('removeUserFactor', { params: { id: userId, factorId: passkeyFactor } })).status).to.equal(204);
     expect((await manager.call('removeUserFactor', { params: { id: userId, factorId: passkeyFactor } })).body.error).to.equal('MFA_FACTOR_NOT_FOUND');
+  });
+
+  it('passwordless: code and link, asked for and used; impersonation by an operator', async () => {
+    const email = uniqueEmail('pwl');
+    await user.call('signup', { body: { email, password: PASSWORD } });
+    await user.call('confirmSignup', { body: { email, code: await mailedCode(email, 0) } });
+    expect((await user.call('otp', { body: { email } })).body.error).to.equal('AUTH_PASSWORDLESS_DISABLED');
+    const welcome = 'https://shop.example.com/welcome';
+    expect((await manager.call('updateEnvironment', { body: { passwordless: { enabled: true, redirectUrls: [welcome] } } })).status).to.equal(200);
+    expect((await user.call('otp', { body: { email } })).status).to.equal(200);
+    const code = await mailedCode(email, 1);
+    expect((await user.call('otpVerify', { body: { email, code: code === '000000' ? '111111' : '000000' } })).body.error).to.equal('AUTH_INVALID_CODE');
+    const signedIn = await user.call('otpVerify', { body: { email, code } });
+    expect(signedIn.status).to.equal(200);
+    expect((await user.call('magicLink', { body: { email, redirectTo: 'https://evil.example.com/' } })).body.error).to.equal('AUTH_REDIRECT_NOT_ALLOWED');
+    expect((await user.call('magicLink', { body: { email, redirectTo: welcome } })).status).to.equal(200);
+    const link = new URL(/https:\/\/shop\.example\.com\/welcome\?\S+/.exec((await t.smtp.waitFor(email, { after: 2 })).text)![0]);
+    expect((await user.call('magicLinkVerify', { body: { token: link.searchParams.get('token') } })).status).to.equal(200);
+    expect((await user.call('magicLinkVerify', { body: { token: link.searchParams.get('token') } })).body.error).to.equal('AUTH_INVALID_CODE');
+
+    const id = claimsOf(signedIn.body.accessToken).sub as string;
+    const impersonated = await manager.call('impersonateUser', { params: { id }, body: { durationSeconds: 300 } });
+    expect(impersonated.status).to.equal(201);
+    expect((await user.call('totpEnroll', { ...bearer(impersonated.body.accessToken), body: {} })).body.error).to.equal('AUTH_IMPERSONATION_FORBIDDEN');
+    expect((await manager.call('impersonateUser', { params: { id }, body: { durationSeconds: 1 } })).body.error).to.equal('VALIDATION_ERROR');
+    const sessions = await user.call('sessions', bearer(signedIn.body.accessToken));
+    expect(sessions.body.sessions.filter((x: { impersonated: boolean }) => x.impersonated)).to.have.length(1);
   });
 
   it('capture gaps: list, acknowledge', async () => {

@@ -3,6 +3,7 @@ import { expect } from 'chai';
 import { z } from 'zod';
 import * as authRequests from '../../src/auth/schemas.js';
 import * as mfaRequests from '../../src/auth/mfa/schemas.js';
+import * as passwordlessRequests from '../../src/auth/passwordless/schemas.js';
 import { API_GROUPS } from '../../src/docs/openapi.js';
 import { createApiApp } from '../../src/main/api-app.js';
 import { ERRORS } from '../../src/core/errors.js';
@@ -72,6 +73,10 @@ describe('OpenAPI document: /openapi.json', function () {
       'POST /auth/recover-password',
       'POST /auth/reset-password',
       'POST /auth/refresh-token',
+      'POST /auth/otp',
+      'POST /auth/otp/verify',
+      'POST /auth/magic-link',
+      'POST /auth/magic-link/verify',
       'POST /auth/logout',
       'GET /auth/me',
       'GET /auth/.well-known/jwks.json',
@@ -104,6 +109,7 @@ describe('OpenAPI document: /openapi.json', function () {
       'PATCH /api/rest/_users/{id}',
       'DELETE /api/rest/_users/{id}',
       'POST /api/rest/_users/{id}/logout',
+      'POST /api/rest/_users/{id}/impersonate',
       'GET /api/rest/_users/{id}/events',
       'GET /api/rest/_auth-events',
       'GET /api/rest/_gaps',
@@ -169,6 +175,7 @@ describe('OpenAPI document: /openapi.json', function () {
     const exported = [
       ...Object.values(authRequests),
       ...Object.values(mfaRequests),
+      ...Object.values(passwordlessRequests),
       ...Object.values(webhookRequests),
       ...Object.values(userRequests),
       userMetadataBody,

@@ -15,6 +15,13 @@ describe('assurance level from the methods used', () => {
   it('a passkey alone is aal2', () => {
     expect(assuranceLevel(['webauthn'])).to.equal('aal2');
   });
+  it('an e-mailed code (otp then email) or a magic link (email) is a first factor; a second factor after it is aal2', () => {
+    expect(assuranceLevel(['otp', 'email'])).to.equal('aal1');
+    expect(assuranceLevel(['email'])).to.equal('aal1');
+    expect(assuranceLevel(['otp', 'email', 'otp'])).to.equal('aal2');
+    expect(assuranceLevel(['otp', 'email', 'recovery'])).to.equal('aal2');
+    expect(assuranceLevel(['email', 'otp'])).to.equal('aal2');
+  });
   it('the same method twice is not two factors', () => {
     expect(assuranceLevel(['pwd', 'pwd'])).to.equal('aal1');
     expect(assuranceLevel(['otp', 'otp'])).to.equal('aal1');

@@ -30,6 +30,10 @@ export const AUTH_EVENT = {
   mfaFailed: 'user.mfa_failed',
   /** A refresh token presented again after its grace, or after its successor was used: the session was ended. */
   refreshReuse: 'user.refresh_reuse',
+  // Passwordless sign-in (src/auth/passwordless/): a code or link was mailed; `details.method` says which.
+  passwordlessRequested: 'user.passwordless_requested',
+  // An operator started a time-boxed session as the user (users/impersonate.ts); `actor` is the management token.
+  impersonationStarted: 'user.impersonation_started',
 } as const;
 
 export type AuthEventType = (typeof AUTH_EVENT)[keyof typeof AUTH_EVENT];

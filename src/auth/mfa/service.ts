@@ -9,6 +9,7 @@ import { spendLimit } from '../limits.js';
 import { origin, type SessionService, type TokenPair } from '../sessions/service.js';
 import { sessionStartedAt, type SessionClient } from '../sessions/store.js';
 import type { AccessClaims } from '../tokens.js';
+import { refuseImpersonation } from '../impersonation.js';
 import * as users from '../users.js';
 import { issueMfaToken, spendMfaAttempt, takeMfaToken, type MfaStep } from './challenges.js';
 import * as factors from './factors.js';
@@ -134,7 +135,7 @@ export class MfaService {
   }
 
   async enrollTotp(env: Environment, authorization: string | undefined, input: { name?: string | null }) {
-    const claims = await this.#caller(env, authorization);
+    const claims = await this.#changer(env, authorization);
     await this.#mayChangeFactors(this.ctx.pool, env, claims);
     const user = await this.#user(env, claims);
     const secret = await newTotpSecret(env.projectId, user.email);
@@ -146,7 +147,7 @@ export class MfaService {
 
   /** The first right code activates the factor; the user's first factor comes with recovery codes. */
   async verifyTotp(env: Environment, authorization: string | undefined, input: { factorId: string; code: string }, client: EventOrigin) {
-    const claims = await this.#caller(env, authorization);
+    const claims = await this.#changer(env, authorization);
     await this.#mayChangeFactors(this.ctx.pool, env, claims);
     await spendLimit(this.ctx, env, 'mfaChallengePerUser', claims.sub);
     const now = this.ctx.clock();
@@ -222,7 +223,7 @@ export class MfaService {
   }
 
   async passkeyRegisterOptions(env: Environment, authorization: string | undefined) {
-    const claims = await this.#caller(env, authorization);
+    const claims = await this.#changer(env, authorization);
     await this.#mayChangeFactors(this.ctx.pool, env, claims);
     const user = await this.#user(env, claims);
     const existing = await factors.activeFactors(this.ctx.pool, user.id);
@@ -235,7 +236,7 @@ export class MfaService {
     input: { response: RegistrationResponseJSON; name?: string | null },
     client: EventOrigin,
   ) {
-    const claims = await this.#caller(env, authorization);
+    const claims = await this.#changer(env, authorization);
     await this.#mayChangeFactors(this.ctx.pool, env, claims);
     const now = this.ctx.clock();
     const taken = await webauthn.takeChallenge(this.ctx.pool, env, input.response.response.clientDataJSON, 'register', now);
@@ -323,9 +324,17 @@ export class MfaService {
     return this.sessions.authenticate(env, authorization, { firstFactorEnough: true });
   }
 
+  /** The caller of a change to the user's factors: never an operator's impersonation session. */
+  async #changer(env: Environment, authorization: string | undefined): Promise<AccessClaims> {
+    const claims = await this.#caller(env, authorization);
+    refuseImpersonation(claims);
+    return claims;
+  }
+
   /** Removing a factor, renewing recovery codes: always a recent second factor. */
   async #secondFactorCaller(env: Environment, authorization: string | undefined): Promise<AccessClaims> {
     const claims = await this.sessions.authenticate(env, authorization);
+    refuseImpersonation(claims);
     if (claims.aal !== 'aal2')
       throw new AppError('AUTH_MFA_REQUIRED', 'This needs a session that began with a second factor: sign in with it first.');
     if (!(await this.#recentSecondFactor(this.ctx.pool, env, claims))) throw reauthenticate();

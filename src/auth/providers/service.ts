@@ -3,6 +3,7 @@ import type { Context } from '../../core/context.js';
 import { constantTimeEqual, hashToken, randomToken } from '../../core/crypto/tokens.js';
 import { PgCode, pgCode, withTransaction, type Queryable } from '../../core/db/pool.js';
 import { AppError } from '../../core/errors.js';
+import { refuseImpersonation } from '../impersonation.js';
 import type { Environment, EnvironmentCache } from '../../projects/environments.js';
 import type { StoredProvider } from '../../projects/providers.js';
 import { append, type EventOrigin } from '../events/append.js';
@@ -173,6 +174,7 @@ export class ProviderService {
   /** Removes one of the caller's identities; never the last way they have to sign in. */
   async unlink(env: Environment, authorization: string | undefined, identityId: string, client: EventOrigin): Promise<void> {
     const claims = await this.sessions.authenticate(env, authorization);
+    refuseImpersonation(claims);
     const now = this.ctx.clock();
     await withTransaction(this.ctx.pool, async (c) => {
       const removed = await removeIdentity(c, claims.sub, identityId);

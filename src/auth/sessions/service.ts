@@ -10,7 +10,8 @@ import type { AuthMethod } from '../assurance.js';
 import { acceptedIssuers, issuerOf } from '../issuer.js';
 import type { KeyRing } from '../keyring.js';
 import { spendLimit } from '../limits.js';
-import { bearerToken, issueAccessToken, verifyAccessToken, type AccessClaims } from '../tokens.js';
+import { accessPayload, bearerToken, signAccessToken, verifyAccessToken, type AccessClaims } from '../tokens.js';
+import { withCustomClaims } from '../claims/call.js';
 import * as users from '../users.js';
 import { decideRefresh } from './decision.js';
 import {
@@ -22,6 +23,7 @@ import {
   revokeOwnSession,
   revokeSessionRow,
   revokeUserSessions,
+  undoExchange,
   type SessionClient,
   type StoredToken,
 } from './store.js';
@@ -77,19 +79,39 @@ export class SessionService {
     user: users.User,
     client: SessionClient & EventOrigin,
     now: Date,
-    { event = AUTH_EVENT.loggedIn, amr = ['pwd'] }: { event?: AuthEventType; amr?: readonly AuthMethod[] } = {},
+    {
+      event = AUTH_EVENT.loggedIn,
+      amr = ['pwd'],
+      lifetimeSeconds,
+      actor,
+    }: {
+      event?: AuthEventType;
+      amr?: readonly AuthMethod[];
+      /** A time-boxed session (impersonation): it ends this long after it starts, however often refreshed. */
+      lifetimeSeconds?: number;
+      /** The management token that started it, for the audit row. */
+      actor?: string;
+    } = {},
   ): Promise<TokenPair> {
     if (user.disabledAt) throw new AppError('AUTH_USER_DISABLED');
     const details = amr.length === 1 && amr[0] === 'pwd' ? {} : { details: { amr } };
+    const bounds = lifetimeSeconds ? { idleSeconds: lifetimeSeconds, absoluteSeconds: lifetimeSeconds } : lifetimes(env);
     // The session and its audit row in one statement (store.ts); disabled (or deleted) since it was read: no session.
-    const session = await createSession(this.ctx.pool, user.id, env, client, lifetimes(env), now, amr, {
+    const session = await createSession(this.ctx.pool, user.id, env, client, bounds, now, amr, {
       type: event,
       ...origin(client),
+      ...(actor ? { actor } : {}),
       ...details,
     });
     if (!session) throw new AppError('AUTH_USER_DISABLED');
     const who = { userId: user.id, email: user.email, sessionId: session.sessionId, appMetadata: session.appMetadata, amr: session.amr };
-    return this.#pair(env, who, session.refreshToken, now);
+    try {
+      return await this.#pair(env, who, session.refreshToken, now);
+    } catch (err) {
+      // No token (the claims function failed): the session nobody can use must not linger in the user's list.
+      await revokeSessionRow(this.ctx.pool, session.sessionId, 'no token issued', now).catch(() => undefined);
+      throw err;
+    }
   }
 
   async refresh(env: Environment, input: { refreshToken: string }, client: SessionClient): Promise<TokenPair> {
@@ -122,7 +144,12 @@ export class SessionService {
     if (!exchanged) throw invalidRefresh();
     this.#count('refresh_ok');
     this.#profiles.delete(exchanged.sessionId); // its expiry moved
-    return this.#pair(env, exchanged, exchanged.refreshToken, now);
+    try {
+      return await this.#pair(env, exchanged, exchanged.refreshToken, now);
+    } catch (err) {
+      await undoExchange(this.ctx.pool, input.refreshToken, exchanged.refreshToken, now).catch(() => undefined);
+      throw err;
+    }
   }
 
   /** A used token presented again after its grace, or after its successor was used: the chain leaked, the session ends. */
@@ -205,6 +232,7 @@ export class SessionService {
         ip: r.ip,
         userAgent: r.userAgent,
         current: r.id === claims.sid,
+        impersonated: r.amr.includes('impersonation'),
       })),
     };
   }
@@ -254,7 +282,12 @@ export class SessionService {
     refreshToken: string,
     now: Date,
   ): Promise<TokenPair> {
-    const access = await issueAccessToken(this.keys, env, { ...who, issuer: issuerOf(this.ctx.config.publicUrl, env), now });
+    const payload = accessPayload(env, { ...who, issuer: issuerOf(this.ctx.config.publicUrl, env), now });
+    // The one place access tokens are minted: the environment's claims function (claims/) joins
+    // here, so every path (login, refresh, MFA, providers, passkeys) carries its claims or fails.
+    const claimsFunction = env.settings.claimsFunction;
+    const claims = claimsFunction ? await withCustomClaims(this.ctx, env, claimsFunction, payload) : payload;
+    const access = await signAccessToken(this.keys, env, claims);
     return { accessToken: access.token, refreshToken, tokenType: 'Bearer', expiresIn: access.expiresIn };
   }
 

@@ -229,12 +229,14 @@ export interface SessionRow {
   lastUsedAt: Date;
   ip: string | null;
   userAgent: string | null;
+  /** How the session began (an operator's impersonation says `impersonation`). */
+  amr: string[];
 }
 
 /** The user's live sessions, most recently used first. */
 export async function listUserSessions(db: Queryable, userId: string, now: Date): Promise<SessionRow[]> {
   const { rows } = await db.query<SessionRow>(
-    `SELECT id, created_at AS "createdAt", coalesce(last_used_at, created_at) AS "lastUsedAt", ip, user_agent AS "userAgent"
+    `SELECT id, created_at AS "createdAt", coalesce(last_used_at, created_at) AS "lastUsedAt", ip, user_agent AS "userAgent", amr
        FROM walgate.sessions
       WHERE user_id = $1 AND revoked_at IS NULL AND expires_at > $2 AND absolute_expires_at > $2
       ORDER BY coalesce(last_used_at, created_at) DESC, id
@@ -281,5 +283,19 @@ export async function findGraceSuccessor(
   const r = rows[0];
   return (
     r && { sessionId: r.session_id, userId: r.user_id, email: r.email, appMetadata: r.app_metadata, amr: r.amr, refreshToken: successor }
+  );
+}
+
+/**
+ * Takes back an exchange whose pair could not be issued (the claims function failed): the token
+ * issued is deleted and the presented one is unused again — unless it had been used before (a grace
+ * exchange), whose first use stands. The client may retry once the function is fixed, without the
+ * retry counting as a reuse.
+ */
+export async function undoExchange(db: Queryable, presented: string, issued: string, usedAt: Date): Promise<void> {
+  await db.query(
+    `WITH gone AS (DELETE FROM walgate.refresh_tokens WHERE token_hash = $2)
+     UPDATE walgate.refresh_tokens SET used_at = NULL WHERE token_hash = $1 AND used_at = $3`,
+    [hashToken(presented), hashToken(issued), usedAt],
   );
 }

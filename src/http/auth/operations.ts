@@ -51,7 +51,7 @@ const operations = {
         'Verified; a token pair, a device token and the user — or, for a user with an active second factor (an address an operator unverified), `{mfaRequired: true, mfaToken, factors}` instead.',
       schema: z.union([res.confirmSignupResponse, mfaRequiredResponse]),
     },
-    errors: [...withBody, 'AUTH_INVALID_CODE', 'RATE_LIMIT_EXCEEDED', 'AUTH_USER_DISABLED'],
+    errors: [...withBody, 'AUTH_INVALID_CODE', 'RATE_LIMIT_EXCEEDED', 'AUTH_USER_DISABLED', 'AUTH_CLAIMS_FUNCTION_FAILED'],
   },
   login: {
     method: 'post',
@@ -74,6 +74,7 @@ const operations = {
       'AUTH_ACCOUNT_LOCKED',
       'RATE_LIMIT_EXCEEDED',
       'AUTH_USER_DISABLED',
+      'AUTH_CLAIMS_FUNCTION_FAILED',
     ],
   },
   recoverPassword: {
@@ -107,7 +108,7 @@ const operations = {
     headers: projectHeaders,
     body: body.refreshTokenBody,
     success: { status: 200, description: 'A new token pair.', schema: res.tokenPair },
-    errors: [...withBody, 'AUTH_TOKEN_INVALID', 'RATE_LIMIT_EXCEEDED'],
+    errors: [...withBody, 'AUTH_TOKEN_INVALID', 'RATE_LIMIT_EXCEEDED', 'AUTH_CLAIMS_FUNCTION_FAILED'],
   },
   resendConfirmation: {
     method: 'post',

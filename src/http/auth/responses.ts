@@ -74,6 +74,10 @@ export const sessionsResponse = z.object({
       ip: z.string().nullable().meta({ description: 'The client address of its last login or refresh (IPv6: its /64).' }),
       userAgent: z.string().nullable(),
       current: z.boolean().meta({ description: 'True for the session of the access token that asks.' }),
+      impersonated: z.boolean().meta({
+        description:
+          'True for a session an operator started as the user (`POST /api/rest/_users/{id}/impersonate`); end it like any other.',
+      }),
     }),
   ),
 });

@@ -6,6 +6,8 @@ import { updateEnvironment, type EnvironmentCache } from '../../projects/environ
 import { managementScope } from '../webhooks/access.js';
 import { environmentApi } from './operations.js';
 import { viewSettings } from '../../projects/settings.js';
+import { claimsFunctionProblem } from '../../auth/claims/check.js';
+import { validationError } from '../../core/errors.js';
 
 /** GET and PATCH /api/rest/_environment (and /gw/…): the settings of the token's environment. */
 export function environmentRouter(ctx: Context, environments: EnvironmentCache): Router {
@@ -19,6 +21,12 @@ export function environmentRouter(ctx: Context, environments: EnvironmentCache):
   handle(r, op.updateEnvironment, async (req, res) => {
     const { env } = await managementScope(ctx, environments, req);
     const patch = parse(op.updateEnvironment.body, req.body);
+    // Checked against the database now (it must exist, in this environment's schema, with the
+    // right signature), not at the first login after the change.
+    if (patch.claimsFunction) {
+      const problem = await claimsFunctionProblem(ctx.pool, env, patch.claimsFunction);
+      if (problem) throw validationError([{ path: 'claimsFunction', message: problem }], 'This claims function cannot be used.');
+    }
     const updated = await updateEnvironment(ctx.pool, env.projectId, env.name, patch, ctx.secrets);
     // The NOTIFY reaches every process; this one need not wait for it.
     environments.forget(env.projectId, env.name);

@@ -84,6 +84,19 @@ const userOperations = {
     success: { status: 204, description: 'Removed.' },
     errors: [...common, 'USER_NOT_FOUND', 'MFA_FACTOR_NOT_FOUND'],
   },
+  impersonateUser: {
+    ...shared,
+    method: 'post',
+    path: '/:id/impersonate',
+    summary: 'Sign in as the user (impersonation)',
+    description:
+      'A time-boxed session as the user: its access tokens carry `act: {"sub": "operator"}` and amr `impersonation`, and cannot change the user\'s password, e-mail, second factors or identities (403 `AUTH_IMPERSONATION_FORBIDDEN`). The start is a `user.impersonation_started` audit row naming the management token; the user sees the session (`impersonated: true` in `GET /auth/sessions`) and can end it. The body is optional.',
+    params: s.userParams,
+    body: s.impersonateBody,
+    bodyRequired: false,
+    success: { status: 201, description: 'The session’s token pair.', schema: s.impersonateResponse },
+    errors: [...common, ...JSON_BODY_ERRORS, 'USER_NOT_FOUND', 'AUTH_USER_DISABLED', 'AUTH_CLAIMS_FUNCTION_FAILED'],
+  },
   listUserEvents: {
     ...shared,
     method: 'get',

@@ -2,6 +2,8 @@ import { Router, type Request } from 'express';
 import type { Context } from '../../core/context.js';
 import type { EnvironmentCache } from '../../projects/environments.js';
 import type { UserAdminService } from '../../auth/users/service.js';
+import type { ImpersonationService } from '../../auth/users/impersonate.js';
+import { AppError } from '../../core/errors.js';
 import { handle, refuseOtherMethods, reply } from '../operation.js';
 import { parse } from '../validate.js';
 import { managementScope } from '../webhooks/access.js';
@@ -18,7 +20,12 @@ const times = (q: { since?: string; until?: string }) => ({
 });
 
 /** The admin API for end users: /api/rest/_users (and /gw/…). */
-export function usersRouter(ctx: Context, service: UserAdminService, environments: EnvironmentCache): Router {
+export function usersRouter(
+  ctx: Context,
+  service: UserAdminService,
+  environments: EnvironmentCache,
+  impersonation?: ImpersonationService,
+): Router {
   const r = Router();
   const op = usersApi.operations;
   const scope = (req: Request) => managementScope(ctx, environments, req);
@@ -54,6 +61,13 @@ export function usersRouter(ctx: Context, service: UserAdminService, environment
     const { id, factorId } = parse(op.removeUserFactor.params, req.params);
     await service.removeFactor(env, id, factorId, origin(req, tokenId));
     reply(res, op.removeUserFactor);
+  });
+  handle(r, op.impersonateUser, async (req, res) => {
+    const { env, tokenId } = await scope(req);
+    const { id } = parse(op.impersonateUser.params, req.params);
+    const input = parse(op.impersonateUser.body, req.body ?? {});
+    if (!impersonation) throw new AppError('NOT_FOUND');
+    reply(res, op.impersonateUser, await impersonation.start(env, id, input, origin(req, tokenId)));
   });
   handle(r, op.listUserEvents, async (req, res) => {
     const { env } = await scope(req);

@@ -1,5 +1,6 @@
 import { z } from 'zod';
 import { factor } from '../auth/mfa/responses.js';
+import { tokenPair } from '../auth/responses.js';
 import { timestamp } from '../timestamp.js';
 import { email } from '../../auth/schemas.js';
 import { AUTH_EVENT_TYPES } from '../../auth/events/kinds.js';
@@ -107,4 +108,18 @@ export const eventListResponse = z.object({ events: z.array(authEvent), nextCurs
 export const userFactorParams = z.object({
   id: z.uuid({ message: 'must be a user id' }),
   factorId: z.uuid({ message: 'must be a factor id' }),
+});
+
+/** POST /api/rest/_users/{id}/impersonate (the body is optional). */
+export const impersonateBody = z.strictObject({
+  durationSeconds: z
+    .int()
+    .min(60)
+    .max(3600)
+    .optional()
+    .meta({ description: 'How long the session lasts, refreshed or not: 60 to 3600 seconds (default 1800).' }),
+});
+
+export const impersonateResponse = tokenPair.extend({
+  expiresAt: timestamp.meta({ description: 'When the impersonation session ends.' }),
 });

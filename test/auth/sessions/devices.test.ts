@@ -39,7 +39,8 @@ describe('auth sessions: the user sees and ends their sessions', () => {
     expect(res.status).to.equal(200);
     const sessions = res.body.sessions as Array<Record<string, unknown>>;
     expect(sessions).to.have.length(3);
-    for (const s of sessions) expect(s).to.have.all.keys('id', 'createdAt', 'lastUsedAt', 'ip', 'userAgent', 'current');
+    for (const s of sessions) expect(s).to.have.all.keys('id', 'createdAt', 'lastUsedAt', 'ip', 'userAgent', 'current', 'impersonated');
+    expect(sessions.every((s) => s.impersonated === false)).to.equal(true);
     expect(sessions.filter((s) => s.current)).to.have.length(1);
     expect(sessions.find((s) => s.current)!.userAgent).to.equal('Phone App/2.0');
     expect(sessions.map((s) => s.userAgent)).to.include('Laptop Browser/1.0');

@@ -31,7 +31,7 @@ const operations = {
     body: body.totpEnrollBody,
     bodyRequired: false,
     success: { status: 200, description: 'The pending factor and its secret.', schema: res.totpEnrollResponse },
-    errors: [...withBody, ...secondFactor],
+    errors: [...withBody, ...secondFactor, 'AUTH_IMPERSONATION_FORBIDDEN'],
   },
   totpVerify: {
     ...enrolment,
@@ -43,7 +43,14 @@ const operations = {
       RECENT_SECOND_FACTOR,
     body: body.totpVerifyBody,
     success: { status: 200, description: 'Active.', schema: res.factorAddedResponse },
-    errors: [...withBody, ...secondFactor, 'AUTH_INVALID_CODE', 'MFA_FACTOR_NOT_FOUND', 'RATE_LIMIT_EXCEEDED'],
+    errors: [
+      ...withBody,
+      ...secondFactor,
+      'AUTH_INVALID_CODE',
+      'MFA_FACTOR_NOT_FOUND',
+      'RATE_LIMIT_EXCEEDED',
+      'AUTH_IMPERSONATION_FORBIDDEN',
+    ],
   },
   listFactors: {
     ...enrolment,
@@ -66,7 +73,7 @@ const operations = {
       'Needs a session that signed in with a second factor (`aal2`) within the setting `mfaReauthSeconds` (15 minutes). Removing the last factor removes the recovery codes too. The user is told by e-mail.',
     params: body.factorParams,
     success: { status: 200, description: 'Removed.', schema: messageResponse },
-    errors: [...common, ...secondFactor, 'MFA_FACTOR_NOT_FOUND'],
+    errors: [...common, ...secondFactor, 'MFA_FACTOR_NOT_FOUND', 'AUTH_IMPERSONATION_FORBIDDEN'],
   },
   regenerateRecoveryCodes: {
     ...enrolment,
@@ -76,7 +83,7 @@ const operations = {
     description: 'Ten new codes replace every earlier one. Needs an `aal2` session begun within the setting `mfaReauthSeconds`. No body.',
     bodyRequired: false,
     success: { status: 200, description: 'The new codes, shown once.', schema: res.recoveryCodesResponse },
-    errors: [...withBody, ...secondFactor],
+    errors: [...withBody, ...secondFactor, 'AUTH_IMPERSONATION_FORBIDDEN'],
   },
   mfaChallenge: {
     method: 'post',
@@ -87,7 +94,14 @@ const operations = {
     headers: projectHeaders,
     body: body.challengeBody,
     success: { status: 200, description: 'The token pair (`amr` has `otp` or `recovery`, `aal` is `aal2`).', schema: tokenPair },
-    errors: [...withBody, 'AUTH_INVALID_CODE', 'AUTH_TOKEN_INVALID', 'AUTH_USER_DISABLED', 'RATE_LIMIT_EXCEEDED'],
+    errors: [
+      ...withBody,
+      'AUTH_INVALID_CODE',
+      'AUTH_TOKEN_INVALID',
+      'AUTH_USER_DISABLED',
+      'RATE_LIMIT_EXCEEDED',
+      'AUTH_CLAIMS_FUNCTION_FAILED',
+    ],
   },
   passkeyRegisterOptions: {
     ...enrolment,
@@ -99,7 +113,7 @@ const operations = {
       RECENT_SECOND_FACTOR,
     bodyRequired: false,
     success: { status: 200, description: 'PublicKeyCredentialCreationOptionsJSON.', schema: res.registrationOptionsResponse },
-    errors: [...withBody, ...secondFactor],
+    errors: [...withBody, ...secondFactor, 'AUTH_IMPERSONATION_FORBIDDEN'],
   },
   passkeyRegisterVerify: {
     ...enrolment,
@@ -111,7 +125,7 @@ const operations = {
       RECENT_SECOND_FACTOR,
     body: body.passkeyRegisterVerifyBody,
     success: { status: 200, description: 'Registered.', schema: res.factorAddedResponse },
-    errors: [...withBody, ...secondFactor, 'AUTH_INVALID_CODE'],
+    errors: [...withBody, ...secondFactor, 'AUTH_INVALID_CODE', 'AUTH_IMPERSONATION_FORBIDDEN'],
   },
   passkeyLoginOptions: {
     method: 'post',
@@ -134,7 +148,14 @@ const operations = {
     headers: projectHeaders,
     body: body.passkeyLoginVerifyBody,
     success: { status: 200, description: 'The token pair.', schema: res.passkeyLoginResponse },
-    errors: [...withBody, 'AUTH_INVALID_CODE', 'AUTH_TOKEN_INVALID', 'AUTH_USER_DISABLED', 'RATE_LIMIT_EXCEEDED'],
+    errors: [
+      ...withBody,
+      'AUTH_INVALID_CODE',
+      'AUTH_TOKEN_INVALID',
+      'AUTH_USER_DISABLED',
+      'RATE_LIMIT_EXCEEDED',
+      'AUTH_CLAIMS_FUNCTION_FAILED',
+    ],
   },
 } satisfies Record<string, Operation>;
 

@@ -105,7 +105,14 @@ const operations = {
         'A token pair; for a user with an active second factor, `{mfaRequired: true, mfaToken, factors}` instead (finish with `POST /auth/mfa/challenge` or a passkey, as after a password login).',
       schema: z.union([tokenPair, mfaRequiredResponse]),
     },
-    errors: [...common, ...JSON_BODY_ERRORS, 'AUTH_INVALID_CODE', 'AUTH_USER_DISABLED', 'RATE_LIMIT_EXCEEDED'],
+    errors: [
+      ...common,
+      ...JSON_BODY_ERRORS,
+      'AUTH_INVALID_CODE',
+      'AUTH_USER_DISABLED',
+      'RATE_LIMIT_EXCEEDED',
+      'AUTH_CLAIMS_FUNCTION_FAILED',
+    ],
   },
   identities: {
     method: 'get',
@@ -126,7 +133,7 @@ const operations = {
     headers: projectHeaders,
     params: z.object({ id: z.uuid({ message: 'must be an identity id' }) }),
     success: { status: 204, description: 'Removed.' },
-    errors: [...common, ...ACCESS_TOKEN, 'IDENTITY_NOT_FOUND', 'AUTH_LAST_SIGN_IN_METHOD'],
+    errors: [...common, ...ACCESS_TOKEN, 'IDENTITY_NOT_FOUND', 'AUTH_LAST_SIGN_IN_METHOD', 'AUTH_IMPERSONATION_FORBIDDEN'],
   },
 } satisfies Record<string, Operation>;
 

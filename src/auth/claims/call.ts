@@ -1,0 +1,90 @@
+import { quoteIdent } from '../../core/db/identifiers.js';
+import type { Context } from '../../core/context.js';
+import { isConnectionError, pgCode, withClient } from '../../core/db/pool.js';
+import { AppError } from '../../core/errors.js';
+import type { Environment } from '../../projects/environments.js';
+import type { AccessPayload } from '../tokens.js';
+import { parseFunctionName } from './name.js';
+import { reservedKeys } from './reserved.js';
+
+// The environment's claims function, called each time an access token is minted (sessions/
+// service.ts): `fn(user jsonb, claims jsonb) → jsonb`, whose keys join the token's claims at the
+// top level. It runs in a read-only transaction of its own, with the environment's schema as its
+// search_path and a time budget; whatever goes wrong — an error, the budget, a result that is not
+// an object, too large, or naming a reserved claim — means no token at all, never a token without
+// the claims a resource server (or a row-level-security policy) relies on.
+
+/** Statement time the function may take (the user row's read included). */
+export const CLAIMS_FUNCTION_BUDGET_MS = 50;
+/** Bytes of JSON the function may add: a JWE token with 4 KB of app_metadata stays under the verifier's bound (tokens.ts). */
+export const CLAIMS_MAX_BYTES = 1024;
+
+export type ClaimsFailure = 'missing' | 'error' | 'timeout' | 'not_an_object' | 'too_large' | 'reserved_claim';
+
+const REASONS: Record<ClaimsFailure, string> = {
+  missing: 'does not exist (any more) with the signature (jsonb, jsonb) → jsonb',
+  error: 'raised an error',
+  timeout: `took longer than its ${CLAIMS_FUNCTION_BUDGET_MS} ms budget`,
+  not_an_object: 'did not return a JSON object',
+  too_large: `returned more than ${CLAIMS_MAX_BYTES} bytes of claims`,
+  reserved_claim: 'tried to set a reserved claim',
+};
+
+export function claimsFunctionFailed(fn: string, reason: ClaimsFailure, extra: Record<string, unknown> = {}): AppError {
+  return new AppError(
+    'AUTH_CLAIMS_FUNCTION_FAILED',
+    `The claims function ${fn} ${REASONS[reason]}: no token was issued. The environment's operators must fix it.`,
+    { function: fn, reason, ...extra },
+  );
+}
+
+/** The user as the function sees it: the same fields as the API's user object. */
+const USER_JSON = `(SELECT jsonb_build_object('id', u.id, 'email', u.email, 'name', u.name,
+    'emailVerified', u.email_verified_at IS NOT NULL, 'createdAt', u.created_at,
+    'userMetadata', u.user_metadata, 'appMetadata', u.app_metadata)
+  FROM walgate.users u WHERE u.id = $1)`;
+
+/** The payload with the function's claims merged in, or AUTH_CLAIMS_FUNCTION_FAILED. */
+export async function withCustomClaims(ctx: Context, env: Environment, fnText: string, payload: AccessPayload): Promise<AccessPayload> {
+  const fn = parseFunctionName(fnText);
+  if (!fn) throw claimsFunctionFailed(fnText, 'missing');
+  const text = await runFunction(
+    ctx,
+    env,
+    fnText,
+    `SELECT ${quoteIdent(fn.schema)}.${quoteIdent(fn.name)}(${USER_JSON}, $2::jsonb)::text AS claims`,
+    [payload.sub, JSON.stringify(payload)],
+  );
+  if (text === null) throw claimsFunctionFailed(fnText, 'not_an_object');
+  if (Buffer.byteLength(text) > CLAIMS_MAX_BYTES) throw claimsFunctionFailed(fnText, 'too_large');
+  const claims: unknown = JSON.parse(text);
+  if (typeof claims !== 'object' || claims === null || Array.isArray(claims)) throw claimsFunctionFailed(fnText, 'not_an_object');
+  const reserved = reservedKeys(claims as Record<string, unknown>);
+  if (reserved.length) throw claimsFunctionFailed(fnText, 'reserved_claim', { claims: reserved });
+  return { ...payload, ...(claims as Record<string, unknown>) };
+}
+
+async function runFunction(ctx: Context, env: Environment, fn: string, text: string, values: unknown[]): Promise<string | null> {
+  return withClient(ctx.pool, async (c) => {
+    try {
+      // One round trip for the transaction's frame. READ ONLY: minting a token must not write the
+      // app's data (a function that tries fails, and so does the sign-in). SET LOCAL: the budget and
+      // the search_path end with this transaction, never leaking into the pooled connection's next use.
+      await c.query(
+        `BEGIN READ ONLY; SET LOCAL statement_timeout = ${CLAIMS_FUNCTION_BUDGET_MS}; SET LOCAL search_path = ${quoteIdent(env.schemaName)}`,
+      );
+      const { rows } = await c.query<{ claims: string | null }>(text, values);
+      await c.query('COMMIT');
+      return rows[0]?.claims ?? null;
+    } catch (err) {
+      await c.query('ROLLBACK').catch(() => undefined);
+      if (isConnectionError(err)) throw err; // Postgres is away: 503, not the function's fault
+      const code = pgCode(err);
+      // The operators read why in the log; the client is told which function and what kind of failure.
+      ctx.log.warn({ err, function: fn, projectId: env.projectId, environment: env.name }, 'the claims function failed: no token issued');
+      if (code === '57014') throw claimsFunctionFailed(fn, 'timeout');
+      if (code === '42883' || code === '3F000') throw claimsFunctionFailed(fn, 'missing');
+      throw claimsFunctionFailed(fn, 'error', code ? { sqlstate: code } : {});
+    }
+  });
+}
