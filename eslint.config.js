@@ -14,6 +14,7 @@ const elements = [
   { type: 'auth-users', pattern: 'src/auth/users/**', partialMatch: false },
   { type: 'auth-providers', pattern: 'src/auth/providers/**', partialMatch: false },
   { type: 'auth-mfa', pattern: 'src/auth/mfa/**', partialMatch: false },
+  { type: 'auth-organizations', pattern: 'src/auth/organizations/**', partialMatch: false },
   { type: 'auth', pattern: 'src/auth/**', partialMatch: false },
   // Change capture's one narrow interface: what the webhook service may call of the tailer.
   { type: 'capture', pattern: 'src/tailer/capture/**', partialMatch: false },
@@ -37,19 +38,32 @@ const layers = {
   // The root of src/auth holds what capabilities share and the flows (service.ts) that use them;
   // a capability folder may use the root and the audit trail; the admin operations (users) may
   // also end sessions. Nothing points back, so a cycle between capabilities stays an error.
-  auth: ['core', 'projects', 'auth-sessions', 'auth-events', 'auth-mfa'],
+  auth: ['core', 'projects', 'auth-sessions', 'auth-events', 'auth-mfa', 'auth-organizations'],
   'auth-sessions': ['core', 'projects', 'auth', 'auth-events'],
   'auth-users': ['core', 'projects', 'auth', 'auth-events', 'auth-sessions', 'auth-mfa'],
   // Second factors: sign-in finishes with a session (or the MFA step), never the other way.
   'auth-mfa': ['core', 'projects', 'auth', 'auth-events', 'auth-sessions'],
   // Provider sign-in finishes through the MFA step when the user has a factor.
   'auth-providers': ['core', 'projects', 'auth', 'auth-events', 'auth-sessions', 'auth-mfa'],
+  // Organizations switch a session's active organization; sessions only see a lookup (active-organization.ts).
+  'auth-organizations': ['core', 'projects', 'auth', 'auth-events', 'auth-sessions'],
   tailer: ['core'],
   capture: ['core', 'tailer'],
   delivery: ['core', 'tailer'],
   webhooks: ['core', 'projects', 'delivery', 'capture'],
-  http: ['core', 'projects', 'auth', 'webhooks', 'delivery', 'auth-events', 'auth-users', 'auth-providers', 'auth-mfa'],
-  graphql: ['core', 'projects', 'auth', 'http', 'auth-events', 'auth-users', 'auth-providers', 'auth-mfa'],
+  http: [
+    'core',
+    'projects',
+    'auth',
+    'webhooks',
+    'delivery',
+    'auth-events',
+    'auth-users',
+    'auth-providers',
+    'auth-mfa',
+    'auth-organizations',
+  ],
+  graphql: ['core', 'projects', 'auth', 'http', 'auth-events', 'auth-users', 'auth-providers', 'auth-mfa', 'auth-organizations'],
   docs: ['core', 'http'],
   ops: ['core', 'tailer', 'delivery'],
   retention: ['core'],
@@ -70,8 +84,22 @@ const layers = {
     'auth-users',
     'auth-providers',
     'auth-mfa',
+    'auth-organizations',
   ],
-  cli: ['core', 'projects', 'auth', 'tailer', 'capture', 'delivery', 'webhooks', 'main', 'auth-events', 'auth-users', 'auth-mfa'],
+  cli: [
+    'core',
+    'projects',
+    'auth',
+    'tailer',
+    'capture',
+    'delivery',
+    'webhooks',
+    'main',
+    'auth-events',
+    'auth-users',
+    'auth-mfa',
+    'auth-organizations',
+  ],
 };
 
 export default tseslint.config(

@@ -4,11 +4,13 @@ import type { Environment } from '../projects/environments.js';
 import { AppError } from '../core/errors.js';
 import { assuranceLevel, type AssuranceLevel } from './assurance.js';
 import type { KeyRing } from './keyring.js';
+import { organizationClaims, type ActiveOrganization, type OrganizationClaims } from './active-organization.js';
 
 // Access tokens: a signed JWT (JWS), or — for environments set to `jwe` — that JWT encrypted
 // (`dir` + A256GCM) under a key that is never published. Both forms are accepted inbound.
 
-export interface AccessClaims {
+/** A token of a session switched to an organization also carries `org_*` (active-organization.ts). */
+export interface AccessClaims extends Partial<OrganizationClaims> {
   sub: string;
   sid: string;
   email: string;
@@ -29,13 +31,16 @@ export interface IssueInput {
   amr: readonly string[];
   /** Operators' data on the user: resource servers authorise from it without a call. */
   appMetadata?: Record<string, unknown>;
+  /** The session's active organization: `org_id`, `org_role`, `org_permissions`, `org_mid`. */
+  organization?: ActiveOrganization;
 }
 
 export async function issueAccessToken(ring: KeyRing, env: Environment, input: IssueInput): Promise<{ token: string; expiresIn: number }> {
   const { kid, alg, key } = await ring.signingKey(env);
   const iat = Math.floor(input.now.getTime() / 1000);
   const claims = { sid: input.sessionId, env: env.name, email: input.email, amr: [...input.amr], aal: assuranceLevel(input.amr) };
-  const jws = await new SignJWT(input.appMetadata ? { ...claims, app_metadata: input.appMetadata } : claims)
+  const withOrganization = input.organization ? { ...claims, ...organizationClaims(input.organization) } : claims;
+  const jws = await new SignJWT(input.appMetadata ? { ...withOrganization, app_metadata: input.appMetadata } : withOrganization)
     .setProtectedHeader({ alg, kid, typ: 'JWT' })
     .setIssuer(input.issuer)
     .setSubject(input.userId)

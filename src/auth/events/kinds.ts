@@ -26,6 +26,16 @@ export const AUTH_EVENT = {
   mfaFactorRemoved: 'user.mfa_factor_removed',
   recoveryCodeUsed: 'user.recovery_code_used',
   recoveryCodesRegenerated: 'user.recovery_codes_regenerated',
+  // Organizations (src/auth/organizations/): `details` name the organization and the roles.
+  organizationCreated: 'organization.created',
+  organizationRenamed: 'organization.renamed',
+  organizationDeleted: 'organization.deleted',
+  memberAdded: 'member.added',
+  memberRoleChanged: 'member.role_changed',
+  memberRemoved: 'member.removed',
+  invitationSent: 'invitation.sent',
+  invitationAccepted: 'invitation.accepted',
+  invitationRevoked: 'invitation.revoked',
 } as const;
 
 export type AuthEventType = (typeof AUTH_EVENT)[keyof typeof AUTH_EVENT];
