@@ -161,7 +161,9 @@ export async function sendInvitation(
 ): Promise<Invitation> {
   const settings = env.settings.organizations;
   const sent = await countInvitationsSince(db, org.id, new Date(now.getTime() - HOUR_MS));
-  if (sent >= settings.invitationsPerHour) throw rateLimited(60);
+  // Retry when the oldest invitation of the window leaves it.
+  if (sent.count >= settings.invitationsPerHour)
+    throw rateLimited(((sent.oldest?.getTime() ?? now.getTime()) + HOUR_MS - now.getTime()) / 1000);
   if (await store.isMemberByEmail(db, org.id, input.email)) throw new AppError('ORGANIZATION_MEMBER_EXISTS');
   const token = randomToken('wgi_');
   const expiresAt = new Date(now.getTime() + settings.invitationTtlSeconds * 1000);

@@ -48,13 +48,17 @@ export async function insertInvitation(db: Queryable, input: NewInvitation, now:
   return rows[0]!;
 }
 
-/** Invitations the organization sent since `since` (the per-hour limit; the caller holds the organization's lock). */
-export async function countInvitationsSince(db: Queryable, organizationId: string, since: Date): Promise<number> {
-  const { rows } = await db.query<{ n: number }>(
-    'SELECT count(*)::int AS n FROM walgate.organization_invitations WHERE organization_id = $1 AND created_at > $2',
+/** Invitations the organization sent since `since`, and the oldest of them (the per-hour limit; the caller holds the organization's lock). */
+export async function countInvitationsSince(
+  db: Queryable,
+  organizationId: string,
+  since: Date,
+): Promise<{ count: number; oldest: Date | null }> {
+  const { rows } = await db.query<{ count: number; oldest: Date | null }>(
+    'SELECT count(*)::int AS count, min(created_at) AS oldest FROM walgate.organization_invitations WHERE organization_id = $1 AND created_at > $2',
     [organizationId, since],
   );
-  return rows[0]!.n;
+  return rows[0]!;
 }
 
 /**
