@@ -1,3 +1,5 @@
+import { publishCacheEvent } from '../../core/cache-events.js';
+import type { Context } from '../../core/context.js';
 import type { SecretBox } from '../../core/crypto/secretbox.js';
 import { hashToken, randomToken } from '../../core/crypto/tokens.js';
 import type { Queryable } from '../../core/db/pool.js';
@@ -73,8 +75,15 @@ export async function renameOrganization(db: Queryable, env: Environment, org: s
   return renamed;
 }
 
-/** Soft delete; returns the memberships to revoke once committed (their tokens stop at once). */
-export async function deleteOrganization(db: Queryable, env: Environment, org: store.Organization, actor: Actor, now: Date) {
+/** Soft delete; returns the memberships to revoke once committed (revokeMemberships: their tokens stop at once). */
+export async function deleteOrganization(
+  db: Queryable,
+  env: Environment,
+  org: store.Organization,
+  actor: Actor,
+  now: Date,
+  revokeUntil: Date,
+) {
   const memberships = await store.membershipsOf(db, org.id);
   await store.markOrganizationDeleted(db, org.id, now);
   await leaveActiveOrganization(
@@ -83,6 +92,11 @@ export async function deleteOrganization(db: Queryable, env: Environment, org: s
     memberships.map((m) => m.userId),
   );
   await record(db, env, AUTH_EVENT.organizationDeleted, actor.userId ?? null, actor, { organizationId: org.id, name: org.name }, now);
+  await announceRevoked(
+    db,
+    memberships.map((m) => m.id),
+    revokeUntil,
+  );
   return memberships.map((m) => m.id);
 }
 
@@ -134,12 +148,14 @@ export async function removeMember(
   member: store.Member,
   actor: Actor,
   now: Date,
+  revokeUntil: Date,
 ) {
   if (member.role === OWNER && (await store.countMembers(db, org.id)).owners <= 1) throw new AppError('ORGANIZATION_LAST_OWNER');
   await store.deleteMember(db, org.id, member.userId);
   await leaveActiveOrganization(db, org.id, [member.userId]);
   const left = actor.userId === member.userId;
   await record(db, env, AUTH_EVENT.memberRemoved, member.userId, actor, { organizationId: org.id, role: member.role, left }, now);
+  await announceRevoked(db, [member.id], revokeUntil);
   return member.id;
 }
 
@@ -207,4 +223,24 @@ export async function recordInvitationRevoked(db: Queryable, env: Environment, i
 export async function recordInvitationAccepted(db: Queryable, env: Environment, invitation: Invitation, actor: Actor, now: Date) {
   const details = { organizationId: invitation.organizationId, invitationId: invitation.id, role: invitation.role };
   await record(db, env, AUTH_EVENT.invitationAccepted, actor.userId ?? null, actor, details, now);
+}
+
+/** Until when a revoked membership stays on the revocation list: as long as a token naming it could be accepted (its lifetime plus the clock skew that authentication allows). */
+export function revokeUntil(ctx: Context, env: Environment, now: Date): Date {
+  return new Date(now.getTime() + (env.accessTokenTtlSeconds + ctx.config.tokenClockSkewSeconds) * 1000);
+}
+
+/**
+ * Every api process adds the memberships to its own revocation list when the change commits (the
+ * NOTIFY of cache-events.ts, sent with the commit): a change made by the CLI, or by an api that
+ * stops right after committing, still refuses the tokens.
+ */
+async function announceRevoked(db: Queryable, membershipIds: string[], until: Date): Promise<void> {
+  if (membershipIds.length) await publishCacheEvent(db, { kind: 'sessions', sessionIds: membershipIds, until: until.toISOString() });
+}
+
+/** After the commit: this process refuses tokens naming these memberships (`org_mid`) from its next request on. */
+export async function revokeMemberships(ctx: Context, env: Environment, membershipIds: readonly string[], now: Date): Promise<void> {
+  const until = revokeUntil(ctx, env, now);
+  for (const id of membershipIds) await ctx.revocations.revoke(id, until);
 }

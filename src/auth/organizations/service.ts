@@ -76,9 +76,9 @@ export class OrganizationService {
     const revoked = await withTransaction(this.ctx.pool, async (c) => {
       const { org, me } = await this.#membership(c, env, id, claims.sub, true);
       requireMay(me.role, 'delete');
-      return changes.deleteOrganization(c, env, org, actor(claims, client), now);
+      return changes.deleteOrganization(c, env, org, actor(claims, client), now, changes.revokeUntil(this.ctx, env, now));
     });
-    await this.revokeMemberships(env, revoked, now);
+    await changes.revokeMemberships(this.ctx, env, revoked, now);
   }
 
   async invite(
@@ -171,9 +171,9 @@ export class OrganizationService {
       const { org, me } = await this.#membership(c, env, id, claims.sub, true);
       const member = userId === claims.sub ? me : await this.#member(c, id, userId);
       requireMayRemove(me.role, member.role, userId === claims.sub);
-      return changes.removeMember(c, env, org, member, actor(claims, client), now);
+      return changes.removeMember(c, env, org, member, actor(claims, client), now, changes.revokeUntil(this.ctx, env, now));
     });
-    await this.revokeMemberships(env, [revoked], now);
+    await changes.revokeMemberships(this.ctx, env, [revoked], now);
   }
 
   /**
@@ -207,12 +207,6 @@ export class OrganizationService {
       permissions: permissionsOf(env.settings, found.role) ?? [],
       membershipId: found.membershipId,
     };
-  }
-
-  /** Tokens naming these memberships are refused from now until the last of them could have expired. */
-  async revokeMemberships(env: Environment, membershipIds: readonly string[], now: Date): Promise<void> {
-    const until = new Date(now.getTime() + (env.accessTokenTtlSeconds + this.ctx.config.tokenClockSkewSeconds) * 1000);
-    for (const id of membershipIds) await this.ctx.revocations.revoke(id, until);
   }
 
   /** The organization and the caller's membership; 404 for anyone who is not a member (it does not exist for them). */
