@@ -16,6 +16,7 @@ function origin(req: Request, tokenId: string) {
 export function organizationsAdminRouter(ctx: Context, service: OrganizationAdminService, environments: EnvironmentCache): Router {
   const r = Router();
   const op = organizationsAdminApi.operations;
+  // A body is parsed before the path: its violations are what a client fixes first.
   const scope = (req: Request) => managementScope(ctx, environments, req);
 
   handle(r, op.adminListOrganizations, async (req, res) => {
@@ -36,8 +37,8 @@ export function organizationsAdminRouter(ctx: Context, service: OrganizationAdmi
   });
   handle(r, op.adminRenameOrganization, async (req, res) => {
     const { env, tokenId } = await scope(req);
-    const { id } = parse(op.adminRenameOrganization.params, req.params);
     const input = parse(op.adminRenameOrganization.body, req.body);
+    const { id } = parse(op.adminRenameOrganization.params, req.params);
     reply(res, op.adminRenameOrganization, await service.rename(env, id, input, origin(req, tokenId)));
   });
   handle(r, op.adminDeleteOrganization, async (req, res) => {
@@ -47,13 +48,14 @@ export function organizationsAdminRouter(ctx: Context, service: OrganizationAdmi
   });
   handle(r, op.adminAddMember, async (req, res) => {
     const { env, tokenId } = await scope(req);
+    const input = parse(op.adminAddMember.body, req.body);
     const { id } = parse(op.adminAddMember.params, req.params);
-    reply(res, op.adminAddMember, await service.addMember(env, id, parse(op.adminAddMember.body, req.body), origin(req, tokenId)));
+    reply(res, op.adminAddMember, await service.addMember(env, id, input, origin(req, tokenId)));
   });
   handle(r, op.adminChangeMemberRole, async (req, res) => {
     const { env, tokenId } = await scope(req);
-    const { id, userId } = parse(op.adminChangeMemberRole.params, req.params);
     const input = parse(op.adminChangeMemberRole.body, req.body);
+    const { id, userId } = parse(op.adminChangeMemberRole.params, req.params);
     reply(res, op.adminChangeMemberRole, await service.changeRole(env, id, userId, input, origin(req, tokenId)));
   });
   handle(r, op.adminRemoveMember, async (req, res) => {
@@ -64,8 +66,9 @@ export function organizationsAdminRouter(ctx: Context, service: OrganizationAdmi
   });
   handle(r, op.adminInviteMember, async (req, res) => {
     const { env, tokenId } = await scope(req);
+    const input = parse(op.adminInviteMember.body, req.body);
     const { id } = parse(op.adminInviteMember.params, req.params);
-    reply(res, op.adminInviteMember, await service.invite(env, id, parse(op.adminInviteMember.body, req.body), origin(req, tokenId)));
+    reply(res, op.adminInviteMember, await service.invite(env, id, input, origin(req, tokenId)));
   });
   handle(r, op.adminRevokeInvitation, async (req, res) => {
     const { env, tokenId } = await scope(req);

@@ -10,6 +10,7 @@ import { organizationsApi } from './operations.js';
 export function organizationsRouter(organizations: OrganizationService, environments: EnvironmentCache): Router {
   const r = Router();
   const op = organizationsApi.operations;
+  // A body is parsed before the path: its violations are what a client fixes first.
   const env = (req: Request) => authEnvironment(req, environments);
   const auth = (req: Request) => req.get('authorization');
   const client = (req: Request) => ({ clientAddress: req.ip ?? null, userAgent: req.get('user-agent')?.slice(0, 512) ?? null });
@@ -36,12 +37,9 @@ export function organizationsRouter(organizations: OrganizationService, environm
   });
   handle(r, op.renameOrganization, async (req, res) => {
     const e = await env(req);
+    const input = parse(op.renameOrganization.body, req.body);
     const { id } = parse(op.renameOrganization.params, req.params);
-    reply(
-      res,
-      op.renameOrganization,
-      await organizations.rename(e, auth(req), id, parse(op.renameOrganization.body, req.body), client(req)),
-    );
+    reply(res, op.renameOrganization, await organizations.rename(e, auth(req), id, input, client(req)));
   });
   handle(r, op.deleteOrganization, async (req, res) => {
     const e = await env(req);
@@ -50,8 +48,9 @@ export function organizationsRouter(organizations: OrganizationService, environm
   });
   handle(r, op.inviteMember, async (req, res) => {
     const e = await env(req);
+    const input = parse(op.inviteMember.body, req.body);
     const { id } = parse(op.inviteMember.params, req.params);
-    reply(res, op.inviteMember, await organizations.invite(e, auth(req), id, parse(op.inviteMember.body, req.body), client(req)));
+    reply(res, op.inviteMember, await organizations.invite(e, auth(req), id, input, client(req)));
   });
   handle(r, op.revokeInvitation, async (req, res) => {
     const e = await env(req);
@@ -60,8 +59,8 @@ export function organizationsRouter(organizations: OrganizationService, environm
   });
   handle(r, op.changeMemberRole, async (req, res) => {
     const e = await env(req);
-    const { id, userId } = parse(op.changeMemberRole.params, req.params);
     const input = parse(op.changeMemberRole.body, req.body);
+    const { id, userId } = parse(op.changeMemberRole.params, req.params);
     reply(res, op.changeMemberRole, await organizations.changeRole(e, auth(req), id, userId, input, client(req)));
   });
   handle(r, op.removeMember, async (req, res) => {
