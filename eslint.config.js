@@ -16,6 +16,7 @@ const elements = [
   { type: 'auth-mfa', pattern: 'src/auth/mfa/**', partialMatch: false },
   { type: 'auth-claims', pattern: 'src/auth/claims/**', partialMatch: false },
   { type: 'auth-passwordless', pattern: 'src/auth/passwordless/**', partialMatch: false },
+  { type: 'auth-organizations', pattern: 'src/auth/organizations/**', partialMatch: false },
   { type: 'auth', pattern: 'src/auth/**', partialMatch: false },
   // Change capture's one narrow interface: what the webhook service may call of the tailer.
   { type: 'capture', pattern: 'src/tailer/capture/**', partialMatch: false },
@@ -39,7 +40,7 @@ const layers = {
   // The root of src/auth holds what capabilities share and the flows (service.ts) that use them;
   // a capability folder may use the root and the audit trail; the admin operations (users) may
   // also end sessions. Nothing points back, so a cycle between capabilities stays an error.
-  auth: ['core', 'projects', 'auth-sessions', 'auth-events', 'auth-mfa'],
+  auth: ['core', 'projects', 'auth-sessions', 'auth-events', 'auth-mfa', 'auth-organizations'],
   'auth-sessions': ['core', 'projects', 'auth', 'auth-events', 'auth-claims'],
   // The claims function joins every token minted (sessions), and knows nothing of who mints.
   'auth-claims': ['core', 'projects', 'auth'],
@@ -50,6 +51,8 @@ const layers = {
   'auth-mfa': ['core', 'projects', 'auth', 'auth-events', 'auth-sessions'],
   // Provider sign-in finishes through the MFA step when the user has a factor.
   'auth-providers': ['core', 'projects', 'auth', 'auth-events', 'auth-sessions', 'auth-mfa'],
+  // Organizations switch a session's active organization; sessions only see a lookup (active-organization.ts).
+  'auth-organizations': ['core', 'projects', 'auth', 'auth-events', 'auth-sessions'],
   tailer: ['core'],
   capture: ['core', 'tailer'],
   delivery: ['core', 'tailer'],
@@ -66,8 +69,20 @@ const layers = {
     'auth-mfa',
     'auth-claims',
     'auth-passwordless',
+    'auth-organizations',
   ],
-  graphql: ['core', 'projects', 'auth', 'http', 'auth-events', 'auth-users', 'auth-providers', 'auth-mfa', 'auth-passwordless'],
+  graphql: [
+    'core',
+    'projects',
+    'auth',
+    'http',
+    'auth-events',
+    'auth-users',
+    'auth-providers',
+    'auth-mfa',
+    'auth-passwordless',
+    'auth-organizations',
+  ],
   docs: ['core', 'http'],
   ops: ['core', 'tailer', 'delivery'],
   retention: ['core'],
@@ -90,6 +105,7 @@ const layers = {
     'auth-mfa',
     'auth-claims',
     'auth-passwordless',
+    'auth-organizations',
   ],
   cli: [
     'core',
@@ -104,6 +120,7 @@ const layers = {
     'auth-users',
     'auth-mfa',
     'auth-claims',
+    'auth-organizations',
   ],
 };
 

@@ -5,3 +5,4 @@ import './subscriptions.js';
 import './form.js';
 import './detail.js';
 import './users.js';
+import './organizations.js';

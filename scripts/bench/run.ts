@@ -15,6 +15,7 @@ import { createLogger } from '../../src/core/log.js';
 import { provisionEnvironment } from '../../src/auth/provision.js';
 import { testCertificates } from '../../test/support/tls.js';
 import { login, protectedRead, refresh } from './http-paths.js';
+import { refreshWithOrganization } from './organizations.js';
 import { Daemon, onShutdown, runShutdown, stopChildren, stopOnSignals } from './processes.js';
 import { startCountingReceiver, type CountingReceiver } from './receiver.js';
 import type { Summary } from './stats.js';
@@ -147,6 +148,7 @@ try {
     ['read', () => protectedRead(bench)],
     ['login', () => login(bench)],
     ['refresh', () => refresh(bench, results.find((r) => r.path.includes('postgres revocation list'))?.value.median)],
+    ['organizations', () => refreshWithOrganization(bench)],
     ...deliveryRatePaths(bench),
     ...historyModePaths(bench),
     ...walPaths(bench),

@@ -11,6 +11,7 @@ import { accountKey, clearLoginFailures, deviceClient, recordLoginSuccess, reser
 import { queueCodeMail } from './mail.js';
 import { dropMfaTokens } from './mfa/challenges.js';
 import { MfaService } from './mfa/service.js';
+import { OrganizationService } from './organizations/service.js';
 import type { MfaRequired } from './mfa/view.js';
 import { hashPassword, lengthViolations, needsRehash, passwordViolations, spendVerificationTime, verifyPassword } from './passwords.js';
 import { issueDeviceToken, trustedDevice } from './sessions/devices.js';
@@ -47,12 +48,15 @@ export class AuthService {
   readonly sessions: SessionService;
   /** Second factors and passkeys (src/auth/mfa/); `mfa.finishSignIn` ends every sign-in. */
   readonly mfa: MfaService;
+  /** Organizations, members and invitations (src/auth/organizations/); sessions carry the active one. */
+  readonly organizations: OrganizationService;
 
   constructor(
     private readonly ctx: Context,
     readonly keys: KeyRing,
   ) {
-    this.sessions = new SessionService(ctx, keys);
+    this.sessions = new SessionService(ctx, keys, (env, id, userId) => this.organizations.activeOrganization(env, id, userId));
+    this.organizations = new OrganizationService(ctx, this.sessions);
     this.mfa = new MfaService(ctx, this.sessions);
   }
 

@@ -4,11 +4,13 @@ import type { Environment } from '../projects/environments.js';
 import { AppError } from '../core/errors.js';
 import { assuranceLevel, type AssuranceLevel } from './assurance.js';
 import type { KeyRing } from './keyring.js';
+import { organizationClaims, type ActiveOrganization, type OrganizationClaims } from './active-organization.js';
 
 // Access tokens: a signed JWT (JWS), or — for environments set to `jwe` — that JWT encrypted
 // (`dir` + A256GCM) under a key that is never published. Both forms are accepted inbound.
 
-export interface AccessClaims {
+/** A token of a session switched to an organization also carries `org_*` (active-organization.ts). */
+export interface AccessClaims extends Partial<OrganizationClaims> {
   sub: string;
   sid: string;
   email: string;
@@ -29,6 +31,8 @@ export interface IssueInput {
   amr: readonly string[];
   /** Operators' data on the user: resource servers authorise from it without a call. */
   appMetadata?: Record<string, unknown>;
+  /** The session's active organization: `org_id`, `org_role`, `org_permissions`, `org_mid`. */
+  organization?: ActiveOrganization;
 }
 
 /** Every claim of an access token, before signing: what a claims function (claims/) is shown and may add to. */
@@ -52,7 +56,11 @@ export function accessPayload(env: Environment, input: IssueInput): AccessPayloa
   };
   // RFC 8693 §4.1: an impersonation session's tokens name who acts (users/impersonate.ts).
   const actor = input.amr.includes('impersonation') ? { act: { sub: 'operator' } } : {};
-  return input.appMetadata ? { ...claims, ...actor, app_metadata: input.appMetadata } : { ...claims, ...actor };
+  // The session's active organization (organizations/): org_id, org_role, org_permissions, org_mid.
+  const organization = input.organization ? organizationClaims(input.organization) : {};
+  return input.appMetadata
+    ? { ...claims, ...actor, ...organization, app_metadata: input.appMetadata }
+    : { ...claims, ...actor, ...organization };
 }
 
 export async function issueAccessToken(ring: KeyRing, env: Environment, input: IssueInput): Promise<{ token: string; expiresIn: number }> {
@@ -75,9 +83,10 @@ export async function signAccessToken(
 }
 
 const invalid = () => new AppError('AUTH_TOKEN_INVALID');
-// The largest token walgate issues: 4 KB of appMetadata (users/metadata.ts) nested in a JWE is
-// about 8.3 KB, 1 KB of a claims function's claims (claims/call.ts) adds 1.8 KB; anything longer is refused before any parsing. Node accepts 16 KB of headers.
-const MAX_TOKEN_LENGTH = 12 * 1024;
+// The largest token walgate issues: 4 KB of appMetadata (users/metadata.ts) and the largest active
+// organization (32 permissions) nested in a JWE are about 11 KB, 1 KB of a claims function's claims
+// (claims/call.ts) adds 1.8 KB; anything longer is refused before any parsing. Node accepts 16 KB of headers.
+const MAX_TOKEN_LENGTH = 14 * 1024;
 
 /**
  * Verifies an access token for this environment. Keys are looked up only among the environment's

@@ -8,9 +8,10 @@ import { registerProjectCommands } from './project.js';
 import { CliError, cliSettings } from './runtime.js';
 import { registerTokenCommands } from './token.js';
 import { registerUserCommands } from './users.js';
+import { registerOrganizationCommands } from './organizations.js';
 
 const program = new Command('walgate')
-  .description('operate walgate: migrations, projects, tokens, keys, users and deliveries')
+  .description('operate walgate: migrations, projects, tokens, keys, users, organizations and deliveries')
   .showHelpAfterError()
   .exitOverride()
   .option('--create-database', 'without DATABASE_URL: create a new, empty embedded database under DATA_DIR if there is none')
@@ -31,6 +32,7 @@ registerProjectCommands(program);
 registerTokenCommands(program);
 registerKeyCommands(program);
 registerUserCommands(program);
+registerOrganizationCommands(program);
 registerDeliveryCommands(program);
 
 try {

@@ -60,6 +60,15 @@ export const ERRORS = {
   AUTH_IMPERSONATION_FORBIDDEN: [403, "An impersonation session cannot change the user's password, e-mail, second factors or identities."],
   AUTH_PASSWORDLESS_DISABLED: [403, 'Passwordless sign-in is not enabled for this environment.'],
   BACKFILL_RUNNING: [409, 'This webhook already has a backfill running: cancel it or wait for it to finish.'],
+  // Organizations (docs/organizations.md).
+  ORGANIZATION_NOT_FOUND: [404, 'No organization with this id among yours in this project and environment.'],
+  ORGANIZATION_FORBIDDEN: [403, 'Your role in this organization does not allow this.'],
+  ORGANIZATION_MEMBER_NOT_FOUND: [404, 'No member with this user id in this organization.'],
+  ORGANIZATION_MEMBER_EXISTS: [409, 'This user is already a member of the organization.'],
+  ORGANIZATION_LAST_OWNER: [409, 'An organization keeps at least one owner: make another member an owner first.'],
+  ORGANIZATION_LIMIT_REACHED: [409, 'A limit of the environment is reached (organizations per user, or members per organization).'],
+  INVITATION_INVALID: [400, 'The invitation is unknown, expired, already used, revoked, or for another e-mail address.'],
+  INVITATION_NOT_FOUND: [404, 'No pending invitation with this id in this organization.'],
 } as const satisfies Record<string, readonly [number, string]>;
 
 export type ErrorCode = keyof typeof ERRORS;

@@ -3,6 +3,8 @@ import { authApi } from '../http/auth/operations.js';
 import { mfaApi } from '../http/auth/mfa/operations.js';
 import { providersApi } from '../http/auth/providers/operations.js';
 import { passwordlessApi } from '../http/auth/passwordless/operations.js';
+import { organizationsApi } from '../http/auth/organizations/operations.js';
+import { organizationsAdminApi } from '../http/organizations/operations.js';
 import type { ErrorCode } from '../core/errors.js';
 import { errorBodySchema, errorExample, statusOf } from '../http/error-schema.js';
 import type { Operation, OperationGroup } from '../http/operation.js';
@@ -17,7 +19,19 @@ import { gapsApi } from '../http/gaps/operations.js';
 // register and parse with (src/http/operation.ts). Nothing here restates a schema, a path or a code.
 
 /** The groups the api serves, in the order of the reference. */
-export const API_GROUPS: readonly OperationGroup[] = [authApi, mfaApi, providersApi, passwordlessApi, webhooksApi, gapsApi, environmentApi, usersApi, authEventsApi];
+export const API_GROUPS: readonly OperationGroup[] = [
+  authApi,
+  mfaApi,
+  providersApi,
+  passwordlessApi,
+  organizationsApi,
+  webhooksApi,
+  gapsApi,
+  environmentApi,
+  usersApi,
+  authEventsApi,
+  organizationsAdminApi,
+];
 
 type JsonSchema = Record<string, unknown>;
 

@@ -11,6 +11,7 @@ import { clientIp } from '../http/client-ip.js';
 import { authEnvironment } from '../http/scope.js';
 import { parse } from '../http/validate.js';
 import type { EnvironmentCache } from '../projects/environments.js';
+import { organizationResolvers } from './organizations.js';
 
 // Root resolvers: each parses its input with the REST operation's own schema and calls the same
 // AuthService method, so every rule (validation, limits, lockout, timing, errors) is the REST one.
@@ -83,8 +84,10 @@ export function authResolvers(
     }
   };
   const withJson = (input: Record<string, unknown>) => ({ ...input, response: json(input.response, 'response') });
+  const client = (c: GraphQLContext) => ({ clientAddress: c.req.ip ?? null, userAgent: c.req.get('user-agent')?.slice(0, 512) ?? null });
   return {
     ...passwordlessResolvers(passwordless, { env, meta, oneMutation }),
+    ...organizationResolvers(service.organizations, { env, oneMutation, authorization, client }),
     mfaFactors: (_: unknown, c: GraphQLContext) => (state(c).mfaFactors ??= env(c).then((e) => mfa.listFactors(e, authorization(c)))),
     mfaTotpEnroll: ({ input }: Partial<Args<unknown>>, c: GraphQLContext) =>
       oneMutation(c, async () => mfa.enrollTotp(await env(c), authorization(c), parse(mop.totpEnroll.body, input ?? {}))),

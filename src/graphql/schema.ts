@@ -1,4 +1,5 @@
 import { buildSchema, type GraphQLSchema } from 'graphql';
+import { ORGANIZATIONS_SDL } from './organizations.js';
 
 // The GraphQL twin of the /auth API: the same operations, inputs and answers as the REST bodies
 // (docs/graphql.md shows this text; a test keeps the two equal).
@@ -308,5 +309,6 @@ type Jwks {
 `;
 
 export function authSchema(): GraphQLSchema {
-  return buildSchema(SDL);
+  // Organizations extend Query and Mutation from their own file (organizations.ts).
+  return buildSchema(SDL + ORGANIZATIONS_SDL);
 }

@@ -19,6 +19,8 @@ import { environmentRouter } from '../http/environment/routes.js';
 import { authEventsRouter, usersRouter } from '../http/users/routes.js';
 import { UserAdminService } from '../auth/users/service.js';
 import { ImpersonationService } from '../auth/users/impersonate.js';
+import { OrganizationAdminService } from '../auth/organizations/admin.js';
+import { organizationsAdminRouter } from '../http/organizations/routes.js';
 import { gapsRouter } from '../http/gaps/routes.js';
 import { GapService } from '../webhooks/gaps.js';
 import { registerProblemGauge } from '../webhooks/problems-metric.js';
@@ -50,6 +52,10 @@ export function createApiApp(ctx: Context, events = new CacheEvents(ctx.log), se
       [['/api/rest/_environment', '/gw/api/rest/_environment'], environmentRouter(ctx, environments)],
       [['/api/rest/_users', '/gw/api/rest/_users'], usersRouter(ctx, users, environments, new ImpersonationService(ctx, auth.sessions))],
       [['/api/rest/_auth-events', '/gw/api/rest/_auth-events'], authEventsRouter(ctx, users, environments)],
+      [
+        ['/api/rest/_organizations', '/gw/api/rest/_organizations'],
+        organizationsAdminRouter(ctx, new OrganizationAdminService(ctx), environments),
+      ],
       [['/api/rest/_gaps', '/gw/api/rest/_gaps'], gapsRouter(ctx, new GapService(ctx), environments)],
     ],
   });

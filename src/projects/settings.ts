@@ -51,6 +51,40 @@ const origin = z.string().refine((s) => {
   }
 }, 'must be an origin such as https://app.example.com (scheme, host and port; no path, no trailing slash)');
 
+/** The roles every organization has; an environment's own roles take other names. */
+export const BUILT_IN_ROLES = ['owner', 'admin', 'member'] as const;
+const roleName = z
+  .string()
+  .regex(/^[a-z][a-z0-9_-]{0,39}$/, 'must be 1-40 characters: a-z first, then a-z, 0-9, _ or -')
+  .refine((n) => !(BUILT_IN_ROLES as readonly string[]).includes(n), 'owner, admin and member are built in');
+/** Permissions travel in access tokens (`org_permissions`): few and short, so a token stays small. */
+const permission = z.string().regex(/^[a-zA-Z0-9_.:-]{1,48}$/, 'must be 1-48 characters of a-z, A-Z, 0-9, _ . : -');
+
+/** Organizations (docs/organizations.md): the environment's own roles and the limits. */
+const organizations = z
+  .strictObject({
+    /** Roles besides owner, admin and member, each with the permissions that its members' tokens carry. */
+    roles: z
+      .array(z.strictObject({ name: roleName, permissions: z.array(permission).max(32).default([]) }))
+      .max(20)
+      .refine((roles) => new Set(roles.map((r) => r.name)).size === roles.length, 'role names must be unique')
+      .default([]),
+    /** Invitations one organization may send in an hour. */
+    invitationsPerHour: z.int().min(1).max(10_000).default(50),
+    /** Organizations one user may belong to (creating or joining one more is refused). */
+    maxOrganizationsPerUser: z.int().min(1).max(10_000).default(20),
+    /** Members one organization may have. */
+    maxMembers: z.int().min(1).max(100_000).default(500),
+    /** How long an invitation can be accepted. */
+    invitationTtlSeconds: seconds(30 * DAY).default(7 * DAY),
+    /** The page of your app that the invitation e-mail links to (with `?invitation=<token>`); default PUBLIC_URL. */
+    invitationUrl: z
+      .url({ protocol: /^https?$/ })
+      .max(2000)
+      .optional(),
+  })
+  .prefault({});
+
 export const environmentSettings = z.object({
   authEnabled: z.boolean().default(true),
   tokenFormat: z.enum(['jws', 'jwe']).default('jws'),
@@ -103,6 +137,7 @@ export const environmentSettings = z.object({
         .default([]),
     })
     .prefault({}),
+  organizations,
 });
 
 export type Settings = z.infer<typeof environmentSettings>;

@@ -2,7 +2,8 @@
 // never contacted (this machine has no network beyond the package registries).
 import { createHash } from 'node:crypto';
 import { expect } from 'chai';
-import { GENEROUS_LIMITS, PASSWORD, startAuthApi, uniqueEmail } from '../auth/support.js';
+import { GENEROUS_LIMITS, PASSWORD, signUpAndConfirm, startAuthApi, uniqueEmail } from '../auth/support.js';
+import { invitationTokenIn } from '../auth/organizations/support.js';
 import type { TestApi } from '../support/api.js';
 import { HttpClient } from '../support/http.js';
 import { ContractClient, documentedOperations } from '../support/openapi.js';
@@ -197,6 +198,47 @@ describe('OpenAPI document: the api answers as documented', function () {
     }
   });
 
+  it('organizations: create, list, get, rename, invite, accept, switch, roles, remove, revoke, delete; the operator API', async () => {
+    const plain = new HttpClient(t.url, { 'x-project-id': 'shop' });
+    const ada = await signUpAndConfirm(t, plain, uniqueEmail('org.ada'));
+    const bob = await signUpAndConfirm(t, plain, uniqueEmail('org.bob'));
+    const created = await user.call('createOrganization', { ...bearer(ada.accessToken), body: { name: 'Acme' } });
+    expect(created.status).to.equal(201);
+    const id = created.body.organization.id as string;
+    expect((await user.call('listOrganizations', bearer(ada.accessToken))).body.organizations).to.have.length(1);
+    expect((await user.call('renameOrganization', { ...bearer(ada.accessToken), params: { id }, body: { name: 'Acme Corp' } })).status).to.equal(200);
+    const before = t.smtp.to(bob.email).length;
+    const invited = await user.call('inviteMember', { ...bearer(ada.accessToken), params: { id }, body: { email: bob.email, role: 'member' } });
+    expect(invited.status).to.equal(201);
+    const token = invitationTokenIn(await t.smtp.waitFor(bob.email, { after: before }));
+    expect((await user.call('acceptInvitation', { ...bearer(ada.accessToken), body: { token } })).body.error).to.equal('INVITATION_INVALID');
+    expect((await user.call('acceptInvitation', { ...bearer(bob.accessToken), body: { token } })).status).to.equal(200);
+    expect((await user.call('getOrganization', { ...bearer(ada.accessToken), params: { id } })).body.members).to.have.length(2);
+    expect((await user.call('switchOrganization', { ...bearer(bob.accessToken), body: { organizationId: id } })).status).to.equal(200);
+    const role = await user.call('changeMemberRole', { ...bearer(ada.accessToken), params: { id, userId: bob.userId }, body: { role: 'admin' } });
+    expect(role.status).to.equal(200);
+    expect((await user.call('removeMember', { ...bearer(ada.accessToken), params: { id, userId: ada.userId } })).body.error).to.equal('ORGANIZATION_LAST_OWNER');
+    expect((await user.call('removeMember', { ...bearer(ada.accessToken), params: { id, userId: bob.userId } })).status).to.equal(204);
+    const again = await user.call('inviteMember', { ...bearer(ada.accessToken), params: { id }, body: { email: bob.email, role: 'admin' } });
+    const invitationId = again.body.invitation.id as string;
+    expect((await user.call('revokeInvitation', { ...bearer(ada.accessToken), params: { id, invitationId } })).status).to.equal(200);
+    expect((await user.call('deleteOrganization', { ...bearer(ada.accessToken), params: { id } })).status).to.equal(204);
+
+    const made = await manager.call('adminCreateOrganization', { body: { name: 'Globex', ownerId: ada.userId } });
+    expect(made.status).to.equal(201);
+    const org = made.body.organization.id as string;
+    expect((await manager.call('adminListOrganizations')).body.organizations.length).to.be.greaterThan(0);
+    expect((await manager.call('adminRenameOrganization', { params: { id: org }, body: { name: 'Globex Corp' } })).status).to.equal(200);
+    expect((await manager.call('adminAddMember', { params: { id: org }, body: { userId: bob.userId, role: 'member' } })).status).to.equal(201);
+    expect((await manager.call('adminChangeMemberRole', { params: { id: org, userId: bob.userId }, body: { role: 'admin' } })).status).to.equal(200);
+    expect((await manager.call('adminRemoveMember', { params: { id: org, userId: bob.userId } })).status).to.equal(204);
+    const sent = await manager.call('adminInviteMember', { params: { id: org }, body: { email: uniqueEmail('org.carl'), role: 'member' } });
+    expect(sent.status).to.equal(201);
+    expect((await manager.call('adminRevokeInvitation', { params: { id: org, invitationId: sent.body.invitation.id } })).status).to.equal(200);
+    expect((await manager.call('adminGetOrganization', { params: { id: org } })).body.members).to.have.length(1);
+    expect((await manager.call('adminDeleteOrganization', { params: { id: org } })).status).to.equal(204);
+  });
+
   it('provider sign-in, identities, and the issuer document', async () => {
     const anonymous = new ContractClient(doc, new HttpClient(t.url));
     expect((await anonymous.call('openidConfiguration', { params: { projectId: 'shop', environment: 'master' } })).body.issuer).to.equal(
@@ -365,6 +407,8 @@ describe('OpenAPI document: the api answers as documented', function () {
       replayId: 'rpl_nonexistent',
       factorId: '00000000-0000-4000-8000-000000000000',
       backfillId: 'bf_nonexistent',
+      userId: '00000000-0000-4000-8000-000000000000',
+      invitationId: '00000000-0000-4000-8000-000000000000',
     };
     const bodyless = (id: string) => !documentedOperations(doc).find((o) => o.id === id)!.operation.requestBody;
     const all = () => documentedOperations(doc).map((o) => o.id);
@@ -373,11 +417,11 @@ describe('OpenAPI document: the api answers as documented', function () {
       documentedOperations(doc)
         .filter((o) => o.path.startsWith('/auth/') && (o.operation.parameters ?? []).some((p: { in: string; name: string }) => p.in === 'header' && p.name === 'x-project-id'))
         .map((o) => o.id);
-    const management = () => documentedOperations(doc).filter((o) => /^\/api\/rest\/_(webhooks|users|auth-events)/.test(o.path)).map((o) => o.id);
+    const management = () => documentedOperations(doc).filter((o) => /^\/api\/rest\/_(webhooks|users|auth-events|organizations)/.test(o.path)).map((o) => o.id);
     const isManagement = (id: string) => management().includes(id);
 
     it('auth: no project header → 400, an unknown project → 404', async () => {
-      const sessionParams = { id: '00000000-0000-4000-8000-000000000000' };
+      const sessionParams = { id: '00000000-0000-4000-8000-000000000000', userId: '00000000-0000-4000-8000-000000000000', invitationId: '00000000-0000-4000-8000-000000000000' };
       for (const id of auth()) {
         const anonymous = new ContractClient(doc, new HttpClient(t.url));
         expect((await anonymous.call(id, { params: sessionParams, body: bodyless(id) ? undefined : {} })).body.error, id).to.equal('VALIDATION_ERROR');

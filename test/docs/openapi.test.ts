@@ -12,6 +12,7 @@ import { managementHeaders } from '../../src/http/webhooks/access.js';
 import * as webhookRequests from '../../src/webhooks/schemas.js';
 import { settingsPatch } from '../../src/projects/settings.js';
 import * as userRequests from '../../src/http/users/schemas.js';
+import * as organizationRequests from '../../src/auth/organizations/schemas.js';
 import { userMetadataBody } from '../../src/auth/users/metadata.js';
 import { startTestApi, type TestApi } from '../support/api.js';
 import { documentedOperations, type DocumentedOperation } from '../support/openapi.js';
@@ -136,6 +137,28 @@ describe('OpenAPI document: /openapi.json', function () {
       'GET /api/rest/_webhooks/{id}/backfills',
       'GET /api/rest/_webhooks/{id}/backfills/{backfillId}',
       'POST /api/rest/_webhooks/{id}/backfills/{backfillId}/cancel',
+      // Organizations (docs/organizations.md)
+      'POST /auth/organizations',
+      'GET /auth/organizations',
+      'POST /auth/organizations/invitations/accept',
+      'POST /auth/organizations/active',
+      'GET /auth/organizations/{id}',
+      'PATCH /auth/organizations/{id}',
+      'DELETE /auth/organizations/{id}',
+      'POST /auth/organizations/{id}/invitations',
+      'DELETE /auth/organizations/{id}/invitations/{invitationId}',
+      'PATCH /auth/organizations/{id}/members/{userId}',
+      'DELETE /auth/organizations/{id}/members/{userId}',
+      'GET /api/rest/_organizations',
+      'POST /api/rest/_organizations',
+      'GET /api/rest/_organizations/{id}',
+      'PATCH /api/rest/_organizations/{id}',
+      'DELETE /api/rest/_organizations/{id}',
+      'POST /api/rest/_organizations/{id}/members',
+      'PATCH /api/rest/_organizations/{id}/members/{userId}',
+      'DELETE /api/rest/_organizations/{id}/members/{userId}',
+      'POST /api/rest/_organizations/{id}/invitations',
+      'DELETE /api/rest/_organizations/{id}/invitations/{invitationId}',
     ]);
   });
 
@@ -178,6 +201,7 @@ describe('OpenAPI document: /openapi.json', function () {
       ...Object.values(passwordlessRequests),
       ...Object.values(webhookRequests),
       ...Object.values(userRequests),
+      ...Object.values(organizationRequests),
       userMetadataBody,
       settingsPatch,
       projectHeaders,

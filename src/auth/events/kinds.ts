@@ -34,6 +34,16 @@ export const AUTH_EVENT = {
   passwordlessRequested: 'user.passwordless_requested',
   // An operator started a time-boxed session as the user (users/impersonate.ts); `actor` is the management token.
   impersonationStarted: 'user.impersonation_started',
+  // Organizations (src/auth/organizations/): `details` name the organization and the roles.
+  organizationCreated: 'organization.created',
+  organizationRenamed: 'organization.renamed',
+  organizationDeleted: 'organization.deleted',
+  memberAdded: 'member.added',
+  memberRoleChanged: 'member.role_changed',
+  memberRemoved: 'member.removed',
+  invitationSent: 'invitation.sent',
+  invitationAccepted: 'invitation.accepted',
+  invitationRevoked: 'invitation.revoked',
 } as const;
 
 export type AuthEventType = (typeof AUTH_EVENT)[keyof typeof AUTH_EVENT];

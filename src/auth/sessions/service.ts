@@ -7,6 +7,7 @@ import type { Environment } from '../../projects/environments.js';
 import { append, type EventOrigin } from '../events/append.js';
 import { AUTH_EVENT, type AuthEventType } from '../events/kinds.js';
 import type { AuthMethod } from '../assurance.js';
+import { isTokenRevoked, type ActiveOrganization, type ActiveOrganizationLookup } from '../active-organization.js';
 import { acceptedIssuers, issuerOf } from '../issuer.js';
 import type { KeyRing } from '../keyring.js';
 import { spendLimit } from '../limits.js';
@@ -24,6 +25,7 @@ import {
   revokeSessionRow,
   revokeUserSessions,
   undoExchange,
+  switchSessionOrganization,
   type SessionClient,
   type StoredToken,
 } from './store.js';
@@ -65,6 +67,8 @@ export class SessionService {
   constructor(
     private readonly ctx: Context,
     private readonly keys: KeyRing,
+    /** The membership behind a session's active organization (organizations/, wired in service.ts). */
+    private readonly activeOrganization?: ActiveOrganizationLookup,
   ) {
     this.#profiles = new TtlCache(ctx.cacheTtlMs);
     this.#verified = new TtlCache(ctx.cacheTtlMs);
@@ -144,8 +148,13 @@ export class SessionService {
     if (!exchanged) throw invalidRefresh();
     this.#count('refresh_ok');
     this.#profiles.delete(exchanged.sessionId); // its expiry moved
+    // The organization as the membership stands now: a new role shows, a removed member's is gone.
+    const organization =
+      exchanged.activeOrganizationId && this.activeOrganization
+        ? await this.activeOrganization(env, exchanged.activeOrganizationId, exchanged.userId)
+        : undefined;
     try {
-      return await this.#pair(env, exchanged, exchanged.refreshToken, now);
+      return await this.#pair(env, { ...exchanged, organization }, exchanged.refreshToken, now);
     } catch (err) {
       await undoExchange(this.ctx.pool, input.refreshToken, exchanged.refreshToken, now).catch(() => undefined);
       throw err;
@@ -187,8 +196,9 @@ export class SessionService {
       verifyAccessToken(this.keys, env, token, acceptedIssuers(this.ctx.config.publicUrl, env), now, skew),
     );
     if ((claims.exp + skew) * 1000 <= now.getTime()) throw new AppError('AUTH_TOKEN_EXPIRED');
-    // A signature cannot say that the session was logged out: the revocation list can.
-    if (await this.ctx.revocations.isRevoked(claims.sid)) throw new AppError('AUTH_TOKEN_INVALID', 'The token has been revoked.');
+    // A signature cannot say that the session was logged out (or the member removed from the
+    // token's organization): the revocation list can.
+    if (await isTokenRevoked(this.ctx.revocations, claims)) throw new AppError('AUTH_TOKEN_INVALID', 'The token has been revoked.');
     if (env.settings.mfa === 'required' && claims.aal !== 'aal2' && !firstFactorEnough) throw new AppError('AUTH_MFA_REQUIRED');
     return claims;
   }
@@ -253,6 +263,23 @@ export class SessionService {
     return { message: LOGOUT_MESSAGE };
   }
 
+  /**
+   * A new pair for the caller's session, switched to `organization` (undefined: to none) — whose
+   * membership the caller checked in the transaction `db`, which this joins.
+   */
+  async switchOrganization(
+    env: Environment,
+    claims: AccessClaims,
+    organization: ActiveOrganization | undefined,
+    db: Queryable,
+    now: Date,
+  ): Promise<TokenPair> {
+    const switched = await switchSessionOrganization(db, claims.sid, claims.sub, env, organization?.id ?? null, now);
+    if (!switched) throw new AppError('AUTH_TOKEN_INVALID', 'The session has ended.');
+    this.#profiles.delete(switched.sessionId);
+    return this.#pair(env, { ...switched, organization }, switched.refreshToken, now);
+  }
+
   /** /auth/me shows a change of the user at once (userMetadata was set). */
   forgetProfile(sessionId: string): void {
     this.#profiles.delete(sessionId);
@@ -278,7 +305,14 @@ export class SessionService {
 
   async #pair(
     env: Environment,
-    who: { userId: string; email: string; sessionId: string; amr: readonly string[]; appMetadata?: Record<string, unknown> },
+    who: {
+      userId: string;
+      email: string;
+      sessionId: string;
+      amr: readonly string[];
+      appMetadata?: Record<string, unknown>;
+      organization?: ActiveOrganization;
+    },
     refreshToken: string,
     now: Date,
   ): Promise<TokenPair> {

@@ -134,6 +134,8 @@ export interface Exchanged {
   /** How the user proved who they are when the session began (or was stepped up). */
   amr: string[];
   refreshToken: string;
+  /** The organization the session has switched to (null: none); its membership is looked up afresh. */
+  activeOrganizationId: string | null;
 }
 
 /**
@@ -152,7 +154,7 @@ export async function exchangeRefreshToken(
   now: Date,
 ): Promise<Exchanged | undefined> {
   // Named: prepared once per connection, so the hot path skips parsing and planning this CTE.
-  const { rows } = await db.query({
+  const { rows } = await db.query<ExchangeRow>({
     name: 'walgate_refresh_exchange',
     text: `WITH used AS (
        UPDATE walgate.refresh_tokens rt SET used_at = $2
@@ -161,14 +163,15 @@ export async function exchangeRefreshToken(
           AND s.id = rt.session_id AND s.revoked_at IS NULL AND s.expires_at > $2 AND s.absolute_expires_at > $2
           AND s.project_id = $7 AND s.environment = $8
           AND NOT EXISTS (SELECT 1 FROM walgate.users u WHERE u.id = s.user_id AND u.disabled_at IS NOT NULL)
-        RETURNING s.id AS session_id, s.user_id, s.amr, least($3::timestamptz, s.absolute_expires_at) AS expires_at
+        RETURNING s.id AS session_id, s.user_id, s.amr, s.active_organization_id, least($3::timestamptz, s.absolute_expires_at) AS expires_at
      ), extended AS (
        UPDATE walgate.sessions s SET expires_at = used.expires_at, last_used_at = $2, ip = $5, user_agent = coalesce($6, s.user_agent)
          FROM used WHERE s.id = used.session_id
      ), issued AS (
        INSERT INTO walgate.refresh_tokens (token_hash, session_id, issued_at, expires_at) SELECT $4, session_id, $2, expires_at FROM used
      )
-     SELECT used.session_id, used.user_id, used.amr, u.email, u.app_metadata FROM used JOIN walgate.users u ON u.id = used.user_id`,
+     SELECT used.session_id, used.user_id, used.amr, used.active_organization_id, u.email, u.app_metadata
+       FROM used JOIN walgate.users u ON u.id = used.user_id`,
     values: [
       hashToken(token),
       now,
@@ -181,7 +184,72 @@ export async function exchangeRefreshToken(
     ],
   });
   const r = rows[0];
-  return r && { sessionId: r.session_id, userId: r.user_id, email: r.email, appMetadata: r.app_metadata, amr: r.amr, refreshToken: next };
+  return r && exchanged(r, next);
+}
+
+interface ExchangeRow {
+  session_id: string;
+  user_id: string;
+  email: string;
+  app_metadata: Record<string, unknown>;
+  amr: string[];
+  active_organization_id: string | null;
+}
+
+const exchanged = (r: ExchangeRow, refreshToken: string): Exchanged => ({
+  sessionId: r.session_id,
+  userId: r.user_id,
+  email: r.email,
+  appMetadata: r.app_metadata,
+  amr: r.amr,
+  refreshToken,
+  activeOrganizationId: r.active_organization_id ?? null,
+});
+
+/**
+ * The caller's live session switched to an organization (null: to none), with a new refresh token:
+ * its unused ones count as used from now, as after an exchange, so the session keeps one line of
+ * tokens (an old one presented again falls under the reuse rules of decision.ts). The membership
+ * was checked by the caller, in the same transaction (`db`). Undefined: no such live session.
+ */
+export async function switchSessionOrganization(
+  db: Queryable,
+  sessionId: string,
+  userId: string,
+  scope: SessionScope,
+  organizationId: string | null,
+  now: Date,
+): Promise<Exchanged | undefined> {
+  const next = randomToken();
+  const { rows } = await db.query<ExchangeRow>(
+    `WITH s AS (
+       UPDATE walgate.sessions s SET active_organization_id = $3, last_used_at = $4
+        WHERE s.id = $1 AND s.user_id = $2 AND s.revoked_at IS NULL AND s.expires_at > $4 AND s.absolute_expires_at > $4
+          AND s.project_id = $5 AND s.environment = $6
+       RETURNING s.id, s.user_id, s.amr, s.active_organization_id, s.expires_at
+     ), spent AS (
+       UPDATE walgate.refresh_tokens SET used_at = $4 WHERE used_at IS NULL AND session_id IN (SELECT id FROM s)
+     ), issued AS (
+       INSERT INTO walgate.refresh_tokens (token_hash, session_id, issued_at, expires_at) SELECT $7, id, $4, expires_at FROM s
+     )
+     SELECT s.id AS session_id, s.user_id, s.amr, s.active_organization_id, u.email, u.app_metadata
+       FROM s JOIN walgate.users u ON u.id = s.user_id`,
+    [sessionId, userId, organizationId, now, scope.projectId, scope.name, hashToken(next)],
+  );
+  return rows[0] && exchanged(rows[0], next);
+}
+
+/**
+ * These users' sessions that had switched to this organization switch back to none (a member
+ * removed, or the organization deleted): their next refresh carries no organization, even if the
+ * user joins it again later. By user, so that the statement walks the live sessions' index.
+ */
+export async function leaveActiveOrganization(db: Queryable, organizationId: string, userIds: readonly string[]): Promise<void> {
+  await db.query(
+    `UPDATE walgate.sessions SET active_organization_id = NULL
+      WHERE user_id = ANY ($2::uuid[]) AND revoked_at IS NULL AND active_organization_id = $1`,
+    [organizationId, userIds],
+  );
 }
 
 export async function revokeSessionRow(db: Queryable, sessionId: string, reason: string, now: Date): Promise<void> {
@@ -270,7 +338,7 @@ export async function findGraceSuccessor(
   now: Date,
 ): Promise<Exchanged | undefined> {
   const { rows } = await db.query(
-    `SELECT s.id AS session_id, s.user_id, s.amr, u.email, u.app_metadata
+    `SELECT s.id AS session_id, s.user_id, s.amr, s.active_organization_id, u.email, u.app_metadata
        FROM walgate.refresh_tokens rt
        JOIN walgate.sessions s ON s.id = rt.session_id
        JOIN walgate.refresh_tokens nx ON nx.token_hash = $2 AND nx.session_id = s.id AND nx.used_at IS NULL AND nx.expires_at > $3
@@ -282,7 +350,15 @@ export async function findGraceSuccessor(
   );
   const r = rows[0];
   return (
-    r && { sessionId: r.session_id, userId: r.user_id, email: r.email, appMetadata: r.app_metadata, amr: r.amr, refreshToken: successor }
+    r && {
+      sessionId: r.session_id,
+      userId: r.user_id,
+      email: r.email,
+      appMetadata: r.app_metadata,
+      amr: r.amr,
+      activeOrganizationId: r.active_organization_id ?? null,
+      refreshToken: successor,
+    }
   );
 }
 

@@ -7,6 +7,7 @@ import type { EnvironmentCache } from '../../projects/environments.js';
 import { authCors } from './cors.js';
 import { authApi } from './operations.js';
 import { mfaRouter } from './mfa/routes.js';
+import { organizationsRouter } from './organizations/routes.js';
 import type { AuthService } from '../../auth/service.js';
 import { userView } from '../../auth/users.js';
 import { discoveryDocument } from '../../auth/issuer.js';
@@ -104,6 +105,8 @@ export function authRouter(service: AuthService, environments: EnvironmentCache,
   });
   // Second factors and passkeys (/auth/mfa/*, /auth/passkeys/*): their own operation group.
   r.use(mfaRouter(service.mfa, environments));
+  // Organizations, members and invitations (/auth/organizations/*): their own operation group.
+  r.use(organizationsRouter(service.organizations, environments));
 
   refuseOtherMethods(r, authApi);
   return r;
