@@ -19,16 +19,24 @@ import {
 } from '../delivery/sql/history.js';
 import { AppError, validationError, type Violation } from '../core/errors.js';
 import type { Environment } from '../projects/environments.js';
-import { CaptureError, captureTable, lockCapturedTables, releaseTable, retainChanges } from '../tailer/capture/index.js';
+import {
+  CaptureError,
+  capturedRelation,
+  captureTable,
+  lockCapturedTables,
+  messageColumns,
+  releaseTable,
+  retainChanges,
+} from '../tailer/capture/index.js';
 import { representable, type CreateBody, type UpdateBody } from './schemas.js';
 import { sealWebhookSecret } from '../delivery/secret.js';
 import { sealHeaders } from '../delivery/custom-headers.js';
 import { breakerStates, endpointHealth, eventDeliveries, type EventDelivery, type HealthWindow } from '../delivery/sql/health.js';
 import { queueTestEvent } from '../delivery/sql/test-events.js';
+import { messageSample, sampleRecord } from '../delivery/sql/sample-row.js';
 import { listEnvironments } from '../projects/environments.js';
 import * as store from './store.js';
 import { columnViolations, primaryKeyColumns, schemaTables, tableColumns, urlViolations, type TableInfo } from './validation.js';
-import { sampleTable } from './validation.js';
 import { webhookView, type WebhookHealth, type WebhookView } from './view.js';
 import { webhookProblems } from './problems.js';
 
@@ -152,12 +160,14 @@ export class WebhookService {
   /** Queues a signed sample event of the subscription's table, marked as a test. */
   async test(env: Environment, id: string): Promise<{ delivery: DeliveryView }> {
     const row = await this.#find(env, id);
-    const table = await sampleTable(this.ctx.pool, env.schemaName, row.table);
-    if (!table) throw new AppError('SERVICE_UNAVAILABLE', `The table ${row.table} no longer exists in schema ${env.schemaName}.`);
+    const virtual = messageColumns(row.table);
+    const { schema, table } = capturedRelation(env.schemaName, row.table);
+    const record = virtual ? messageSample(virtual) : await sampleRecord(this.ctx.pool, schema, table);
+    if (!record) throw new AppError('SERVICE_UNAVAILABLE', `The table ${row.table} no longer exists in schema ${env.schemaName}.`);
     const delivery = await queueTestEvent(
       this.ctx.pool,
       { webhookId: row.id, schemaName: env.schemaName, table: row.table, select: row.select },
-      table.columns,
+      record,
       this.ctx.clock(),
     );
     return { delivery };
