@@ -119,7 +119,7 @@ export class WebhookService {
       await captureTable(c, env.schemaName, body.table);
       return created;
     });
-    return webhookView(row);
+    return this.#view(row);
   }
 
   /** A page of subscriptions, each with its breaker: what a list needs, in one request. */
@@ -135,7 +135,7 @@ export class WebhookService {
     const breakers = await breakerStates(this.ctx.pool, page, this.ctx.clock());
     const problems = await webhookProblems(this.ctx.pool, page, this.ctx.clock());
     return {
-      webhooks: page.map((w, i) => ({ ...webhookView(w, problems.get(w.id)), breaker: breakers[i]! })),
+      webhooks: page.map((w, i) => ({ ...webhookView(w, problems.get(w.id), breakers[i]), breaker: breakers[i]! })),
       nextCursor: rows.length > limit && last ? encodeCursor(last) : null,
     };
   }
@@ -183,7 +183,7 @@ export class WebhookService {
       recentDeliveries(this.ctx.pool, row.id, 50),
     ]);
     return {
-      webhook: webhookView(row, problems.get(row.id)),
+      webhook: webhookView(row, problems.get(row.id), breaker),
       health: { breaker, disabledReason: row.disabledReason, disabledAt: row.disabledAt?.toISOString() ?? null, ...history },
       deliveries,
     };
@@ -288,7 +288,7 @@ export class WebhookService {
       }
       return updated;
     });
-    return webhookView(row);
+    return this.#view(row);
   }
 
   async delete(env: Environment, id: string): Promise<void> {
@@ -330,6 +330,16 @@ export class WebhookService {
     const replay = await this.replays.get(row.id, replayId);
     if (!replay) throw new AppError('REPLAY_NOT_FOUND');
     return { replay };
+  }
+
+  /** Its view after a write: its state comes from its endpoint's breaker (another subscription to that URL may be failing). */
+  async #view(row: store.WebhookRow): Promise<WebhookView> {
+    const breaker = await breakerState(
+      this.ctx.pool,
+      { projectId: row.projectId, environment: row.environment, url: row.url },
+      this.ctx.clock(),
+    );
+    return webhookView(row, [], breaker);
   }
 
   async #find(env: Environment, id: string): Promise<store.WebhookRow> {
