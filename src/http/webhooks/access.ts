@@ -33,7 +33,10 @@ export async function managementScope(ctx: Context, environments: EnvironmentCac
   const h = parseHeaders(managementHeaders, { 'x-project-id': req.get('x-project-id'), environment: req.get('environment') });
   if (h['x-project-id'] !== token.projectId) throw new AppError('FORBIDDEN');
   const env = await environments.get(h['x-project-id'], h.environment);
-  if (!env) throw validationError([{ path: 'environment', message: `the environment header names no environment of project ${h['x-project-id']}: ${h.environment}` }]);
+  if (!env)
+    throw validationError([
+      { path: 'environment', message: `the environment header names no environment of project ${h['x-project-id']}: ${h.environment}` },
+    ]);
   await enforceRateLimit(ctx.rateLimiter, ctx.rateLimits.management, token.id);
   return { tokenId: token.id, env };
 }
