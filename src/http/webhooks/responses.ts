@@ -77,6 +77,10 @@ const deliveryDetail = delivery.extend({
     .record(z.string(), z.unknown())
     .nullable()
     .meta({ description: 'The body as sent, kept for the retention window (WEBHOOK_KEEP_PAYLOADS); null when not kept.' }),
+  body: z.string().nullable().meta({
+    description:
+      "The body as text, byte for byte as signed and sent (`payload` is it parsed, which can lose a number's trailing zeros); null with `payload`.",
+  }),
   requestHeaders: z.record(z.string(), z.string()).nullable().meta({
     description:
       'The request headers of the latest attempt, without the signatures; custom header values show as `[hidden]`. Null when not kept.',
