@@ -35,6 +35,11 @@ export function stateOf(w, breaker, disabledReason = w.disabledReason) {
   if (!w.active) return ['paused', 'Paused'];
   if (breaker?.state === 'open') return ['open', 'Breaker open'];
   if (breaker?.state === 'half-open') return ['open', 'Breaker half-open'];
+  // The API's `state`: its endpoint's latest attempts failed (the breaker counts them, a success resets).
+  if (w.state === 'failing') {
+    const n = breaker?.consecutiveFailures;
+    return ['failing', n ? `Failing: last ${n} attempt${n === 1 ? '' : 's'} failed` : 'Failing'];
+  }
   return ['active', 'Active'];
 }
 

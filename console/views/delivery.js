@@ -38,7 +38,8 @@ function beforeAfter(p) {
 
 function requestPanel(d) {
   const headers = headerText(d.requestHeaders);
-  const body = d.payload ? json(d.payload) : null;
+  // The exact bytes that were signed and sent, not the payload re-formatted (19.90 would read 19.9).
+  const body = d.body ?? (d.payload ? json(d.payload) : null);
   return h(
     'section',
     { class: 'panel', 'aria-labelledby': 'request-title' },

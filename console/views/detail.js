@@ -345,7 +345,8 @@ async function detailView(id, deliveryId) {
     h('label', { for: 'f-until' }, 'Until'),
     until,
     h('button', { type: 'submit', class: 'secondary' }, 'Apply'),
-    h('button', { type: 'button', id: 'replay', onclick: replay }, 'Replay dead letters…'),
+    // Not the page's main action (most subscriptions have no dead letter): a secondary button.
+    h('button', { type: 'button', id: 'replay', class: 'secondary', onclick: replay }, 'Replay dead letters…'),
   );
 
   const live = show(

@@ -1,7 +1,8 @@
 import type { Clock } from '../core/clock.js';
 import type { Context } from '../core/context.js';
 import type { Operation } from '../tailer/sink.js';
-import type { BreakerKey, EndpointBreakers } from './breaker.js';
+import type { BreakerKey, BreakerState, EndpointBreakers } from './breaker.js';
+import { stateAfterAttempt, type SubscriptionStateLog } from './subscription-state.js';
 import { classifyAnswer } from './outcome.js';
 import type { SendResult, Sender } from './sender.js';
 import { signatureHeaders } from './signing.js';
@@ -34,6 +35,8 @@ export type SentAttempt = {
   startedAt: Date;
   /** The request's headers as the delivery log keeps them: no signature, custom values masked. */
   requestHeaders: Record<string, string>;
+  /** The endpoint's breaker after the attempt, as this process knows it. */
+  breaker: BreakerState;
 };
 
 /**
@@ -57,6 +60,8 @@ export interface AttemptDeps {
   clock: Clock;
   /** Turns a subscription off (410 Gone); true when this call did it. The assembly passes the webhook store's. */
   disableSubscription: (webhookId: string, reason: string, at: Date) => Promise<boolean>;
+  /** Logs each change of a subscription's delivery state (subscription-state.ts). */
+  states?: SubscriptionStateLog;
 }
 
 export async function attempt(deps: AttemptDeps, r: AttemptRequest): Promise<AttemptOutcome> {
@@ -79,7 +84,7 @@ export async function attempt(deps: AttemptDeps, r: AttemptRequest): Promise<Att
   // (no attempt spent) and goes when the breaker closes.
   if (result.ok) await deps.breakers.recordSuccess(r.endpoint, admission.probe);
   else await deps.breakers.recordFailure(r.endpoint, admission.probe);
-  return { kind: 'sent', result, startedAt, requestHeaders };
+  return { kind: 'sent', result, startedAt, requestHeaders, breaker: deps.breakers.state(r.endpoint) };
 }
 
 export interface NextStep {
@@ -126,6 +131,8 @@ export async function conclude(
   const at = ctx.clock();
   const step = nextStep(result, a.attemptNo, a.delaysMs, at);
   if (step.disable) await disable(ctx, deps, a.webhookId, step.disable, at);
+  const state = stateAfterAttempt({ ok: result.ok, disabled: step.disable !== null, breaker: sent.breaker });
+  deps.states?.observe(a.webhookId, state, step.disable ?? (result.ok ? 'delivered' : (result.error ?? `HTTP ${result.status}`)));
   const m = ctx.metrics;
   m.deliveriesFinished.inc({ status: step.status });
   m.attemptDuration.observe({ outcome: result.ok ? 'success' : 'failure' }, result.durationMs / 1000);

@@ -13,6 +13,7 @@ import { HeldDeliveries } from './payload-bytes.js';
 import { StreamDelivery } from './stream.js';
 import { Targets } from './targets.js';
 import { QueueWorker } from './worker.js';
+import { SubscriptionStateLog } from './subscription-state.js';
 
 export interface DeliveryEngineOptions {
   /** Requests in flight at once, over all subscriptions (the stream and the retry queue each). */
@@ -83,7 +84,13 @@ export class DeliveryEngine implements DeliverySink {
     );
     const openSecret = (sealed: Buffer) => openWebhookSecret(ctx.secrets, sealed);
     this.#targets = new Targets(ctx.pool, openSecret, (sealed) => openHeaders(ctx.secrets, sealed));
-    this.#deps = { sender: this.#sender, breakers: this.#breakers, clock: ctx.clock, disableSubscription: options.disableSubscription };
+    this.#deps = {
+      sender: this.#sender,
+      breakers: this.#breakers,
+      clock: ctx.clock,
+      disableSubscription: options.disableSubscription,
+      states: new SubscriptionStateLog(ctx.log, ctx.clock),
+    };
     this.#worker = new QueueWorker(ctx, this.#deps, {
       concurrency: Math.max(1, Math.floor(this.#o.concurrency / 2)),
       perWebhook: this.#o.perWebhook,

@@ -89,7 +89,10 @@ export class Sender {
     if (found) void found.pool.close().catch(() => undefined);
     const o = this.#options;
     const pool = new Pool(url.origin, {
-      connect: guardedConnector({ allowPrivate: o.allowPrivateNetworks, tls: o.tls, timeoutMs: o.timeoutMs, lookup: o.lookup }),
+      connect: guardedConnector({
+        ...{ allowPrivate: o.allowPrivateNetworks, tls: o.tls, timeoutMs: o.timeoutMs, lookup: o.lookup },
+        setting: 'WEBHOOK_ALLOW_PRIVATE_NETWORKS',
+      }),
       connections: o.connectionsPerEndpoint ?? 16,
       keepAliveTimeout: 30_000,
       headersTimeout: o.timeoutMs,

@@ -27,6 +27,7 @@ import { registerProblemGauge } from '../webhooks/problems-metric.js';
 import { WebhookService } from '../webhooks/service.js';
 import { createApp } from '../http/app.js';
 import { closeServer, listen } from '../http/server.js';
+import { listenErrorNamingSetting } from './port-setting.js';
 
 /** The api daemon's HTTP surface. The seed addresses the management API through a `/gw` gateway prefix too. */
 export function createApiApp(ctx: Context, events = new CacheEvents(ctx.log), service = new WebhookService(ctx)): express.Express {
@@ -100,13 +101,23 @@ export async function startApi(ctx: Context, port = ctx.config.port, host = ctx.
   await listener.start();
   // Replays whose process stopped before finishing them are taken up here.
   service.replays.start();
-  const { server, url } = await listen(app, port, host, ctx.config.http);
+  // A port that is taken ends the start: what already holds a connection is let go, so that the
+  // caller can stop the database (npm start) and exit without leaving anything behind.
+  const abandon = async (err: unknown, setting: string, bound?: Server): Promise<never> => {
+    if (bound) await closeServer(bound, 0);
+    await listener.close();
+    await service.replays.stop();
+    throw listenErrorNamingSetting(err, setting, setting === 'PORT' ? port : ctx.config.metricsPort!, host);
+  };
+  const { server, url } = await listen(app, port, host, ctx.config.http).catch((err: unknown) => abandon(err, 'PORT'));
   // METRICS_PORT: the scrape target lives on a port of its own, which a deployment does not publish.
   const metricsPort = ctx.config.metricsPort;
   const metrics =
     metricsPort === undefined
       ? undefined
-      : await listen(createApp(ctx, { routes: [['/', metricsRouter(ctx)]] }), metricsPort, host, ctx.config.http);
+      : await listen(createApp(ctx, { routes: [['/', metricsRouter(ctx)]] }), metricsPort, host, ctx.config.http).catch((err: unknown) =>
+          abandon(err, 'METRICS_PORT', server),
+        );
   ctx.courier.start();
   return {
     url,

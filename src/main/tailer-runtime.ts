@@ -8,6 +8,7 @@ import { Pruner } from '../retention/pruner.js';
 import { WalTailer } from '../tailer/tailer.js';
 import { BackfillRunner } from '../tailer/backfill/runner.js';
 import { disableWebhook } from '../webhooks/store.js';
+import { listenErrorNamingSetting } from './port-setting.js';
 
 export interface TailerRuntime {
   tailer: WalTailer;
@@ -45,8 +46,9 @@ export async function startTailerRuntime(ctx: Context, options: TailerRuntimeOpt
   registerTailerGauges(ctx, tailer, worker);
   const port = ctx.config.tailerPort;
   const ops = await startTailerOps(ctx, tailer, port, ctx.config.host).catch((err: Error) => {
-    if (!options.opsOptional) throw err;
-    ctx.log.warn({ port, err: err.message }, 'the tailer health listener could not start');
+    const named = listenErrorNamingSetting(err, 'TAILER_PORT', port, ctx.config.host) as Error;
+    if (!options.opsOptional) throw named;
+    ctx.log.warn({ port, err: named.message }, 'the tailer health listener could not start');
     return undefined;
   });
   return {

@@ -20,16 +20,24 @@ import {
 } from '../delivery/sql/history.js';
 import { AppError, validationError, type Violation } from '../core/errors.js';
 import type { Environment } from '../projects/environments.js';
-import { CaptureError, captureTable, lockCapturedTables, releaseTable, retainChanges } from '../tailer/capture/index.js';
+import {
+  CaptureError,
+  capturedRelation,
+  captureTable,
+  lockCapturedTables,
+  messageColumns,
+  releaseTable,
+  retainChanges,
+} from '../tailer/capture/index.js';
 import { representable, type CreateBody, type UpdateBody } from './schemas.js';
 import { sealWebhookSecret } from '../delivery/secret.js';
 import { sealHeaders } from '../delivery/custom-headers.js';
 import { breakerStates, endpointHealth, eventDeliveries, type EventDelivery, type HealthWindow } from '../delivery/sql/health.js';
 import { queueTestEvent } from '../delivery/sql/test-events.js';
+import { messageSample, sampleRecord } from '../delivery/sql/sample-row.js';
 import { listEnvironments } from '../projects/environments.js';
 import * as store from './store.js';
 import { columnViolations, primaryKeyColumns, schemaTables, tableColumns, urlViolations, type TableInfo } from './validation.js';
-import { sampleTable } from './validation.js';
 import { webhookView, type WebhookHealth, type WebhookView } from './view.js';
 import { webhookProblems } from './problems.js';
 
@@ -128,7 +136,7 @@ export class WebhookService {
       await captureTable(c, env.schemaName, body.table);
       return created;
     });
-    return webhookView(row);
+    return this.#view(row);
   }
 
   /** A page of subscriptions, each with its breaker: what a list needs, in one request. */
@@ -144,7 +152,7 @@ export class WebhookService {
     const breakers = await breakerStates(this.ctx.pool, page, this.ctx.clock());
     const problems = await webhookProblems(this.ctx.pool, page, this.ctx.clock());
     return {
-      webhooks: page.map((w, i) => ({ ...webhookView(w, problems.get(w.id)), breaker: breakers[i]! })),
+      webhooks: page.map((w, i) => ({ ...webhookView(w, problems.get(w.id), breakers[i]), breaker: breakers[i]! })),
       nextCursor: rows.length > limit && last ? encodeCursor(last) : null,
     };
   }
@@ -169,12 +177,14 @@ export class WebhookService {
   /** Queues a signed sample event of the subscription's table, marked as a test. */
   async test(env: Environment, id: string): Promise<{ delivery: DeliveryView }> {
     const row = await this.#find(env, id);
-    const table = await sampleTable(this.ctx.pool, env.schemaName, row.table);
-    if (!table) throw new AppError('SERVICE_UNAVAILABLE', `The table ${row.table} no longer exists in schema ${env.schemaName}.`);
+    const virtual = messageColumns(row.table);
+    const { schema, table } = capturedRelation(env.schemaName, row.table);
+    const record = virtual ? messageSample(virtual) : await sampleRecord(this.ctx.pool, schema, table);
+    if (!record) throw new AppError('SERVICE_UNAVAILABLE', `The table ${row.table} no longer exists in schema ${env.schemaName}.`);
     const delivery = await queueTestEvent(
       this.ctx.pool,
       { webhookId: row.id, schemaName: env.schemaName, table: row.table, select: row.select },
-      table.columns,
+      record,
       this.ctx.clock(),
     );
     return { delivery };
@@ -190,7 +200,7 @@ export class WebhookService {
       recentDeliveries(this.ctx.pool, row.id, 50),
     ]);
     return {
-      webhook: webhookView(row, problems.get(row.id)),
+      webhook: webhookView(row, problems.get(row.id), breaker),
       health: { breaker, disabledReason: row.disabledReason, disabledAt: row.disabledAt?.toISOString() ?? null, ...history },
       deliveries,
     };
@@ -317,7 +327,7 @@ export class WebhookService {
       }
       return updated;
     });
-    return webhookView(row);
+    return this.#view(row);
   }
 
   async delete(env: Environment, id: string): Promise<void> {
@@ -359,6 +369,16 @@ export class WebhookService {
     const replay = await this.replays.get(row.id, replayId);
     if (!replay) throw new AppError('REPLAY_NOT_FOUND');
     return { replay };
+  }
+
+  /** Its view after a write: its state comes from its endpoint's breaker (another subscription to that URL may be failing). */
+  async #view(row: store.WebhookRow): Promise<WebhookView> {
+    const breaker = await breakerState(
+      this.ctx.pool,
+      { projectId: row.projectId, environment: row.environment, url: row.url },
+      this.ctx.clock(),
+    );
+    return webhookView(row, [], breaker);
   }
 
   async #find(env: Environment, id: string): Promise<store.WebhookRow> {

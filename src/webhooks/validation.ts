@@ -63,14 +63,6 @@ export async function schemaTables(db: Queryable, schema: string): Promise<Table
   return rows;
 }
 
-/** A subscription's table as a test event shows it: the environment's table, walgate's audit table, or `_messages`. */
-export async function sampleTable(db: Queryable, envSchema: string, envTable: string): Promise<TableInfo | undefined> {
-  const virtual = messageColumns(envTable);
-  if (virtual) return { name: envTable, columns: virtual };
-  const { schema, table } = capturedRelation(envSchema, envTable);
-  return (await schemaTables(db, schema)).find((t) => t.name === table);
-}
-
 /**
  * The subscriber URL: https only, no credentials in it, and (unless private networks are
  * allowed) a host whose every address is public. The delivery connector checks again, on the

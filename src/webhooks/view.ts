@@ -1,4 +1,5 @@
 import type { BreakerView } from '../delivery/breaker.js';
+import { subscriptionState, type SubscriptionState } from '../delivery/subscription-state.js';
 import type { DeliveryHealth } from '../delivery/sql/history.js';
 import type { Problem } from './problems.js';
 import type { WebhookRow } from './store.js';
@@ -17,6 +18,8 @@ export interface WebhookView {
   events: string[];
   url: string;
   active: boolean;
+  /** How its deliveries go: healthy, failing, breaker_open or disabled (delivery/subscription-state.ts). */
+  state: SubscriptionState;
   filter: Record<string, string | number | boolean | null> | null;
   select: string[] | null;
   /** 'row': a row's changes are delivered one at a time, in commit order. */
@@ -36,13 +39,15 @@ export interface WebhookView {
   headers: string[];
 }
 
-export function webhookView(w: WebhookRow, problems: Problem[] = []): WebhookView {
+/** `breaker`: its endpoint's (the shared row; closed and counting nothing when omitted). */
+export function webhookView(w: WebhookRow, problems: Problem[] = [], breaker?: BreakerView): WebhookView {
   return {
     id: w.id,
     table: w.table,
     events: w.events,
     url: w.url,
     active: w.active,
+    state: subscriptionState(w.active, breaker ?? { state: 'closed', consecutiveFailures: 0 }),
     filter: w.filter,
     select: w.select,
     ordering: w.ordering,

@@ -71,6 +71,13 @@ describe('console: the Users page in Chromium', function () {
     await page.getByRole('heading', { name: 'Users' }).waitFor();
     await page.getByRole('link', { name: 'alan.turing@example.com' }).waitFor();
     await checkAccessibility('users list');
+    // The status filter is as wide as its options, not stretched across the page.
+    const select = (await page.locator('#user-status').boundingBox())!;
+    const row = (await page.locator('form', { has: page.locator('#user-status') }).boundingBox())!;
+    const widths = { select: select.width, row: row.width };
+    expect(widths.select)
+      .to.be.below(200)
+      .and.below(widths.row / 3);
     await page.getByLabel('E-mail starts with').fill('ada');
     await page.getByRole('button', { name: 'Search' }).click();
     // The search's answer: the other user is gone from the list (not the list from before it).

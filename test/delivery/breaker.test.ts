@@ -223,7 +223,9 @@ describe('delivery: the SSRF guard checks the address actually connected', funct
         (r) => r[0]?.status === 'dead',
       );
       expect(d!.http_status).to.equal(null);
-      expect(d!.last_error).to.match(/refused to connect: .* resolves to a private or reserved address$/);
+      expect(d!.last_error).to.match(
+        /refused to connect: .* resolves to a private or reserved address; set WEBHOOK_ALLOW_PRIVATE_NETWORKS=true to allow it$/,
+      );
     }
     expect(p.receiver.requests).to.have.length(0);
   });
@@ -260,12 +262,16 @@ describe('delivery: the SSRF guard checks the address actually connected', funct
       () => p.delivery(ids['hooks.rebind.test']!),
       (r) => r[0]?.status === 'dead',
     );
-    expect(one!.last_error).to.match(/refused to connect: hooks\.rebind\.test resolves to a private or reserved address$/);
+    expect(one!.last_error).to.match(
+      /refused to connect: hooks\.rebind\.test resolves to a private or reserved address; set WEBHOOK_ALLOW_PRIVATE_NETWORKS=true to allow it$/,
+    );
     const [two] = await eventually(
       () => p.delivery(ids['split.rebind.test']!),
       (r) => r[0]?.status === 'dead',
     );
-    expect(two!.last_error).to.match(/refused to connect: split\.rebind\.test resolves to a private or reserved address$/);
+    expect(two!.last_error).to.match(
+      /refused to connect: split\.rebind\.test resolves to a private or reserved address; set WEBHOOK_ALLOW_PRIVATE_NETWORKS=true to allow it$/,
+    );
     // Neither the delivery nor its attempt log tells the tenant what its name resolved to inside.
     for (const d of [one!, two!]) expect(JSON.stringify(d)).to.not.match(/127\.0\.0\.1|10\.0\.0\.7/);
     expect(p.receiver.requests).to.have.length(0);

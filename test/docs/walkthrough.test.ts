@@ -116,10 +116,10 @@ describe('README: the five-minute walkthrough, run as written', function () {
         await startService(text);
         continue;
       }
-      if (text.includes('node receiver.mjs')) {
-        const [setup] = text.split(/^node receiver\.mjs$/m);
+      if (text.includes('node walkthrough/receiver.mjs')) {
+        const [setup] = text.split(/^node walkthrough\/receiver\.mjs$/m);
         expect((await run(setup!)).status).to.equal(0);
-        receiver = background(process.execPath, ['receiver.mjs'], dir, cleanEnv());
+        receiver = background(process.execPath, ['walkthrough/receiver.mjs'], dir, cleanEnv());
         await until('the receiver', () => (receiver!.output().includes('receiver on') ? true : undefined));
         continue;
       }
@@ -127,9 +127,9 @@ describe('README: the five-minute walkthrough, run as written', function () {
         // The e-mail leaves through the mail queue after the answer: wait for it as a reader would.
         await until('the confirmation e-mail', () => (existsSync(path.join(dir, '.data/mail')) && readdirSync(path.join(dir, '.data/mail')).length ? true : undefined));
       }
-      if (text.includes('delivery.json')) {
+      if (text.includes('walkthrough/delivery.json')) {
         // Waiting for the delivery as a reader would ("within a moment the receiver prints it").
-        await until('a delivery at the receiver', () => (existsSync(path.join(dir, 'delivery.json')) ? true : undefined));
+        await until('a delivery at the receiver', () => (existsSync(path.join(dir, 'walkthrough/delivery.json')) ? true : undefined));
       }
       const script = text.replace(/^PG=.*$/m, `PG='${postgresUrl}'`).replaceAll('npx walgate', 'node bin/walgate.js');
       const { output, status } = await run(script);
@@ -140,10 +140,16 @@ describe('README: the five-minute walkthrough, run as written', function () {
     const all = outputs.join('\n');
     expect(all, 'the protected call answered with the user').to.match(/"email":"ada@example.com"/);
     expect(all).to.contain('signature verified');
-    const delivery = JSON.parse(readFileSync(path.join(dir, 'delivery.json'), 'utf8')) as { headers: Record<string, string>; body: string };
+    const delivery = JSON.parse(readFileSync(path.join(dir, 'walkthrough/delivery.json'), 'utf8')) as { headers: Record<string, string>; body: string };
     expect(delivery.headers['x-service-event']).to.equal('INSERT');
     expect(JSON.parse(delivery.body)).to.deep.include({ table: 'orders', event: 'INSERT', project_id: 'demo' });
     expect(JSON.parse(delivery.body).record).to.deep.include({ customer: 'ada@example.com' });
     expect(receiver!.output()).to.contain('INSERT');
+    // What it wrote is under walkthrough/ (ignored by git) or .data/, nothing beside the checkout's
+    // own files; and the secret was made here, not copied from the page.
+    const checkout = ['package.json', 'node_modules', 'bin', 'dist'];
+    expect(readdirSync(dir).filter((f) => !checkout.includes(f)).sort()).to.deep.equal(['.data', 'walkthrough']);
+    expect(readFileSync(path.join(ROOT, '.gitignore'), 'utf8').split('\n')).to.include('walkthrough/');
+    expect(readFileSync(path.join(ROOT, 'README.md'), 'utf8')).not.to.match(/SECRET=whsec_[A-Za-z0-9+/]{16,}/);
   });
 });

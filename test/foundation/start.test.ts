@@ -1,6 +1,7 @@
 import { spawn } from 'node:child_process';
-import { readdirSync, readFileSync } from 'node:fs';
+import { existsSync, readdirSync, readFileSync } from 'node:fs';
 import { mkdtemp, readdir, readFile, rm } from 'node:fs/promises';
+import { createServer, type AddressInfo } from 'node:net';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -22,17 +23,7 @@ async function startAndStop(
   whileRunning: (banner: string) => Promise<void>,
   signal: NodeJS.Signals = 'SIGINT',
 ): Promise<Run> {
-  const env = {
-    ...process.env,
-    DATA_DIR: dataDir,
-    PORT: String(port),
-    TAILER_PORT: String(tailerPort),
-    LOG_LEVEL: 'warn',
-  } as NodeJS.ProcessEnv;
-  delete env.DATABASE_URL;
-  delete env.REDIS_URL;
-  delete env.SMTP_URL;
-  const child = spawn(process.execPath, [DEV], { env, stdio: ['ignore', 'pipe', 'pipe'] });
+  const child = spawn(process.execPath, [DEV], { env: startEnv(dataDir, port, tailerPort), stdio: ['ignore', 'pipe', 'pipe'] });
   let output = '';
   child.stdout.on('data', (d: Buffer) => (output += d));
   child.stderr.on('data', (d: Buffer) => (output += d));
@@ -45,6 +36,20 @@ async function startAndStop(
   await whileRunning(output);
   child.kill(signal);
   return { output, code: await exited };
+}
+
+function startEnv(dataDir: string, port: number, tailerPort: number): NodeJS.ProcessEnv {
+  const env = {
+    ...process.env,
+    DATA_DIR: dataDir,
+    PORT: String(port),
+    TAILER_PORT: String(tailerPort),
+    LOG_LEVEL: 'warn',
+  } as NodeJS.ProcessEnv;
+  delete env.DATABASE_URL;
+  delete env.REDIS_URL;
+  delete env.SMTP_URL;
+  return env;
 }
 
 describe('npm start (embedded Postgres)', function () {
@@ -138,7 +143,56 @@ describe('npm start (embedded Postgres)', function () {
       await rm(dir, { recursive: true, force: true });
     }
   });
+
+  it('leaves no Postgres behind when its port is taken, and says which setting to change', async () => {
+    const dir = await mkdtemp(path.join(tmpdir(), 'walgate-port-taken-'));
+    const taken = createServer();
+    try {
+      const port = await new Promise<number>((resolve) =>
+        taken.listen(0, '127.0.0.1', () => resolve((taken.address() as AddressInfo).port)),
+      );
+      const run = await startExpectingExit(dir, port, await freePort());
+      expect(run.code).to.equal(1);
+      expect(run.output).to.contain(`127.0.0.1:${port} is already in use`);
+      expect(run.output).to.contain('set PORT to a free port');
+      // The cluster had started (initdb ran) before the port was tried: it was stopped again.
+      expect(existsSync(path.join(dir, 'pg', 'PG_VERSION')), 'the cluster was created').to.equal(true);
+      expect(postgresProcessesOf(dir), 'no Postgres process of the data directory').to.deep.equal([]);
+    } finally {
+      taken.close();
+      await rm(dir, { recursive: true, force: true });
+    }
+  });
+
+  for (const signals of [1, 2])
+    it(`leaves no Postgres behind when Ctrl-C${signals === 2 ? ' twice (no drain)' : ''} comes while it starts`, async () => {
+      const dir = await mkdtemp(path.join(tmpdir(), 'walgate-interrupted-'));
+      try {
+        const child = spawn(process.execPath, [DEV], { env: startEnv(dir, await freePort(), await freePort()), stdio: 'ignore' });
+        const exited = new Promise<number | null>((resolve) => child.on('exit', resolve));
+        // The cluster is up (its pid file written) and the start goes on: migrations, listeners.
+        const pidFile = path.join(dir, 'pg', 'postmaster.pid');
+        for (const until = Date.now() + 60_000; !existsSync(pidFile) && child.exitCode === null && Date.now() < until;)
+          await new Promise((r) => setTimeout(r, 20));
+        expect(existsSync(pidFile), 'the cluster started').to.equal(true);
+        for (let i = 0; i < signals; i++) child.kill('SIGINT');
+        expect(await exited).to.be.oneOf([0, 130]);
+        expect(postgresProcessesOf(dir), 'no Postgres process of the data directory').to.deep.equal([]);
+      } finally {
+        await rm(dir, { recursive: true, force: true });
+      }
+    });
 });
+
+/** `npm start` that is expected to give up on its own: its exit code and everything it printed. */
+async function startExpectingExit(dataDir: string, port: number, tailerPort: number): Promise<Run> {
+  const child = spawn(process.execPath, [DEV], { env: startEnv(dataDir, port, tailerPort), stdio: ['ignore', 'pipe', 'pipe'] });
+  let output = '';
+  child.stdout.on('data', (d: Buffer) => (output += d));
+  child.stderr.on('data', (d: Buffer) => (output += d));
+  const code = await new Promise<number | null>((resolve) => child.on('exit', resolve));
+  return { output, code };
+}
 
 function isAlive(pid: number): boolean {
   try {

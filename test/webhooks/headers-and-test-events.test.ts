@@ -97,7 +97,7 @@ describe('custom request headers and test events', function () {
     const payload = new Webhook(secret.slice('whsec_'.length)).verify(got!.body, got!.headers) as Record<string, any>;
     expect(() => new Webhook(randomBytes(24).toString('base64')).verify(got!.body, got!.headers)).to.throw();
     expect(payload).to.include({ id: eventId, test: true, table: 'orders', event: 'INSERT', project_id: 'shop', environment: 'master' });
-    expect(payload.record).to.deep.equal({ id: 1, status: 'sample', amount: '1.00' });
+    expect(payload.record).to.deep.equal({ id: 1, status: 'sample', amount: 19.9 });
     expect(got!.headers).to.include({ 'x-walgate-test': 'true', 'webhook-id': eventId, 'x-api-key': API_KEY });
     const log = await eventually(
       () => api.get(`${base()}/deliveries`),
@@ -156,5 +156,40 @@ describe('custom request headers and test events', function () {
     for (const d of (await api.get(`${base()}/deliveries`)).body.deliveries) record(await api.get(`${base()}/deliveries/${d.id}`));
     expect(answers.join('\n')).not.to.contain(API_KEY).and.not.contain('eu-1');
     expect(p.t.logs.text).not.to.contain(API_KEY);
+  });
+
+  it('types a test event as a real INSERT of the table: every column the same JSON type (Postgres renders both)', async () => {
+    await p.writer.query(`CREATE TYPE shop_master.mood AS ENUM ('calm', 'busy')`);
+    await p.writer.query(
+      `CREATE TABLE shop_master.kinds (id bigint PRIMARY KEY, price numeric(10,2), ratio float8, ok boolean, doc jsonb,
+         tags text[], counts int[], at timestamptz, local_at timestamp, day date, ref uuid, mood shop_master.mood,
+         code varchar(3), span interval)`,
+    );
+    const created = await api.post('/api/rest/_webhooks', {
+      ...{ projectId: 'shop', environment: 'master', table: 'kinds', events: ['INSERT'] },
+      ...{ url: `${p.receiver.url}/kinds`, secret },
+    });
+    expect(created.status, created.text).to.equal(201);
+    const hook = `/api/rest/_webhooks/${created.body.webhook.id}`;
+    const seen = p.receiver.requests.length;
+    const test = await api.post(`${hook}/test`);
+    expect(test.status, test.text).to.equal(202);
+    await p.receiver.waitFor(seen + 1);
+    await p.writer.query(
+      `INSERT INTO shop_master.kinds VALUES (7, 19.90, 0.5, false, '{"a": [1]}', '{x,y}', '{3}', now(), now(), now(),
+         gen_random_uuid(), 'busy', 'abc', '2 days')`,
+    );
+    const bodies = (await p.receiver.waitFor(seen + 2)).slice(seen).map((r) => JSON.parse(r.body) as Record<string, any>);
+    const sample = bodies.find((b) => b.test === true)!.record as Record<string, unknown>;
+    const real = bodies.find((b) => b.test === undefined)!.record as Record<string, unknown>;
+    const jsonType = (v: unknown): string =>
+      v === null ? 'null' : Array.isArray(v) ? `array of ${[...new Set(v.map(jsonType))].join()}` : typeof v;
+    const typesOf = (r: Record<string, unknown>) => Object.fromEntries(Object.entries(r).map(([k, v]) => [k, jsonType(v)]));
+    expect(typesOf(sample)).to.deep.equal(typesOf(real));
+    expect(typesOf(real)).to.include({ id: 'number', price: 'number', ok: 'boolean', doc: 'object', tags: 'array of string' });
+    expect(typesOf(real)).to.include({ counts: 'array of number', at: 'string', ref: 'string', mood: 'string' });
+    // Values as Postgres renders them: an enum's label, a timestamp with its offset, a varchar that fits.
+    expect(sample).to.include({ mood: 'calm', code: 'sam' });
+    expect(sample.at).to.match(/^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d(\.\d+)?\+00:00$/);
   });
 });

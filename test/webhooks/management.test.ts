@@ -60,6 +60,7 @@ describe('webhook management API', function () {
       'events',
       'url',
       'active',
+      'state',
       'filter',
       'select',
       'ordering',
@@ -72,7 +73,7 @@ describe('webhook management API', function () {
       'problems',
       'headers',
     );
-    expect(w).to.include({ disabledReason: null, disabledAt: null, ordering: 'none', history: 'full' });
+    expect(w).to.include({ disabledReason: null, disabledAt: null, ordering: 'none', history: 'full', state: 'healthy' });
     expect(w.id).to.match(/^wh_[0-9a-f]{32}$/);
     expect(w).to.deep.include({
       table: 'orders',

@@ -89,6 +89,25 @@ describe('webhook management API: shared negative cases on every endpoint', func
     });
   }
 
+  it('a header violation says it is about a header (missing, or not a valid name)', async () => {
+    for (const [method, path, body] of endpoints()) {
+      const missing = await call(
+        method,
+        path,
+        { authorization: `Bearer ${token}`, 'x-project-id': 'shop' },
+        body === undefined ? {} : { body },
+      );
+      expect(missing.body.violations, `${method} ${path}`).to.deep.equal([
+        { path: 'environment', message: 'the environment header is required' },
+      ]);
+    }
+    const [method, path] = endpoints()[0]!;
+    const bad = await call(method, path, { ...good(), 'x-project-id': 'no spaces' });
+    expect(bad.body.violations).to.deep.equal([
+      { path: 'x-project-id', message: 'the X-Project-Id header must be 1-63 letters, digits, `_` or `-`' },
+    ]);
+  });
+
   it('malformed JSON → 400 VALIDATION_ERROR on every endpoint with a body', async () => {
     for (const [method, path, body] of endpoints()) {
       if (body === undefined) continue;

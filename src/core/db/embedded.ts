@@ -192,23 +192,25 @@ export async function startEmbeddedPostgres(options: EmbeddedOptions): Promise<E
     await chmod(dataDir, 0o700);
   }
   await run(bin.pg_ctl, ['start', '-w', '-t', '60', '-D', dataDir, '-l', logFile, '-o', postgresArgs], ids, options.log);
-  await ensureDatabase(urlFor(state, 'postgres'), database);
+  const stop = stopper(bin.pg_ctl, dataDir, ids, options.log);
+  // Started but not handed over: a failure here must not leave the server running unowned.
+  await ensureDatabase(urlFor(state, 'postgres'), database).catch(async (err: unknown) => {
+    await stop('immediate').catch(() => undefined);
+    throw err;
+  });
   const s = state;
-  return {
-    url: urlFor(s, database),
-    urlFor: (db) => urlFor(s, db),
-    port: s.port,
-    owned: true,
-    stop: stopper(bin.pg_ctl, dataDir, ids, options.log),
-  };
+  return { url: urlFor(s, database), urlFor: (db) => urlFor(s, db), port: s.port, owned: true, stop };
 }
 
-/** `pg_ctl stop`, once. */
+/**
+ * `pg_ctl stop`, once per mode: an `immediate` stop still goes out while a `fast` one waits on
+ * connections that do not close (the second Ctrl-C of `npm start`).
+ */
 function stopper(pgCtl: string, dataDir: string, ids: { uid?: number; gid?: number }, log?: (l: string) => void) {
-  let stopped = false;
+  const sent = new Set<string>();
   return async (mode: 'fast' | 'immediate' = 'fast') => {
-    if (stopped) return;
-    stopped = true;
+    if (sent.has(mode) || sent.has('immediate')) return;
+    sent.add(mode);
     await run(pgCtl, ['stop', '-w', '-t', '60', '-m', mode, '-D', dataDir], ids, log);
   };
 }

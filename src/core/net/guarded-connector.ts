@@ -20,8 +20,11 @@ export function guardedConnector(options: {
   timeoutMs: number;
   /** How the host is resolved (the system resolver; tests inject one to rebind a name). */
   lookup?: HostLookup;
+  /** The setting that allows private addresses, named in the refusal (as the subscription-time check does). */
+  setting?: string;
 }): buildConnector.connector {
   const lookup = options.lookup ?? systemLookup;
+  const allowedBy = options.setting ? `; set ${options.setting}=true to allow it` : '';
   const connect = buildConnector({ ...(options.tls ?? {}), timeout: options.timeoutMs } as buildConnector.BuildOptions);
   return (opts, callback) => {
     const host = opts.hostname.startsWith('[') ? opts.hostname.slice(1, -1) : opts.hostname;
@@ -35,7 +38,10 @@ export function guardedConnector(options: {
             if (reason)
               // Not which address, nor which kind: what the name resolves to inside our network is not
               // the tenant's to learn.
-              return callback(new ForbiddenAddressError(`refused to connect: ${host} resolves to a private or reserved address`), null);
+              return callback(
+                new ForbiddenAddressError(`refused to connect: ${host} resolves to a private or reserved address${allowedBy}`),
+                null,
+              );
           }
         }
         const chosen = addresses[0]!.address;

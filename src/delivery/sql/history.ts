@@ -40,6 +40,8 @@ export type DeliveryDetail = DeliveryView & {
   attemptLog: AttemptView[];
   /** The body as sent: kept on the delivery's row (WEBHOOK_KEEP_PAYLOADS), or rendered from its event while that is stored; else null. */
   payload: object | null;
+  /** The same body as text, byte for byte as it was signed and sent (`payload` re-parsed loses `19.90`'s zero); null with it. */
+  body: string | null;
   /** The request headers of its latest attempt, signatures left out and custom values masked; null when not kept. */
   requestHeaders: Record<string, string> | null;
   /** The headers of the latest answer, kept with the request; null when not kept or never answered. */
@@ -164,6 +166,7 @@ export async function getDelivery(db: Queryable, webhookId: string, deliveryId: 
           },
         ]
       : [];
+  const body = r.kept_payload ?? (r.kept ? renderPayload(r) : null);
   return {
     ...deliveryView(r),
     attemptLog: [
@@ -178,7 +181,8 @@ export async function getDelivery(db: Queryable, webhookId: string, deliveryId: 
         responseBody: a.response_body,
       })),
     ],
-    payload: r.kept_payload !== null ? (JSON.parse(r.kept_payload) as object) : r.kept ? (JSON.parse(renderPayload(r)) as object) : null,
+    payload: body === null ? null : (JSON.parse(body) as object),
+    body,
     requestHeaders: r.request_headers,
     responseHeaders: r.response_headers,
   };

@@ -4,8 +4,9 @@ import { deliveryId } from '../../tailer/events.js';
 import { TEST_EVENT_PREFIX } from '../custom-headers.js';
 import { DELIVERY_COLUMNS, deliveryView, type DeliveryRow, type DeliveryView } from './history.js';
 import { DELIVERIES_CHANNEL } from './queue.js';
+import type { SampleColumn } from './sample-row.js';
 
-// A test event: a sample INSERT of the subscription's table, a row shaped by its columns, that
+// A test event: a sample INSERT of the subscription's table (its record from sample-row.ts), that
 // goes through the retry queue like any parked delivery — signed, retried, in the delivery log —
 // and is marked as a test in its payload ("test": true) and by a header (custom-headers.ts).
 
@@ -16,25 +17,11 @@ export interface TestTarget {
   select: readonly string[] | null;
 }
 
-/** A JSON value that looks like the column's type would (JSON fragments, as the tailer stores values). */
-export function sampleValue(type: string): string {
-  const t = type.toLowerCase();
-  if (t === 'boolean') return 'true';
-  if (/^(smallint|integer|bigint)$/.test(t)) return '1';
-  if (/^(numeric|real|double precision|money)/.test(t)) return '"1.00"';
-  if (/^jsonb?$/.test(t)) return '{}';
-  if (t === 'uuid') return '"00000000-0000-4000-8000-000000000000"';
-  if (t.startsWith('timestamp')) return JSON.stringify(new Date(0).toISOString());
-  if (t === 'date') return '"1970-01-01"';
-  if (t.endsWith('[]')) return '[]';
-  return '"sample"';
-}
-
 /** Queues one test delivery, due now; the worker is woken. */
 export async function queueTestEvent(
   db: Queryable,
   target: TestTarget,
-  columns: ReadonlyArray<{ name: string; type: string }>,
+  columns: readonly SampleColumn[],
   now: Date,
 ): Promise<DeliveryView> {
   const eventId = `${TEST_EVENT_PREFIX}${randomBytes(12).toString('hex')}`;
@@ -52,7 +39,7 @@ export async function queueTestEvent(
       target.table,
       now,
       columns.map((c) => c.name),
-      columns.map((c) => sampleValue(c.type)),
+      columns.map((c) => c.json),
       deliveryId(target.webhookId, eventId),
       target.webhookId,
       target.select,

@@ -3,8 +3,7 @@ import type { Context } from '../../core/context.js';
 import { bearerToken } from '../../auth/tokens.js';
 import { AppError, validationError, type ErrorCode } from '../../core/errors.js';
 import { enforceRateLimit } from '../../core/store/rate-limits.js';
-import { projectHeaders } from '../scope.js';
-import { parse } from '../validate.js';
+import { parseHeaders, projectHeaders } from '../scope.js';
 import type { Environment, EnvironmentCache } from '../../projects/environments.js';
 import { authenticateManagementToken } from '../../webhooks/management-tokens.js';
 
@@ -31,14 +30,13 @@ export const managementHeaders = projectHeaders.extend({ environment: projectHea
 export async function managementScope(ctx: Context, environments: EnvironmentCache, req: Request): Promise<ManagementScope> {
   const token = await authenticateManagementToken(ctx.pool, bearerToken(req.get('authorization')), ctx.clock());
   if (!token) throw new AppError('AUTH_TOKEN_INVALID', 'The management token is missing, invalid or revoked.');
-  const h = parse(
-    managementHeaders,
-    { 'x-project-id': req.get('x-project-id'), environment: req.get('environment') },
-    'Missing or invalid project headers.',
-  );
+  const h = parseHeaders(managementHeaders, { 'x-project-id': req.get('x-project-id'), environment: req.get('environment') });
   if (h['x-project-id'] !== token.projectId) throw new AppError('FORBIDDEN');
   const env = await environments.get(h['x-project-id'], h.environment);
-  if (!env) throw validationError([{ path: 'environment', message: `project ${h['x-project-id']} has no environment ${h.environment}` }]);
+  if (!env)
+    throw validationError([
+      { path: 'environment', message: `the environment header names no environment of project ${h['x-project-id']}: ${h.environment}` },
+    ]);
   await enforceRateLimit(ctx.rateLimiter, ctx.rateLimits.management, token.id);
   return { tokenId: token.id, env };
 }

@@ -1,6 +1,7 @@
 import { z } from 'zod';
 import { timestamp } from '../timestamp.js';
 import { EVENTS, HISTORIES, ON_DEAD, ORDERINGS } from '../../webhooks/schemas.js';
+import { SUBSCRIPTION_STATES } from '../../delivery/subscription-state.js';
 
 // What the management API answers, as schemas for the API reference. test/docs/contract.test.ts
 // checks real answers against the generated document, so a field added or renamed in view.ts or
@@ -13,6 +14,11 @@ const webhook = z
     events: z.array(z.enum(EVENTS)),
     url: z.string(),
     active: z.boolean().meta({ description: '`false`: paused, no deliveries for changes made meanwhile.' }),
+    state: z.enum(SUBSCRIPTION_STATES).meta({
+      description:
+        "How its deliveries go: `healthy`; `failing` (its endpoint's latest attempts failed; the delivery log says why); " +
+        "`breaker_open` (its endpoint's breaker holds requests until the cool-down ends); `disabled` (`active` is false: paused, or disabled by a 410). docs/webhooks.md: Subscription state.",
+    }),
     filter: z.record(z.string(), z.union([z.string(), z.number(), z.boolean(), z.null()])).nullable(),
     select: z.array(z.string()).nullable(),
     ordering: z.enum(ORDERINGS).meta({
@@ -89,6 +95,10 @@ const deliveryDetail = delivery.extend({
     .record(z.string(), z.unknown())
     .nullable()
     .meta({ description: 'The body as sent, kept for the retention window (WEBHOOK_KEEP_PAYLOADS); null when not kept.' }),
+  body: z.string().nullable().meta({
+    description:
+      "The body as text, byte for byte as signed and sent (`payload` is it parsed, which can lose a number's trailing zeros); null with `payload`.",
+  }),
   requestHeaders: z.record(z.string(), z.string()).nullable().meta({
     description:
       'The request headers of the latest attempt, without the signatures; custom header values show as `[hidden]`. Null when not kept.',
