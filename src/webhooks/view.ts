@@ -17,7 +17,7 @@ export interface WebhookView {
   events: string[];
   url: string;
   active: boolean;
-  filter: Record<string, string | number | boolean | null> | null;
+  filter: Record<string, unknown> | null;
   select: string[] | null;
   /** 'row': a row's changes are delivered one at a time, in commit order. */
   ordering: 'none' | 'row';

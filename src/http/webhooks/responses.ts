@@ -1,6 +1,7 @@
 import { z } from 'zod';
 import { timestamp } from '../timestamp.js';
 import { EVENTS, ORDERINGS } from '../../webhooks/schemas.js';
+import { filterDocument } from '../../webhooks/filter-schema.js';
 
 // What the management API answers, as schemas for the API reference. test/docs/contract.test.ts
 // checks real answers against the generated document, so a field added or renamed in view.ts or
@@ -13,7 +14,7 @@ const webhook = z
     events: z.array(z.enum(EVENTS)),
     url: z.string(),
     active: z.boolean().meta({ description: '`false`: paused, no deliveries for changes made meanwhile.' }),
-    filter: z.record(z.string(), z.union([z.string(), z.number(), z.boolean(), z.null()])).nullable(),
+    filter: filterDocument.nullable(),
     select: z.array(z.string()).nullable(),
     ordering: z.enum(ORDERINGS).meta({
       description: "`row`: a row's changes are delivered one at a time, in commit order (docs/webhooks.md: Ordering); `none`: no order.",
