@@ -209,6 +209,8 @@ class Reader {
   value(value: unknown, kind: CheckKind, column: string, op: ColumnOperator, at: Array<string | number>): boolean {
     const refuse = (message: string) => (this.refuse(at, message), false);
     if (!isScalar(value)) return refuse('must be a string, number, boolean or null');
+    // JSON's 1e400 parses as Infinity, which no column holds and which would be saved as null.
+    if (typeof value === 'number' && !Number.isFinite(value)) return refuse('must be a finite number');
     if (typeof value === 'string' && value.length > FILTER_LIMITS.string)
       return refuse(`must be at most ${FILTER_LIMITS.string} characters`);
     if (ORDERED.has(op)) {
