@@ -31,8 +31,9 @@ export function parseDecimal(text: string): Decimal | undefined {
     else if (point >= digits.length) [int, frac] = [digits + '0'.repeat(point - digits.length), ''];
     else [int, frac] = [digits.slice(0, point), digits.slice(point)];
   }
-  int = int.replace(/^0+(?=\d)/, '');
-  frac = frac.replace(/0+$/, '');
+  // Most values have neither a leading nor a trailing zero to strip: skip the regexes then.
+  if (int.length > 1 && int.charCodeAt(0) === 48) int = int.replace(/^0+(?=\d)/, '');
+  if (frac.length > 0 && frac.charCodeAt(frac.length - 1) === 48) frac = frac.replace(/0+$/, '');
   const zero = int === '0' && frac === '';
   return { sign: zero ? 0 : sign === '-' ? -1 : 1, int, frac };
 }

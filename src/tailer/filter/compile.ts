@@ -95,7 +95,17 @@ function jsonOperand(text: string | undefined, numberType: 'num' | 'jnum'): Oper
   return d ? { t: numberType, d } : { t: 'raw', s: text };
 }
 
+// The last value read: several operators on one column (`{"$gt": 1, "$lte": 9}`) read it once.
+let last: { fragment: string; kind: ValueKind | undefined; path: ReadonlyArray<string | number> | null; operand: Operand } | undefined;
+
 function operand(fragment: string, kind: ValueKind | undefined, path: ReadonlyArray<string | number> | null): Operand {
+  if (last && last.fragment === fragment && last.kind === kind && last.path === path) return last.operand;
+  const read = readOperand(fragment, kind, path);
+  last = { fragment, kind, path, operand: read };
+  return read;
+}
+
+function readOperand(fragment: string, kind: ValueKind | undefined, path: ReadonlyArray<string | number> | null): Operand {
   if (fragment === 'null') return NULL;
   switch (kind) {
     case 'numeric': {
@@ -196,12 +206,33 @@ function rowTest(op: string, value: Scalar | Scalar[]): RowTest {
 type Test = (row: Row, change: FilterInput) => boolean;
 
 /** A column's value in a row, read for `test`; false when the row lacks the column. */
-function onColumn(column: string, path: ReadonlyArray<string | number> | null, test: RowTest): (row: Row | null) => boolean {
+function onColumn(
+  column: string,
+  path: ReadonlyArray<string | number> | null,
+  test: RowTest,
+  textTest: ((fragment: string) => boolean) | undefined,
+): (row: Row | null) => boolean {
   return (row) => {
     const i = row?.indexOf.get(column);
     if (row == null || i === undefined) return false;
-    return test(operand(row.fragments[i]!, row.kinds?.[i], path));
+    const kind = row.kinds?.[i];
+    if (textTest && kind === 'text') return textTest(row.fragments[i]!);
+    return test(operand(row.fragments[i]!, kind, path));
   };
+}
+
+/**
+ * Equality on a text column without reading the value: its fragment is JSON.stringify of the
+ * text (values.ts renderString), so two texts are equal exactly when their fragments are.
+ */
+function textEquality(op: string, value: Scalar | Scalar[]): ((fragment: string) => boolean) | undefined {
+  const values = Array.isArray(value) ? value : [value];
+  if (!['$eq', '$ne', '$in', '$nin', '$changedFrom', '$changedTo'].includes(op)) return undefined;
+  // Only strings and null: a number or boolean never equals a text, nor does the fast path know it.
+  if (!values.every((v) => typeof v === 'string' || v === null)) return undefined;
+  const fragments = new Set(values.map((v) => JSON.stringify(v)));
+  const negated = op === '$ne' || op === '$nin';
+  return (fragment) => fragments.has(fragment) !== negated;
 }
 
 /** Whether an UPDATE changed the column (every column may have, without the old row: changed_fields says the same). */
@@ -236,7 +267,12 @@ function build(node: FilterNode): Test {
       return (_row, change) => change.operation === 'UPDATE' && columns.some((c) => changed(change, c));
     }
     case 'clause': {
-      const test = onColumn(node.column, node.path, rowTest(node.op, node.value));
+      const test = onColumn(
+        node.column,
+        node.path,
+        rowTest(node.op, node.value),
+        node.path ? undefined : textEquality(node.op, node.value),
+      );
       const { column } = node;
       if (node.op === '$changedFrom') {
         return (_row, change) => change.operation === 'UPDATE' && change.old !== null && changed(change, column) && test(change.old);

@@ -3,10 +3,10 @@
 // so a number deep in a document keeps every digit (JSON.parse would round it to a double).
 // The text is what Postgres rendered (jsonb) or stored (json, which it validated): well formed.
 
-const WS = new Set([0x20, 0x09, 0x0a, 0x0d]);
+const isWs = (c: number) => c === 0x20 || c === 0x0a || c === 0x09 || c === 0x0d;
 
 function skipWs(t: string, i: number): number {
-  while (i < t.length && WS.has(t.charCodeAt(i))) i++;
+  while (i < t.length && isWs(t.charCodeAt(i))) i++;
   return i;
 }
 
@@ -25,7 +25,7 @@ function skipValue(t: string, i: number): number {
   const c = t.charCodeAt(i);
   if (c === 0x22) return skipString(t, i);
   if (c !== 0x7b && c !== 0x5b) {
-    while (i < t.length && !WS.has(t.charCodeAt(i)) && !',]}'.includes(t[i]!)) i++;
+    for (let d = t.charCodeAt(i); i < t.length && !isWs(d) && d !== 0x2c && d !== 0x5d && d !== 0x7d; d = t.charCodeAt(++i));
     return i;
   }
   let depth = 0;
