@@ -177,5 +177,9 @@ describe('webhooks: the filter language, end to end', function () {
     const problems = (await api.get(`/api/rest/_webhooks/${id}`)).body.webhook.problems as Array<{ code: string; message: string }>;
     expect(problems.map((x) => x.code)).to.deep.equal(['FILTER_COLUMN_MISSING']);
     expect(problems[0]!.message).to.contain('(extra)');
+    // The metric counts it too, from the catalog, and only it: the filters of the first test
+    // ($or, $old, $changed, $path …) name no missing column, though their keys are no columns.
+    const metrics = (await new HttpClient(p.t.url).get('/metrics')).text;
+    expect(metrics).to.match(/walgate_webhook_problems\{code="FILTER_COLUMN_MISSING"\} 1\b/);
   });
 });
