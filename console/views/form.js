@@ -19,6 +19,68 @@ function filterValue(text) {
   return text;
 }
 
+/** The operators a filter row offers (docs/filters.md); `$path`, `$or`, `$not` and `$old` are written as JSON. */
+const OPERATORS = [
+  ['$eq', 'equals'],
+  ['$ne', 'does not equal'],
+  ['$lt', 'is below'],
+  ['$lte', 'is at most'],
+  ['$gt', 'is above'],
+  ['$gte', 'is at least'],
+  ['$in', 'is one of (comma-separated)'],
+  ['$nin', 'is none of (comma-separated)'],
+  ['$startsWith', 'starts with'],
+  ['null', 'is null'],
+  ['notNull', 'is not null'],
+  ['$changed', 'changed (UPDATE)'],
+  ['$changedFrom', 'changed from (UPDATE)'],
+  ['$changedTo', 'changed to (UPDATE)'],
+];
+const LISTS = new Set(['$in', '$nin']);
+const NO_VALUE = new Set(['null', 'notNull', '$changed']);
+
+/** The filter document of the rows: bare values for equality, operators merged per column, $changed as one list. */
+function documentOfRows(rows) {
+  const doc = {};
+  const changed = [];
+  const operators = (column) => {
+    const now = doc[column];
+    if (now === undefined || now === null || typeof now !== 'object') doc[column] = now === undefined ? {} : { $eq: now };
+    return doc[column];
+  };
+  for (const { column, op, text } of rows) {
+    if (op === '$changed') changed.push(column);
+    else if (op === 'null' || op === 'notNull') operators(column).$isNull = op === 'null';
+    else if (LISTS.has(op)) operators(column)[op] = text.split(',').map((v) => filterValue(v.trim()));
+    else if (op === '$eq' && doc[column] === undefined) doc[column] = filterValue(text);
+    else operators(column)[op] = filterValue(text);
+  }
+  if (changed.length) doc.$changed = changed;
+  return doc;
+}
+
+/** The rows a filter document is made of, or null when it needs JSON ($or, $not, $old, $path …). */
+function rowsOfDocument(doc) {
+  const rows = [];
+  for (const [key, value] of Object.entries(doc ?? {})) {
+    if (key === '$changed' && Array.isArray(value) && value.every((c) => typeof c === 'string')) {
+      rows.push(...value.map((column) => ({ column, op: '$changed' })));
+    } else if (key.startsWith('$')) return null;
+    else if (value === null || typeof value !== 'object') rows.push({ column: key, op: '$eq', value });
+    else if (Array.isArray(value) || '$path' in value) return null;
+    else {
+      for (const [op, v] of Object.entries(value)) {
+        if (op === '$isNull') rows.push({ column: key, op: v ? 'null' : 'notNull' });
+        else if (LISTS.has(op) && Array.isArray(v))
+          rows.push({ column: key, op, value: v.map((x) => (typeof x === 'string' ? x : JSON.stringify(x))).join(', ') });
+        else if (OPERATORS.some(([o]) => o === op)) rows.push({ column: key, op, value: v });
+        else return null;
+      }
+    }
+  }
+  return rows;
+}
+
 let n = 0;
 
 /** A removable row of two labelled fields (a filter condition, a custom header), appended to `box`. */
@@ -98,7 +160,7 @@ async function formView(id) {
   const replaceHeaders = h('input', { type: 'checkbox', id: 'replace-headers', checked: !w });
   const columns = () => tables.find((t) => t.name === table.value)?.columns ?? [];
 
-  function addFilterRow(column, value) {
+  function addFilterRow(column, value, op = '$eq') {
     const i = n++;
     const col = h(
       'select',
@@ -110,8 +172,41 @@ async function formView(id) {
       class: 'filter-val',
       value: value === undefined ? '' : typeof value === 'string' ? value : JSON.stringify(value),
     });
-    pairRow(filterRows, ['Column', col], ['equals', val]);
+    const operator = h(
+      'select',
+      { id: `filter-op-${i}`, class: 'filter-op', 'aria-label': 'Operator' },
+      OPERATORS.map(([o, text]) => h('option', { value: o, selected: o === op }, text)),
+    );
+    const toggle = () => (val.hidden = NO_VALUE.has(operator.value));
+    operator.addEventListener('change', toggle);
+    toggle();
+    pairRow(filterRows, ['Column', col], ['compared with', val]);
+    col.after(operator);
   }
+  // A filter the rows cannot show ($or, $not, $old, $path …) is edited as JSON.
+  const filterJson = h('textarea', {
+    id: 'filter-json',
+    'aria-label': 'Filter as JSON',
+    rows: 4,
+    spellcheck: false,
+    placeholder: '{"$or": [{"status": "paid"}, {"total": {"$gt": 100}}]}',
+  });
+  const asJson = h('input', { type: 'checkbox', id: 'filter-as-json' });
+  const showJson = () => {
+    filterJson.hidden = !asJson.checked;
+    filterRows.hidden = asJson.checked;
+  };
+  asJson.addEventListener('change', () => {
+    // Switching to JSON starts from what the rows say.
+    if (asJson.checked && !filterJson.value.trim()) filterJson.value = JSON.stringify(documentOfRows(readRows()), null, 1);
+    showJson();
+  });
+  const readRows = () =>
+    [...filterRows.querySelectorAll('.filter-row')].map((row) => ({
+      column: row.querySelector('.filter-col').value,
+      op: row.querySelector('.filter-op').value,
+      text: row.querySelector('.filter-val').value,
+    }));
   function renderColumns(selected) {
     filterRows.replaceChildren();
     selectBox.replaceChildren(
@@ -128,13 +223,26 @@ async function formView(id) {
   }
   table.addEventListener('change', () => renderColumns(null));
   renderColumns(w?.select);
-  for (const [k, v] of Object.entries(w?.filter ?? {})) addFilterRow(k, v);
+  const initialRows = rowsOfDocument(w?.filter);
+  if (initialRows) for (const r of initialRows) addFilterRow(r.column, r.value, r.op);
+  else {
+    asJson.checked = true;
+    filterJson.value = JSON.stringify(w.filter, null, 1);
+  }
+  showJson();
 
   async function submit(e) {
     e.preventDefault();
-    const filter = {};
-    for (const row of filterRows.querySelectorAll('.filter-row'))
-      filter[row.querySelector('.filter-col').value] = filterValue(row.querySelector('.filter-val').value);
+    let filter;
+    if (asJson.checked && filterJson.value.trim()) {
+      try {
+        filter = JSON.parse(filterJson.value);
+      } catch {
+        say('The filter is not valid JSON.');
+        filterJson.focus();
+        return;
+      }
+    } else filter = asJson.checked ? {} : documentOfRows(readRows());
     const picked = [...selectBox.querySelectorAll('input:checked')].map((c) => c.value);
     const ordering = rowOrdered.checked ? 'row' : 'none';
     const history = failuresOnly.checked ? 'failures' : 'full';
@@ -144,7 +252,7 @@ async function formView(id) {
       events: events.filter((c) => c.checked).map((c) => c.value),
       url: url.value.trim(),
       active: active.checked,
-      filter: Object.keys(filter).length ? filter : null,
+      filter: filter !== null && typeof filter === 'object' && !Array.isArray(filter) && !Object.keys(filter).length ? null : filter,
       select: picked.length ? picked : null,
       // Sent when it changes: a PATCH that names "row" re-checks the table's primary key.
       ...(w && w.ordering === ordering ? {} : { ordering }),
@@ -199,8 +307,18 @@ async function formView(id) {
       {},
       h('legend', {}, 'Filter (all must match)'),
       filterRows,
-      h('button', { type: 'button', class: 'secondary', onclick: () => addFilterRow() }, 'Add a condition'),
-      h('p', { class: 'help' }, 'Numbers, true, false and null are compared as such; quote a value ("42") to compare it as text.'),
+      h(
+        'button',
+        { type: 'button', class: 'secondary', onclick: () => (asJson.checked ? filterJson.focus() : addFilterRow()) },
+        'Add a condition',
+      ),
+      h('label', { class: 'check', for: 'filter-as-json' }, asJson, ' Write the filter as JSON ($or, $not, $old, $path …)'),
+      filterJson,
+      h(
+        'p',
+        { class: 'help' },
+        'Numbers, true, false and null are compared as such; quote a value ("42") to compare it as text. Values compare by the column’s type: numbers exactly, timestamps as instants (write an offset: 2026-01-01T00:00:00Z).',
+      ),
     ),
     h('fieldset', {}, h('legend', {}, 'Columns to send (none: all)'), selectBox),
     h(

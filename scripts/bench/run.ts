@@ -26,6 +26,7 @@ import { outagePaths } from './outage.js';
 import { postgresCpuUs } from './cpu.js';
 import { orderingPaths } from './ordering.js';
 import { payloadPaths } from './payloads.js';
+import { filterPaths } from './filters.js';
 import { healthCall } from './health.js';
 import { noisyNeighbour } from './noisy-neighbour.js';
 
@@ -154,6 +155,7 @@ try {
     ...walPaths(bench),
     ...orderingPaths(bench),
     ...payloadPaths(bench),
+    ...filterPaths(bench),
     ['health', () => healthCall(bench)],
     ['noisy-neighbour', () => noisyNeighbour(bench)],
     // Last: a catch-up that falls short leaves a retry backlog that would weigh on the paths after it.

@@ -3,6 +3,7 @@ import type { Row } from './match.js';
 import { UNCHANGED_TOAST, type RawTuple, type RelationMessage } from './pgoutput.js';
 import type { TypeRegistry } from './types.js';
 import type { Render } from './values.js';
+import { kindOfRender, type ValueKind } from './filter/kinds.js';
 
 /** A table as the stream described it last, with a renderer per column. */
 export interface Relation {
@@ -11,6 +12,8 @@ export interface Relation {
   names: string[];
   indexOf: Map<string, number>;
   renders: Render[];
+  /** How filters compare each column, from its renderer (filter/kinds.ts). */
+  kinds: ValueKind[];
   replicaIdentity: RelationMessage['replicaIdentity'];
   /** Some column has a type that ALTER TYPE may change (composite, or built from one): checked per transaction. */
   userTypes: boolean;
@@ -21,12 +24,14 @@ export interface Relation {
 export async function describeRelation(msg: RelationMessage, types: TypeRegistry): Promise<Relation> {
   await types.resolve(msg.columns.map((c) => c.typeOid));
   const names = msg.columns.map((c) => c.name);
+  const renders = msg.columns.map((c) => types.renderFor(c.typeOid));
   return {
     schema: msg.schema,
     name: msg.name,
     names,
     indexOf: new Map(names.map((n, i) => [n, i])),
-    renders: msg.columns.map((c) => types.renderFor(c.typeOid)),
+    renders,
+    kinds: renders.map(kindOfRender),
     replicaIdentity: msg.replicaIdentity,
     userTypes: msg.columns.some((c) => !types.isBuiltin(c.typeOid)),
     message: msg,
@@ -63,7 +68,7 @@ export function decodeRow(rel: Relation, tuple: RawTuple, old?: RawTuple | null)
       }
     }
   }
-  return { row: { names: rel.names, fragments, indexOf: rel.indexOf }, missing };
+  return { row: { names: rel.names, fragments, indexOf: rel.indexOf, kinds: rel.kinds }, missing };
 }
 
 export function changedFields(old: Row | null, current: Row): string[] {

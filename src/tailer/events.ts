@@ -1,6 +1,6 @@
 import type { CapturedDelivery, CapturedEvent, Operation } from './sink.js';
 import { lsnHex, type Lsn } from './lsn.js';
-import { matchesFilter, type Row } from './match.js';
+import { filterMatches, type Row } from './match.js';
 import { orderKey } from './order-keys.js';
 import type { SubscriptionSpec } from './subscriptions.js';
 
@@ -45,8 +45,9 @@ export function wants(sub: SubscriptionSpec, change: Change): boolean {
   if (!sub.active || !sub.events.includes(change.operation)) return false;
   // A truncate empties the whole table, whatever rows the filter selects: every taker must know.
   if (change.operation === 'TRUNCATE') return true;
-  // The filter looks at the new row, or at the deleted row for DELETE (record holds it then).
-  return matchesFilter(sub.filter, change.record);
+  // Row conditions look at the new row, or at the deleted row for DELETE (record holds it then);
+  // `$old` and the change operators at the row before (filter/compile.ts).
+  return filterMatches(sub.filter, change);
 }
 
 /** `rows`: the row identities the change orders with (order-keys.ts): row-ordered subscriptions' deliveries carry their keys. */

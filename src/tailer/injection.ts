@@ -1,6 +1,6 @@
 import type { Change, DeliveryRecord } from './events.js';
 import { readDelivery } from './events.js';
-import { matchesFilter } from './match.js';
+import { filterMatches } from './match.js';
 import type { SubscriptionSpec } from './subscriptions.js';
 
 // Rows that walgate itself hands into the stream at the place of one of its own logical messages:
@@ -49,7 +49,7 @@ export async function handInjected(
   for (const { change, rows } of injected.changes) {
     // Numbered even when filtered out: ids are positions.
     change.eventId = nextEventId();
-    if (!matchesFilter(sub.filter, change.record)) continue;
+    if (!filterMatches(sub.filter, change)) continue;
     handed++;
     unsettled++;
     await hand(change, readDelivery(sub, change, rows), settledOne);

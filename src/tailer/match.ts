@@ -1,42 +1,37 @@
-import type { SubscriptionSpec } from './subscriptions.js';
+import { compileFilter, type CompiledFilter, type FilterInput } from './filter/compile.js';
+import type { ValueKind } from './filter/kinds.js';
 
 /** A decoded row: column names and their JSON fragments (see values.ts), in table order. */
 export interface Row {
   names: readonly string[];
   fragments: readonly string[];
   indexOf: ReadonlyMap<string, number>;
+  /**
+   * How filters compare each column (filter/kinds.ts), from the table's types; absent (a backfill
+   * page), each value is typed by its JSON form.
+   */
+  kinds?: readonly ValueKind[];
 }
 
-function normaliseDecimal(s: string): string {
-  let [int = '', frac = ''] = s.replace(/^-/, '').split('.');
-  int = int.replace(/^0+(?=\d)/, '');
-  frac = frac.replace(/0+$/, '');
-  const body = frac ? `${int}.${frac}` : int;
-  return s.startsWith('-') && body !== '0' ? `-${body}` : body;
-}
+// Compiled once per filter document: a subscription's spec (and so its filter object) is replaced
+// as a whole when it changes (subscriptions.ts), so the document's identity is the cache key.
+const compiled = new WeakMap<object, CompiledFilter>();
 
-const JSON_NUMBER = /^-?\d+(\.\d+)?$/;
-
-/** Equality of a column's fragment and a filter value; numbers compare by value (10 = 10.00). */
-function fragmentEquals(fragment: string, value: unknown): boolean {
-  if (value === null) return fragment === 'null';
-  if (typeof value === 'boolean') return fragment === String(value);
-  if (typeof value === 'string') return fragment === JSON.stringify(value);
-  if (typeof value === 'number') {
-    if (!JSON_NUMBER.test(fragment)) return false;
-    // Filter numbers arrive through JSON.parse; render them without exponent for the comparison.
-    const v = Number.isInteger(value) ? BigInt(value).toString() : String(value);
-    return /e/i.test(v) ? Number(fragment) === value : normaliseDecimal(fragment) === normaliseDecimal(v);
+function compiledFor(filter: object): CompiledFilter {
+  let f = compiled.get(filter);
+  if (!f) {
+    f = compileFilter(filter);
+    compiled.set(filter, f);
   }
-  return false;
+  return f;
 }
 
-/** True when every filter field equals the row's value (a missing column never matches). */
-export function matchesFilter(filter: SubscriptionSpec['filter'], row: Row): boolean {
-  if (!filter) return true;
-  for (const [column, value] of Object.entries(filter)) {
-    const i = row.indexOf.get(column);
-    if (i === undefined || !fragmentEquals(row.fragments[i]!, value)) return false;
-  }
-  return true;
+/** Whether a change meets a subscription's filter (docs/filters.md); no filter takes every change. */
+export function filterMatches(filter: object | null | undefined, change: FilterInput): boolean {
+  return filter == null || compiledFor(filter)(change);
+}
+
+/** Whether a row meets a filter, as a row read by a backfill (no old row, nothing changed). */
+export function matchesFilter(filter: object | null | undefined, row: Row): boolean {
+  return filterMatches(filter, { operation: 'READ', record: row, old: null });
 }

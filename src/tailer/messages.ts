@@ -1,6 +1,7 @@
 import type { Change } from './events.js';
 import type { Row } from './match.js';
 import type { LogicalMessage } from './logical-message.js';
+import type { ValueKind } from './filter/kinds.js';
 
 // Outbox messages: `pg_logical_emit_message(true, prefix, content)` in an application's
 // transaction reaches subscriptions on the table name `_messages`, as an INSERT whose record is
@@ -63,11 +64,15 @@ export function messageChange(eventId: string, committedAt: Date, schema: string
     names: MESSAGE_COLUMNS,
     fragments: [JSON.stringify(msg.prefix), messageContent(msg.content)],
     indexOf: MESSAGE_INDEX,
+    kinds: MESSAGE_KINDS,
   };
   return { eventId, operation: 'INSERT', schema, table: MESSAGES_TABLE, committedAt, record, old: null, changedFields: [] };
 }
 
 const MESSAGE_INDEX: ReadonlyMap<string, number> = new Map(MESSAGE_COLUMNS.map((c, i) => [c, i]));
+
+/** As the api checks filters on them (capture/index.ts: messageColumns): the prefix is text, the content JSON. */
+const MESSAGE_KINDS: readonly ValueKind[] = ['text', 'json'];
 
 /**
  * What a session hands to whoever asked for walgate's own messages (`walgate.` prefixes, e.g.

@@ -49,8 +49,8 @@ export const renderTimestamp: Render = (t) => {
   return quote(`${date}T${time}${tz}${bc}`);
 };
 
-/** Dates print the same in ISO and in JSON. */
-export const renderDate: Render = quote;
+/** Dates print the same in ISO and in JSON (a function of its own: filters tell dates from text by it, filter/kinds.ts). */
+export const renderDate: Render = (t) => quote(t);
 
 /** Splits the text of an array (`{1,"a b",NULL,{2,3}}`, maybe prefixed by `[0:2]=`) and renders each element. */
 export function renderArray(element: Render, delimiter = ','): Render {

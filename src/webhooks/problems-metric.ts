@@ -8,6 +8,13 @@ import { AUTH_EVENTS_TABLE, capturedRelation, MESSAGES_TABLE } from '../tailer/c
 
 const AUTH_EVENTS = capturedRelation('', AUTH_EVENTS_TABLE);
 
+// The columns a filter names (as language.ts's filterColumns): every object key that is not an
+// operator (operator values hold no objects), and the names listed by each $changed.
+const FILTER_COLUMNS = `
+  SELECT k #>> '{}' FROM jsonb_path_query(coalesce(f, '{}'), 'strict $.** ? (@.type() == "object").keyvalue() ? (!(@.key starts with "$")).key') k
+  UNION
+  SELECT k #>> '{}' FROM jsonb_path_query(coalesce(f, '{}'), 'lax $.** ? (@.type() == "object")."$changed"[*] ? (@.type() == "string")') k`;
+
 const COUNTS = `
 WITH w AS (
   SELECT w.filter, w.select_fields, c.oid AS relid, w.table_name = $1 AS audit
@@ -21,7 +28,7 @@ SELECT count(*) FILTER (WHERE relid IS NULL OR NOT EXISTS (
          SELECT 1 FROM pg_catalog.pg_publication_rel r JOIN pg_catalog.pg_publication p ON p.oid = r.prpubid
           WHERE p.pubname = 'walgate' AND r.prrelid = relid))::int AS "TABLE_MISSING",
        count(*) FILTER (WHERE relid IS NOT NULL AND EXISTS (
-         SELECT 1 FROM jsonb_object_keys(coalesce(filter, '{}')) k
+         SELECT 1 FROM (SELECT filter AS f) fc, LATERAL (${FILTER_COLUMNS}) AS c(k)
           WHERE NOT EXISTS (SELECT 1 FROM pg_catalog.pg_attribute a WHERE a.attrelid = relid AND a.attname = k AND a.attnum > 0 AND NOT a.attisdropped)))::int AS "FILTER_COLUMN_MISSING",
        count(*) FILTER (WHERE relid IS NOT NULL AND EXISTS (
          SELECT 1 FROM unnest(coalesce(select_fields, '{}')) k

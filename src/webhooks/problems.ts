@@ -1,5 +1,5 @@
 import { PgCode, pgCode, type Queryable } from '../core/db/pool.js';
-import { AUTH_EVENTS_TABLE, capturedRelation, MESSAGES_TABLE } from '../tailer/capture/index.js';
+import { AUTH_EVENTS_TABLE, capturedRelation, filterColumns, MESSAGES_TABLE } from '../tailer/capture/index.js';
 import type { WebhookRow } from './store.js';
 
 // What a subscription cannot follow any more, read from the catalog when it is shown: its table
@@ -54,11 +54,11 @@ function currentProblems(w: WebhookRow, facts: TableFacts | undefined): Array<Om
       message: `${w.table} was created again and is not captured yet: updating the subscription captures it`,
     });
   }
-  const filterMissing = Object.keys(w.filter ?? {}).filter((c) => !known.has(c));
+  const filterMissing = filterColumns(w.filter).filter((c) => !known.has(c));
   if (filterMissing.length > 0) {
     out.push({
       code: 'FILTER_COLUMN_MISSING',
-      message: `the filter names columns the table no longer has (${filterMissing.join(', ')}): no change matches it`,
+      message: `the filter names columns the table no longer has (${filterMissing.join(', ')}): every condition on them is false`,
     });
   }
   const selectMissing = (w.select ?? []).filter((c) => !known.has(c));

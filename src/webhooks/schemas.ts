@@ -1,6 +1,7 @@
 import { z } from 'zod';
 import { headersSchema } from './headers.js';
 import { MESSAGES_TABLE } from '../tailer/capture/index.js';
+import { filterDocument } from './filter-schema.js';
 
 // Bodies of the management API. Unknown fields are refused: a typo (`filters`, `actve`) must not
 // silently create a subscription that does something else.
@@ -16,15 +17,15 @@ const events = z
   .refine((e) => new Set(e).size === e.length, 'must not repeat an event')
   .meta({ description: 'The kinds of change to deliver, without repeats.' });
 
-const filter = z
+/** A backfill's own filter (docs/backfills.md): equality on columns only. */
+const equalityFilter = z
   .record(
     columnName,
     z.union([z.string(), z.number(), z.boolean(), z.null()], { message: 'must be a string, number, boolean or null (equality)' }),
   )
   .refine((f) => Object.keys(f).length <= 32, 'must have at most 32 fields')
   .meta({
-    description:
-      'Column → value, equality (numbers by value); the new row must match (the deleted row for DELETE). `null` clears it on update.',
+    description: 'Column → value, equality (numbers by value).',
     examples: [{ status: 'paid' }],
   });
 
@@ -84,7 +85,7 @@ export const createBody = z
     url,
     secret,
     active: z.boolean().default(true),
-    filter: filter.nullish(),
+    filter: filterDocument.nullish(),
     select: select.nullish(),
     ordering: ordering.default('none'),
     history: history.default('full'),
@@ -106,7 +107,7 @@ export const updateBody = z
     url: url.optional(),
     secret: secret.optional(),
     active: z.boolean().optional(),
-    filter: filter.nullish(),
+    filter: filterDocument.nullish(),
     select: select.nullish(),
     ordering: ordering.optional(),
     history: history.optional(),
@@ -179,7 +180,9 @@ export const webhookParams = z.object({
 
 /** POST …/{id}/backfill (docs/backfills.md). */
 export const backfillBody = z.strictObject({
-  filter: filter.nullish().meta({ description: 'Column → value (equality): only matching rows, besides the subscription’s own filter.' }),
+  filter: equalityFilter
+    .nullish()
+    .meta({ description: 'Column → value (equality): only matching rows, besides the subscription’s own filter.' }),
   sortColumn: columnName.optional().meta({
     description: 'The column pages are ordered by (then the primary key); default the primary key. Rows where it is NULL are not read.',
   }),

@@ -14,7 +14,7 @@ export interface WebhookRow {
   url: string;
   secret: Buffer;
   active: boolean;
-  filter: Record<string, string | number | boolean | null> | null;
+  filter: Record<string, unknown> | null;
   select: string[] | null;
   ordering: 'none' | 'row';
   /** 'failures': a change delivered at its first attempt leaves no history row, only its count. */

@@ -1,25 +1,40 @@
 import type { Queryable } from '../core/db/pool.js';
-import { capturedRelation, messageColumns } from '../tailer/capture/index.js';
+import { capturedRelation, kindOfBaseType, messageColumns, parseFilter, type ValueKind } from '../tailer/capture/index.js';
 import type { Violation } from '../core/errors.js';
 import { checkHost, systemLookup, type HostLookup } from '../core/net/address-policy.js';
 
-/** The columns of a table in the schema, or undefined when there is no such table. */
-export async function tableColumns(db: Queryable, envSchema: string, envTable: string): Promise<string[] | undefined> {
+export interface TableColumn {
+  name: string;
+  /** How a filter compares its values (by its base type: a domain is its base type). */
+  kind: ValueKind;
+}
+
+/** The columns of a table in the schema with their kinds, or undefined when there is no such table. */
+export async function tableColumns(db: Queryable, envSchema: string, envTable: string): Promise<TableColumn[] | undefined> {
   // `_messages` is always there, whatever the schema holds (a real table of that name is not watched).
   const virtual = messageColumns(envTable);
-  if (virtual) return virtual.map((c) => c.name);
+  if (virtual) return virtual.map((c) => ({ name: c.name, kind: c.type === 'jsonb' ? 'json' : 'text' }));
   const { schema, table } = capturedRelation(envSchema, envTable);
-  const { rows } = await db.query<{ relkind: string; attname: string | null }>(
-    `SELECT c.relkind, a.attname
-       FROM pg_catalog.pg_class c
-       JOIN pg_catalog.pg_namespace n ON n.oid = c.relnamespace
-       LEFT JOIN pg_catalog.pg_attribute a ON a.attrelid = c.oid AND a.attnum > 0 AND NOT a.attisdropped
-      WHERE n.nspname = $1 AND c.relname = $2 AND c.relkind IN ('r', 'p')
-      ORDER BY a.attnum`,
+  // A domain's base type may itself be a domain: followed down (bounded) to the type that renders.
+  const { rows } = await db.query<{ attname: string | null; base: number | null }>(
+    `WITH RECURSIVE cols AS (
+       SELECT a.attnum, a.attname, a.atttypid AS oid, 0 AS depth
+         FROM pg_catalog.pg_class c
+         JOIN pg_catalog.pg_namespace n ON n.oid = c.relnamespace
+         LEFT JOIN pg_catalog.pg_attribute a ON a.attrelid = c.oid AND a.attnum > 0 AND NOT a.attisdropped
+        WHERE n.nspname = $1 AND c.relname = $2 AND c.relkind IN ('r', 'p')
+       UNION ALL
+       SELECT cols.attnum, cols.attname, t.typbasetype, cols.depth + 1
+         FROM cols JOIN pg_catalog.pg_type t ON t.oid = cols.oid
+        WHERE t.typtype = 'd' AND cols.depth < 32)
+     SELECT cols.attname, cols.oid::int AS base FROM cols
+       LEFT JOIN pg_catalog.pg_type t ON t.oid = cols.oid
+      WHERE cols.attname IS NULL OR t.typtype IS DISTINCT FROM 'd'
+      ORDER BY cols.attnum`,
     [schema, table],
   );
   if (rows.length === 0) return undefined;
-  return rows.flatMap((r) => (r.attname === null ? [] : [r.attname]));
+  return rows.flatMap((r) => (r.attname === null ? [] : [{ name: r.attname, kind: kindOfBaseType(r.base ?? 0) }]));
 }
 
 /**
@@ -93,15 +108,20 @@ export async function urlViolations(raw: string, allowPrivate: boolean, lookup: 
   return [];
 }
 
+/**
+ * What the filter and select name, against the table: every column there, every filter value of
+ * the column's type (the filter's shape was checked with the body, webhooks/schemas.ts).
+ */
 export function columnViolations(
-  columns: string[],
+  columns: TableColumn[],
   filter: Record<string, unknown> | null | undefined,
   select: string[] | null | undefined,
 ): Violation[] {
-  const known = new Set(columns);
+  const known = new Set(columns.map((c) => c.name));
   const violations: Violation[] = [];
-  for (const key of Object.keys(filter ?? {})) {
-    if (!known.has(key)) violations.push({ path: `filter.${key}`, message: 'is not a column of the table' });
+  if (filter != null) {
+    const { issues } = parseFilter(filter, new Map(columns.map((c) => [c.name, c.kind])));
+    violations.push(...issues.map((i) => ({ path: ['filter', ...i.path].join('.'), message: i.message })));
   }
   (select ?? []).forEach((column, i) => {
     if (!known.has(column)) violations.push({ path: `select.${i}`, message: `${JSON.stringify(column)} is not a column of the table` });

@@ -20,7 +20,7 @@ export interface WebhookView {
   active: boolean;
   /** How its deliveries go: healthy, failing, breaker_open or disabled (delivery/subscription-state.ts). */
   state: SubscriptionState;
-  filter: Record<string, string | number | boolean | null> | null;
+  filter: Record<string, unknown> | null;
   select: string[] | null;
   /** 'row': a row's changes are delivered one at a time, in commit order. */
   ordering: 'none' | 'row';

@@ -353,6 +353,58 @@ describe('delivery console: /console in Chromium', function () {
     await phonePass('subscriptions');
   });
 
+  it('edits the filter with operators, then as JSON; a filter rows cannot show opens as JSON; a refusal names its place', async () => {
+    const edit = async () => {
+      await page.locator('table').getByRole('link', { name: 'orders' }).click();
+      await page.getByRole('link', { name: 'Edit' }).click();
+      await page.getByRole('heading', { name: 'Edit subscription' }).waitFor();
+      await page.locator('#filter-as-json').waitFor({ state: 'attached' }); // the form, after "Loading…"
+    };
+    const saved = async () => (await p.t.ctx.pool.query('SELECT filter FROM walgate.webhooks WHERE id = $1', [webhookId])).rows[0].filter;
+    const back = () => page.getByRole('link', { name: '← All subscriptions' }).click();
+    await edit();
+    expect(await page.locator('.filter-op').evaluateAll((els) => els.map((e) => (e as unknown as { value: string }).value))).to.deep.equal([
+      '$eq',
+    ]);
+    await page.getByRole('button', { name: 'Add a condition' }).click();
+    const second = page.locator('.filter-row').nth(1);
+    await second.locator('.filter-col').selectOption('amount');
+    await second.locator('.filter-op').selectOption('$gt');
+    await second.locator('.filter-val').fill('10');
+    await checkAccessibility('filter operators');
+    await page.getByRole('button', { name: 'Save' }).click();
+    // Saved: the subscription's page shows the filter.
+    await page.locator('dd').getByText('{"amount":{"$gt":10},"status":"paid"}').waitFor(); // as jsonb orders keys
+    expect(await saved()).to.deep.equal({ status: 'paid', amount: { $gt: 10 } });
+
+    await back();
+    await edit();
+    await page.getByLabel(/Write the filter as JSON/).check();
+    expect(JSON.parse(await page.locator('#filter-json').inputValue())).to.deep.equal({ status: 'paid', amount: { $gt: 10 } });
+    await page.locator('#filter-json').fill('{"amount": {"$gt": "ten"}}');
+    await page.getByRole('button', { name: 'Save' }).click();
+    await page.getByText(/VALIDATION_ERROR.*filter\.amount\.\$gt: must be a number/).waitFor();
+    statusLines.length = 0; // that refusal is the expected error line, and Chromium logs its 400
+    const refusedPatch = (x: string) => x.includes('status of 400') && x.includes(`/_webhooks/${webhookId}`);
+    for (let waited = 0; !problems.some(refusedPatch) && waited < 5000; waited += 50) await new Promise((r) => setTimeout(r, 50));
+    const logged = problems.findIndex(refusedPatch);
+    if (logged >= 0) problems.splice(logged, 1);
+    const or = { $or: [{ status: 'paid' }, { amount: { $gte: '1000.00' } }] };
+    await page.locator('#filter-json').fill(JSON.stringify(or));
+    await page.getByRole('button', { name: 'Save' }).click();
+    await page.locator('dd').getByText(JSON.stringify(or)).waitFor();
+    expect(await saved()).to.deep.equal(or);
+
+    await back();
+    await edit();
+    expect(await page.getByLabel(/Write the filter as JSON/).isChecked()).to.equal(true);
+    expect(JSON.parse(await page.locator('#filter-json').inputValue())).to.deep.equal(or);
+    await page.getByRole('link', { name: 'Cancel' }).click();
+    await page.locator('dd').getByText(JSON.stringify(or)).waitFor();
+    await back();
+    await page.locator('table').getByText('Active').waitFor();
+  });
+
   it('deletes the subscription after a confirmation', async () => {
     await page.locator('table').getByRole('link', { name: 'orders' }).click();
     await page.getByRole('button', { name: 'Delete' }).click();

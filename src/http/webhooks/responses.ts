@@ -2,6 +2,7 @@ import { z } from 'zod';
 import { timestamp } from '../timestamp.js';
 import { EVENTS, HISTORIES, ON_DEAD, ORDERINGS } from '../../webhooks/schemas.js';
 import { SUBSCRIPTION_STATES } from '../../delivery/subscription-state.js';
+import { filterDocument } from '../../webhooks/filter-schema.js';
 
 // What the management API answers, as schemas for the API reference. test/docs/contract.test.ts
 // checks real answers against the generated document, so a field added or renamed in view.ts or
@@ -19,7 +20,7 @@ const webhook = z
         "How its deliveries go: `healthy`; `failing` (its endpoint's latest attempts failed; the delivery log says why); " +
         "`breaker_open` (its endpoint's breaker holds requests until the cool-down ends); `disabled` (`active` is false: paused, or disabled by a 410). docs/webhooks.md: Subscription state.",
     }),
-    filter: z.record(z.string(), z.union([z.string(), z.number(), z.boolean(), z.null()])).nullable(),
+    filter: filterDocument.nullable(),
     select: z.array(z.string()).nullable(),
     ordering: z.enum(ORDERINGS).meta({
       description: "`row`: a row's changes are delivered one at a time, in commit order (docs/webhooks.md: Ordering); `none`: no order.",

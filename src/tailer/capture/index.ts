@@ -67,3 +67,8 @@ export {
   type BackfillState,
 } from '../backfill/store.js';
 export { describeBackfillTable, estimateRows, lastSortKey, probeKeyset } from '../backfill/page.js';
+
+// The filter language (docs/filters.md): the api reads and checks documents with the same reader
+// the tailer compiles them with.
+export { FILTER_LIMITS, COLUMN_OPERATORS, DOCUMENT_OPERATORS, filterColumns, parseFilter, type FilterIssue } from '../filter/language.js';
+export { kindOfBaseType, type ValueKind } from '../filter/kinds.js';
