@@ -3,15 +3,15 @@ import type { Context } from '../core/context.js';
 import type { Queryable } from '../core/db/pool.js';
 import type { CapturedDelivery, CapturedEvent, DeliveryStream } from '../tailer/sink.js';
 import { attempt, attemptRecord, BREAKER_OPEN, conclude, keptRequest, waitRecord, type AttemptDeps } from './attempt.js';
-import { count, fairShare, tenantsOf } from './fair-share.js';
 import { move, type Job, type Lane, type StreamLimits } from './job.js';
 import { Journal, type ParkedEntry } from './journal.js';
-import { buildPayload } from './payload.js';
 import { spillThreshold } from './spill.js';
 import { HeldDeliveries } from './payload-bytes.js';
+import { StreamLanes } from './lanes.js';
+import { PendingParks } from './pending-parks.js';
 import { RowOrder } from './row-order.js';
 import { recordAttempts } from './sql/queue.js';
-import type { Target, Targets } from './targets.js';
+import { targetRequest, type Target, type Targets } from './targets.js';
 import type { WaitedAttempt } from './attempt.js';
 
 /**
@@ -40,22 +40,17 @@ export class StreamDelivery implements DeliveryStream {
   readonly #limits: StreamLimits;
   readonly #journal: Journal;
   readonly #order: RowOrder<Job>;
-  readonly #lanes = new Map<string, Lane>();
-  /** Lanes with waiting deliveries, for the fair pump. */
-  readonly #ready = new Set<string>();
+  readonly #lanes: StreamLanes;
   readonly #sending = new Set<Job>();
   /** Row-ordered jobs done with their turn (row-order.ts is told once). */
   readonly #releasedJobs = new WeakSet<Job>();
-  #active = 0;
-  /** Requests in flight per project (Lane.tenant): each may hold a fair share of the budget. */
-  readonly #tenantActive = new Map<string, number>();
   readonly #held: HeldDeliveries;
   #roomWaiters: Array<() => void> = [];
   #closed = false;
   /** A graceful stop is under way: nothing new is sent, what would be is parked (drain). */
   #draining = false;
   /** Parks of in-flight deliveries not written yet: told false if the stream closes first. */
-  readonly #parkWaiters = new Set<(written: boolean) => void>();
+  readonly #pendingParks = new PendingParks();
   readonly #sweeper: NodeJS.Timeout;
   readonly #ticker: NodeJS.Timeout;
   stats = { delivered: 0, parked: 0, spilled: 0, late: 0 };
@@ -65,6 +60,7 @@ export class StreamDelivery implements DeliveryStream {
     this.#deps = deps;
     this.#targets = targets;
     this.#limits = limits;
+    this.#lanes = new StreamLanes(limits);
     this.#held = limits.held ?? new HeldDeliveries(limits.maxHeld, ctx.config.tailerMaxHeldBytes);
     this.#journal = new Journal(fenced, onError);
     this.#order = new RowOrder<Job>(
@@ -79,21 +75,14 @@ export class StreamDelivery implements DeliveryStream {
       if (!this.#closed) onError(err as Error);
     });
     this.#sweeper = setInterval(() => this.#sweep(), Math.max(50, Math.min(1000, limits.parkAfterMs / 4)));
-    this.#ticker = setInterval(() => this.#tick(), 1000);
+    this.#ticker = setInterval(() => this.#lanes.tick(), 1000);
     this.#sweeper.unref();
     this.#ticker.unref();
   }
 
   /** Deliveries the stream holds per subscription (waiting or in flight): the retry queue's claims leave that much less room. */
   load(): Map<string, number> {
-    const out = new Map<string, number>();
-    for (const [id, lane] of this.#lanes) {
-      // (Not the row-ordered deliveries waiting for their turn: their predecessor is often in the
-      // retry queue, and counting them would keep the queue's workers from claiming it.)
-      const n = lane.waiting.length + lane.active;
-      if (n > 0) out.set(id, n);
-    }
-    return out;
+    return this.#lanes.load();
   }
 
   accept(event: CapturedEvent, deliveries: CapturedDelivery[], settled: () => void): void | Promise<void> {
@@ -124,8 +113,7 @@ export class StreamDelivery implements DeliveryStream {
         this.#park(job, { status: 'pending', attempts: 0, nextAttemptAt: now });
         continue;
       }
-      lane.waiting.push(job);
-      this.#ready.add(delivery.webhookId);
+      this.#lanes.push(lane, job);
     }
     this.#pump();
     if (!this.#held.room) return new Promise((resolve) => this.#roomWaiters.push(resolve));
@@ -147,7 +135,7 @@ export class StreamDelivery implements DeliveryStream {
 
   /** A retry-queue request to this subscription ended: its slot may start a waiting delivery. */
   slotFree(webhookId: string): void {
-    if (this.#ready.has(webhookId)) this.#pump();
+    if (this.#lanes.isReady(webhookId)) this.#pump();
   }
 
   /** A row-ordered delivery finished in the retry queue: its row's next change may be free to go. */
@@ -166,12 +154,7 @@ export class StreamDelivery implements DeliveryStream {
     if (this.#closed) return;
     this.#draining = true;
     const now = this.#ctx.clock();
-    for (const [id, lane] of this.#lanes) {
-      const waiting = lane.waiting;
-      lane.waiting = [];
-      this.#ready.delete(id);
-      for (const job of waiting) this.#park(job, { status: 'pending', attempts: 0, nextAttemptAt: now });
-    }
+    this.#lanes.takeAll((job) => this.#park(job, { status: 'pending', attempts: 0, nextAttemptAt: now }));
     const until = performance.now() + timeoutMs;
     while (this.#sending.size > 0 && performance.now() < until && !this.#closed) await sleep(20);
     const t = this.#ctx.clock().getTime();
@@ -185,25 +168,17 @@ export class StreamDelivery implements DeliveryStream {
 
   async close(): Promise<void> {
     this.#closed = true;
-    for (const tell of this.#parkWaiters) tell(false);
-    this.#parkWaiters.clear();
+    this.#pendingParks.close();
     clearInterval(this.#sweeper);
     clearInterval(this.#ticker);
     this.#journal.close();
     this.#order.close();
     this.#lanes.clear();
-    this.#ready.clear();
     for (const wake of this.#roomWaiters.splice(0)) wake();
   }
 
   #lane(webhookId: string, event: CapturedEvent): Lane {
-    let lane = this.#lanes.get(webhookId);
-    if (!lane) {
-      const tenant = this.#targets.peek(webhookId)?.projectId ?? `schema:${event.schema}`;
-      lane = { tenant, waiting: [], active: 0, finished: 0, finishedBefore: 0 };
-      this.#lanes.set(webhookId, lane);
-    }
-    return lane;
+    return this.#lanes.lane(webhookId, () => this.#targets.peek(webhookId)?.projectId ?? `schema:${event.schema}`);
   }
 
   /** What a lane may queue before its deliveries spill to the retry queue (spill.ts). */
@@ -234,8 +209,7 @@ export class StreamDelivery implements DeliveryStream {
       return this.#park(job, { status: 'pending', attempts: 0, nextAttemptAt: now });
     }
     move(job, 'waiting');
-    lane.waiting.push(job);
-    this.#ready.add(job.delivery.webhookId);
+    this.#lanes.push(lane, job);
     this.#pump();
   }
 
@@ -246,47 +220,17 @@ export class StreamDelivery implements DeliveryStream {
     this.#order.released(job, parked);
   }
 
-  #tick(): void {
-    for (const [id, lane] of this.#lanes) {
-      lane.finishedBefore = lane.finished;
-      lane.finished = 0;
-      if (lane.waiting.length === 0 && lane.active === 0 && lane.finishedBefore === 0) this.#lanes.delete(id);
-    }
-  }
-
-  /**
-   * Starts waiting deliveries while there is room, a fair turn for each subscription: at most
-   * perWebhook of one subscription, and no project beyond its fair share of the budget while
-   * another has work — so a project whose endpoints hang holds its share, not every slot.
-   */
+  /** Starts waiting deliveries while there is room, a fair turn for each subscription (lanes.ts). */
   #pump(): void {
-    const share = fairShare(this.#limits.concurrency, this.#tenantActive, tenantsOf(this.#ready, this.#lanes));
-    while (this.#ready.size > 0 && this.#active < this.#limits.concurrency && !this.#closed && !this.#draining) {
-      let started = false;
-      for (const id of this.#ready) {
-        const lane = this.#lanes.get(id);
-        if (!lane || lane.waiting.length === 0) {
-          this.#ready.delete(id);
-          continue;
-        }
-        const endpointBusy = lane.active + (this.#limits.queueActive?.(id) ?? 0) >= this.#limits.perWebhook;
-        if (endpointBusy || (this.#tenantActive.get(lane.tenant) ?? 0) >= share) continue;
-        const job = lane.waiting.shift()!;
-        if (lane.waiting.length === 0) this.#ready.delete(id);
-        started = true;
-        this.#send(job, lane);
-        if (this.#active >= this.#limits.concurrency) return;
-      }
-      if (!started) return;
-    }
+    this.#lanes.pump(
+      () => this.#closed || this.#draining,
+      (job, lane) => this.#send(job, lane),
+    );
   }
 
   #send(job: Job, lane: Lane): void {
     move(job, 'sending');
-    lane.active++;
-    this.#active++;
-    const { tenant } = lane;
-    count(this.#tenantActive, tenant, 1);
+    const tenant = this.#lanes.started(lane);
     this.#sending.add(job);
     void this.#attempt(job)
       .catch((err: unknown) => {
@@ -296,10 +240,7 @@ export class StreamDelivery implements DeliveryStream {
       })
       .finally(() => {
         this.#sending.delete(job);
-        lane.active--;
-        lane.finished++;
-        this.#active--;
-        count(this.#tenantActive, tenant, -1);
+        this.#lanes.ended(lane, tenant);
         this.#pump();
       });
   }
@@ -317,22 +258,13 @@ export class StreamDelivery implements DeliveryStream {
     const now = this.#ctx.clock();
     // Paused now: it waits in the retry queue, which takes only active subscriptions.
     if (!target.active) return this.#park(job, { status: 'pending', attempts: 0, nextAttemptAt: now });
-    const body = buildPayload({ projectId: target.projectId, environment: target.environment, select: delivery.select }, event);
-    const outcome = await attempt(this.#deps, {
-      endpoint: target.endpoint,
-      pool: delivery.webhookId,
-      url: target.url,
-      secrets: target.secrets,
-      eventId: event.id,
-      operation: event.operation,
-      body,
-      headers: target.headers,
-    });
+    const request = targetRequest(target, delivery, event);
+    const outcome = await attempt(this.#deps, request);
     if (this.#closed) return;
     if (outcome.kind === 'waited') return this.#waited(job, outcome);
     const { result, startedAt } = outcome;
     // Kept in the write this delivery makes anyway (its history row, or its parked row): no extra row.
-    const kept = keptRequest(this.#ctx.config.webhooks.keepPayloads, body, outcome);
+    const kept = keptRequest(this.#ctx.config.webhooks.keepPayloads, request.body, outcome);
     const concluded = await conclude(this.#ctx, this.#deps, outcome, {
       webhookId: delivery.webhookId,
       attemptNo: 1,
@@ -409,12 +341,13 @@ export class StreamDelivery implements DeliveryStream {
     attemptMade: ParkedEntry['attempt'] = null,
   ): void {
     this.stats.parked++;
-    let written: ((ok: boolean) => void) | null = null;
+    let committed: (() => void) | null = null;
     if (job.state === 'sending' && !attemptMade) {
       move(job, 'parked-sending');
       job.lease = state.nextAttemptAt;
-      job.parkWritten = new Promise<boolean>((resolve) => (written = resolve));
-      this.#parkWaiters.add(written!);
+      const pending = this.#pendingParks.open();
+      job.parkWritten = pending.written;
+      committed = pending.committed;
     } else move(job, 'settling');
     this.#journal.parked({
       event: job.event,
@@ -428,10 +361,7 @@ export class StreamDelivery implements DeliveryStream {
       attempt: attemptMade,
       done: () => {
         if (job.delivery.orderKeys) this.#order.parkCommitted(job);
-        if (written) {
-          this.#parkWaiters.delete(written);
-          written(true);
-        }
+        committed?.();
         this.#finish(job);
       },
     });
@@ -452,14 +382,10 @@ export class StreamDelivery implements DeliveryStream {
   #sweep(): void {
     const now = this.#ctx.clock();
     const t = now.getTime();
-    for (const [id, lane] of this.#lanes) {
-      // (Not only the first: a row-ordered delivery joins its lane when its turn comes, behind younger ones.)
-      if (!lane.waiting.some((j) => j.deadline <= t)) continue;
-      const late = lane.waiting.filter((j) => j.deadline <= t);
-      lane.waiting = lane.waiting.filter((j) => j.deadline > t);
-      if (lane.waiting.length === 0) this.#ready.delete(id);
-      for (const job of late) this.#park(job, { status: 'pending', attempts: 0, nextAttemptAt: now });
-    }
+    this.#lanes.takeWaiting(
+      (j) => j.deadline <= t,
+      (job) => this.#park(job, { status: 'pending', attempts: 0, nextAttemptAt: now }),
+    );
     for (const job of this.#sending) {
       if (job.deadline > t || job.state !== 'sending') continue;
       // Its answer comes within the sender's time-out: the retry queue leaves it alone until then.

@@ -1,5 +1,8 @@
 import type { Pool } from '../core/db/pool.js';
+import type { CapturedDelivery, CapturedEvent } from '../tailer/sink.js';
+import type { AttemptRequest } from './attempt.js';
 import type { BreakerKey } from './breaker.js';
+import { buildPayload } from './payload.js';
 import { readTarget } from './sql/targets.js';
 
 // Where a subscription's deliveries go and how they are signed, as walgate.webhooks says now
@@ -26,6 +29,20 @@ export interface Target {
    * Read here, with what the stream looks up per delivery anyway: no per-delivery cost.
    */
   history: 'full' | 'failures';
+}
+
+/** The stream's request for a change to a subscription: its payload as the target selects, signed with its secrets. */
+export function targetRequest(target: Target, delivery: CapturedDelivery, event: CapturedEvent): AttemptRequest {
+  return {
+    endpoint: target.endpoint,
+    pool: delivery.webhookId,
+    url: target.url,
+    secrets: target.secrets,
+    eventId: event.id,
+    operation: event.operation,
+    body: buildPayload({ projectId: target.projectId, environment: target.environment, select: delivery.select }, event),
+    headers: target.headers,
+  };
 }
 
 export class Targets {

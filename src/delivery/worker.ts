@@ -1,13 +1,13 @@
 import { setTimeout as sleep } from 'node:timers/promises';
 import pg from 'pg';
 import type { Context } from '../core/context.js';
-import { attempt as attemptOnce, attemptRecord, conclude, keptRequest, waitRecord, type AttemptDeps } from './attempt.js';
+import { attempt as attemptOnce, type AttemptDeps } from './attempt.js';
 import type { BreakerKey } from './breaker.js';
 import { listenForDueNotes } from './listen-due.js';
 import { count, fairShare } from './fair-share.js';
 import { renderPayload } from './payload.js';
 import { openHeaders } from './custom-headers.js';
-import { breakerWaitBound } from './schedule.js';
+import { queueResult, type QueueStats } from './queue-result.js';
 import { OpenedSecrets } from './secret.js';
 import {
   claimDue,
@@ -92,7 +92,7 @@ export class QueueWorker {
   readonly #abort = new AbortController();
   readonly #leaseMs: number;
   readonly #opened: OpenedSecrets;
-  stats = { attempts: 0, delivered: 0, failed: 0, dead: 0, waits: 0 };
+  stats: QueueStats = { attempts: 0, delivered: 0, failed: 0, dead: 0, waits: 0 };
 
   constructor(ctx: Context, deps: AttemptDeps, options: QueueWorkerOptions) {
     this.#ctx = ctx;
@@ -283,39 +283,11 @@ export class QueueWorker {
       body,
       headers: openHeaders(this.#ctx.secrets, d.header_values),
     });
-    const { webhooks } = this.#ctx.config;
-    if (outcome.kind === 'waited') {
-      // The breaker holds it: no request, no attempt spent; it goes when the breaker lets it.
-      const wait = waitRecord(
-        { deliveryId: d.id, lease, spent: d.attempts, scheduleStartedAt: d.schedule_started_at },
-        outcome,
-        breakerWaitBound(webhooks.retryDelaysMs, webhooks.breakerCooldownMs, webhooks.breakerMaxWaitMs),
-      );
-      this.stats.waits++;
-      if (wait.status === 'dead') {
-        this.stats.dead++;
-        this.#ctx.metrics.deliveriesFinished.inc({ status: 'dead' });
-        if (d.ordered) this.#releasing.add(d.id);
-      }
-      this.#results.push(wait);
-    } else {
-      const attempt = d.attempts + 1;
-      const concluded = await conclude(this.#ctx, this.#deps, outcome, {
-        webhookId: d.webhook_id,
-        attemptNo: attempt,
-        delaysMs: webhooks.retryDelaysMs,
-        committedAt: d.committed_at ?? d.lease,
-      });
-      const { step } = concluded;
-      this.stats.attempts++;
-      if (step.status === 'delivered') this.stats.delivered++;
-      else if (step.status === 'dead') this.stats.dead++;
-      else this.stats.failed++;
-      if (d.ordered && step.status !== 'retrying') this.#releasing.add(d.id);
-      // A retry due before the next poll: look for it then (a row-ordered row waits on it).
-      if (step.status === 'retrying' && step.nextAttemptAt) this.#nudgeAt(step.nextAttemptAt.getTime());
-      this.#results.push(attemptRecord(d.id, lease, attempt, outcome, concluded, keptRequest(webhooks.keepPayloads, body, outcome)));
-    }
+    const { record, finished, retryAt } = await queueResult(this.#ctx, this.#deps, d, { lease, body, outcome }, this.stats);
+    if (d.ordered && finished) this.#releasing.add(d.id);
+    // A retry due before the next poll: look for it then (a row-ordered row waits on it).
+    if (retryAt) this.#nudgeAt(retryAt.getTime());
+    this.#results.push(record);
     // The slot frees as soon as the receiver has answered; results are written behind, many per
     // statement. Until its result is written a delivery stays leased, so a crash means another
     // attempt (at least once), never a lost one. A database slower than the receivers makes

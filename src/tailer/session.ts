@@ -6,6 +6,7 @@ import { decodeChange, decodeRow, describeRelation, type Relation } from './deco
 import { eventId, matchDeliveries, toEventRecord, truncateChange, type Change, type DeliveryRecord, type Operation } from './events.js';
 import { handInjected, type InjectedRows } from './injection.js';
 import { changeRows } from './order-keys.js';
+import { KeyColumns } from './key-columns.js';
 import { formatLsn, type Lsn } from './lsn.js';
 import type { PgoutputMessage, RawTuple } from './pgoutput.js';
 import { isReservedPrefix, messageChange, messageSchema, MESSAGES_TABLE, type ReservedMessage } from './messages.js';
@@ -94,8 +95,7 @@ export class ReplicationSession {
   readonly #o: SessionOptions;
   readonly #view: SubscriptionView;
   readonly #relations = new Map<number, Relation>();
-  /** Per relation: the positions of its primary-key columns (null: no key), looked up once a row-ordered subscription needs them. */
-  readonly #keyColumns = new Map<number, Promise<number[] | null>>();
+  readonly #keyColumns: KeyColumns;
   readonly #processedLsn: Lsn;
   #tx: OpenTransaction | null = null;
   /** Transactions read and not settled, in commit order (the last may still be open). */
@@ -113,6 +113,7 @@ export class ReplicationSession {
     this.#processedLsn = options.processedLsn;
     this.#durable = options.processedLsn;
     this.#view = new SubscriptionView(options.subscriptions);
+    this.#keyColumns = new KeyColumns(options.primaryKey, options.log);
   }
 
   get failed(): boolean {
@@ -174,7 +175,7 @@ export class ReplicationSession {
       case 'relation':
         this.#relations.set(msg.relationOid, await describeRelation(msg, this.#o.types));
         // Sent again after DDL: the key may have changed with the columns.
-        this.#keyColumns.delete(msg.relationOid);
+        this.#keyColumns.forget(msg.relationOid);
         return;
       case 'begin':
         this.#tx = {
@@ -278,7 +279,7 @@ export class ReplicationSession {
         'unchanged TOASTed values without an old row (is REPLICA IDENTITY FULL set?): sent as null',
       );
     }
-    const orderedRows = subs.some((s) => s.ordering === 'row') ? changeRows(change, await this.#keyColumnsOf(relationOid, rel)) : null;
+    const orderedRows = subs.some((s) => s.ordering === 'row') ? changeRows(change, await this.#keyColumns.of(relationOid, rel)) : null;
     await this.#hand(tx, change, await this.#unrecorded(tx, index, relationOid, subs, matchDeliveries(subs, change, orderedRows)));
   }
 
@@ -343,23 +344,6 @@ export class ReplicationSession {
     this.stats.changes++;
     const change = messageChange(eventId(tx.commitLsn, index), tx.committedAt, subs[0]!.schema, msg);
     await this.#hand(tx, change, await this.#unrecorded(tx, index, MESSAGES_RELATION, subs, matchDeliveries(subs, change)));
-  }
-
-  #keyColumnsOf(relationOid: number, rel: Relation): Promise<number[] | null> {
-    let found = this.#keyColumns.get(relationOid);
-    if (!found) {
-      found = this.#o.primaryKey(relationOid).then((names) => {
-        const positions = names.map((n) => rel.indexOf.get(n));
-        if (names.length > 0 && positions.every((p) => p !== undefined)) return positions as number[];
-        this.#o.log.warn(
-          { table: `${rel.schema}.${rel.name}` },
-          'a row-ordered subscription watches a table without a primary key: its changes are delivered unordered',
-        );
-        return null;
-      });
-      this.#keyColumns.set(relationOid, found);
-    }
-    return found;
   }
 
   #subscriptionChange(tx: OpenTransaction, rel: Relation, op: Operation, tuple: RawTuple): void {

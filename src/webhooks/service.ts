@@ -7,14 +7,8 @@ import {
   countDeadDeliveries,
   deliveryHealth,
   shedFinishedHistory,
-  deliveryMinutes,
-  getDelivery,
-  listDeliveries,
   recentDeliveries,
-  retryDelivery,
-  discardDelivery,
   type DeliveryDetail,
-  type DeliveryQuery,
   type DeliveryView,
   type MinuteBucket,
 } from '../delivery/sql/history.js';
@@ -29,7 +23,9 @@ import {
   releaseTable,
   retainChanges,
 } from '../tailer/capture/index.js';
-import { representable, type CreateBody, type UpdateBody } from './schemas.js';
+import type { CreateBody, UpdateBody } from './schemas.js';
+import { decodeCursor, encodeCursor } from './cursor.js';
+import { DeliveryLog, type DeliveryPage, type DeliveryPageQuery } from './delivery-log.js';
 import { sealWebhookSecret } from '../delivery/secret.js';
 import { sealHeaders } from '../delivery/custom-headers.js';
 import { breakerStates, endpointHealth, eventDeliveries, type EventDelivery, type HealthWindow } from '../delivery/sql/health.js';
@@ -58,41 +54,6 @@ interface BodyFacts {
 /** Finished deliveries a deleted subscription sheds per statement. */
 const SHED_BATCH = 5000;
 
-interface Cursor {
-  createdAt: Date;
-  id: string;
-}
-
-function encodeCursor(c: Cursor): string {
-  return Buffer.from(JSON.stringify([c.createdAt.toISOString(), c.id])).toString('base64url');
-}
-
-function decodeCursor(s: string, ids = /^wh_\w{1,125}$/): Cursor {
-  try {
-    const [at, id] = JSON.parse(Buffer.from(s, 'base64url').toString('utf8')) as [string, string];
-    const createdAt = new Date(at);
-    // Only ids this API hands out: anything else (a NUL, SQL, 10 KB) never reaches a query.
-    if (typeof at !== 'string' || typeof id !== 'string' || !ids.test(id) || !representable(createdAt)) throw new Error('bad cursor');
-    return { createdAt, id };
-  } catch {
-    throw validationError([{ path: 'cursor', message: 'is not a cursor returned by this API' }]);
-  }
-}
-
-/** What the delivery log of a `history: "failures"` subscription cannot show. */
-export const NOT_LISTED =
-  'Changes delivered at their first attempt are not listed (history: "failures"): they are counted in the health figures and per minute. Every delivery that failed, waited or was retried is listed.';
-
-/** An unknown delivery; under `history: "failures"` it may be one delivered at its first attempt, which has no row. */
-function notFound(row: store.WebhookRow): AppError {
-  return row.history === 'failures'
-    ? new AppError(
-        'DELIVERY_NOT_FOUND',
-        'No delivery with this id for this webhook. Its history is "failures": a change delivered at its first attempt leaves no row.',
-      )
-    : new AppError('DELIVERY_NOT_FOUND');
-}
-
 function sealedHeaders(h: { names: string[]; values: Buffer | null }): Pick<store.WebhookRow, 'headerNames' | 'headerValues'> {
   return { headerNames: h.names, headerValues: h.values };
 }
@@ -100,9 +61,12 @@ function sealedHeaders(h: { names: string[]; values: Buffer | null }): Pick<stor
 export class WebhookService {
   /** Replays as jobs: the api daemon starts and stops it (it takes up jobs whose process stopped). */
   readonly replays: ReplayJobs;
+  /** A subscription's delivery log (delivery-log.ts), once the subscription is found. */
+  readonly #log: DeliveryLog;
 
   constructor(private readonly ctx: Context) {
     this.replays = new ReplayJobs(ctx);
+    this.#log = new DeliveryLog(ctx);
   }
 
   async create(env: Environment, body: CreateBody): Promise<WebhookView> {
@@ -211,52 +175,25 @@ export class WebhookService {
     return { tables: await schemaTables(this.ctx.pool, env.schemaName) };
   }
 
-  async deliveries(
-    env: Environment,
-    id: string,
-    q: Omit<DeliveryQuery, 'after'> & { cursor?: string },
-  ): Promise<{ deliveries: DeliveryView[]; nextCursor: string | null; history: store.WebhookRow['history']; notListed: string | null }> {
-    const row = await this.#find(env, id);
-    const after = q.cursor ? decodeCursor(q.cursor, /^del_\w{1,250}$/) : undefined;
-    const rows = await listDeliveries(this.ctx.pool, row.id, { ...q, after, limit: q.limit + 1 });
-    const page = rows.slice(0, q.limit);
-    const last = page[page.length - 1];
-    return {
-      deliveries: page,
-      nextCursor: rows.length > q.limit && last ? encodeCursor({ createdAt: new Date(last.createdAt), id: last.id }) : null,
-      history: row.history,
-      notListed: row.history === 'failures' ? NOT_LISTED : null,
-    };
+  async deliveries(env: Environment, id: string, q: DeliveryPageQuery): Promise<DeliveryPage> {
+    return this.#log.page(await this.#find(env, id), q);
   }
 
   async delivery(env: Environment, id: string, deliveryId: string): Promise<{ delivery: DeliveryDetail }> {
-    const row = await this.#find(env, id);
-    const found = deliveryId.length <= 256 ? await getDelivery(this.ctx.pool, row.id, deliveryId) : undefined;
-    if (!found) throw notFound(row);
-    return { delivery: found };
+    return this.#log.delivery(await this.#find(env, id), deliveryId);
   }
 
   async retry(env: Environment, id: string, deliveryId: string): Promise<{ delivery: DeliveryView }> {
-    const row = await this.#find(env, id);
-    const result = deliveryId.length <= 256 ? await retryDelivery(this.ctx.pool, row.id, deliveryId, this.ctx.clock()) : undefined;
-    if (!result) throw notFound(row);
-    if (result === 'unfinished') throw new AppError('DELIVERY_NOT_FINISHED');
-    if (result === 'payload-gone') throw new AppError('DELIVERY_PAYLOAD_GONE');
-    return { delivery: result };
+    return this.#log.retry(await this.#find(env, id), deliveryId);
   }
 
   /** A held dead letter (onDead "hold") lets its row go on; it stays dead and listed. */
   async discard(env: Environment, id: string, deliveryId: string): Promise<{ delivery: DeliveryView }> {
-    const row = await this.#find(env, id);
-    const result = deliveryId.length <= 256 ? await discardDelivery(this.ctx.pool, row.id, deliveryId) : undefined;
-    if (!result) throw notFound(row);
-    if (result === 'not-held') throw new AppError('DELIVERY_NOT_HELD');
-    return { delivery: result };
+    return this.#log.discard(await this.#find(env, id), deliveryId);
   }
 
   async minutes(env: Environment, id: string): Promise<{ minutes: MinuteBucket[] }> {
-    const row = await this.#find(env, id);
-    return { minutes: await deliveryMinutes(this.ctx.pool, row.id, this.ctx.clock()) };
+    return this.#log.minutes(await this.#find(env, id));
   }
 
   async update(env: Environment, id: string, body: UpdateBody): Promise<WebhookView> {

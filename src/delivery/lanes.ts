@@ -1,0 +1,137 @@
+import { count, fairShare, tenantsOf } from './fair-share.js';
+import type { Job, Lane, StreamLimits } from './job.js';
+
+/**
+ * The stream's lanes (stream.ts): one per subscription with deliveries waiting, in flight or
+ * finished in the last two seconds (their pace, for the spill threshold), and the fair pump that
+ * starts their waiting deliveries within the stream's budget of requests in flight.
+ */
+export class StreamLanes {
+  readonly #limits: StreamLimits;
+  readonly #lanes = new Map<string, Lane>();
+  /** Lanes with waiting deliveries, for the fair pump. */
+  readonly #ready = new Set<string>();
+  #active = 0;
+  /** Requests in flight per project (Lane.tenant): each may hold a fair share of the budget. */
+  readonly #tenantActive = new Map<string, number>();
+
+  constructor(limits: StreamLimits) {
+    this.#limits = limits;
+  }
+
+  /** A subscription's lane, made on its first delivery with the tenant `tenant()` names. */
+  lane(webhookId: string, tenant: () => string): Lane {
+    let lane = this.#lanes.get(webhookId);
+    if (!lane) {
+      lane = { tenant: tenant(), waiting: [], active: 0, finished: 0, finishedBefore: 0 };
+      this.#lanes.set(webhookId, lane);
+    }
+    return lane;
+  }
+
+  get(webhookId: string): Lane | undefined {
+    return this.#lanes.get(webhookId);
+  }
+
+  /** Deliveries held per subscription (waiting or in flight). */
+  load(): Map<string, number> {
+    const out = new Map<string, number>();
+    for (const [id, lane] of this.#lanes) {
+      // (Not the row-ordered deliveries waiting for their turn: their predecessor is often in the
+      // retry queue, and counting them would keep the queue's workers from claiming it.)
+      const n = lane.waiting.length + lane.active;
+      if (n > 0) out.set(id, n);
+    }
+    return out;
+  }
+
+  /** Queues a delivery at the end of its subscription's lane. */
+  push(lane: Lane, job: Job): void {
+    lane.waiting.push(job);
+    this.#ready.add(job.delivery.webhookId);
+  }
+
+  /** Whether the subscription has deliveries waiting for a slot. */
+  isReady(webhookId: string): boolean {
+    return this.#ready.has(webhookId);
+  }
+
+  /** Empties every lane (a graceful stop), handing each waiting delivery to `take`, lane by lane. */
+  takeAll(take: (job: Job) => void): void {
+    for (const [id, lane] of this.#lanes) {
+      const waiting = lane.waiting;
+      lane.waiting = [];
+      this.#ready.delete(id);
+      for (const job of waiting) take(job);
+    }
+  }
+
+  /** Takes the waiting deliveries `pick` chooses out of their lanes, handing each to `take`, lane by lane. */
+  takeWaiting(pick: (job: Job) => boolean, take: (job: Job) => void): void {
+    for (const [id, lane] of this.#lanes) {
+      // (Not only the first: a row-ordered delivery joins its lane when its turn comes, behind younger ones.)
+      if (!lane.waiting.some(pick)) continue;
+      const taken = lane.waiting.filter(pick);
+      lane.waiting = lane.waiting.filter((j) => !pick(j));
+      if (lane.waiting.length === 0) this.#ready.delete(id);
+      for (const job of taken) take(job);
+    }
+  }
+
+  /** Every second: the pace of each lane moves on a second; idle lanes go. */
+  tick(): void {
+    for (const [id, lane] of this.#lanes) {
+      lane.finishedBefore = lane.finished;
+      lane.finished = 0;
+      if (lane.waiting.length === 0 && lane.active === 0 && lane.finishedBefore === 0) this.#lanes.delete(id);
+    }
+  }
+
+  /**
+   * Starts waiting deliveries (`send`) while there is room, a fair turn for each subscription: at
+   * most perWebhook of one subscription, and no project beyond its fair share of the budget while
+   * another has work — so a project whose endpoints hang holds its share, not every slot.
+   */
+  pump(stopped: () => boolean, send: (job: Job, lane: Lane) => void): void {
+    const share = fairShare(this.#limits.concurrency, this.#tenantActive, tenantsOf(this.#ready, this.#lanes));
+    while (this.#ready.size > 0 && this.#active < this.#limits.concurrency && !stopped()) {
+      let started = false;
+      for (const id of this.#ready) {
+        const lane = this.#lanes.get(id);
+        if (!lane || lane.waiting.length === 0) {
+          this.#ready.delete(id);
+          continue;
+        }
+        const endpointBusy = lane.active + (this.#limits.queueActive?.(id) ?? 0) >= this.#limits.perWebhook;
+        if (endpointBusy || (this.#tenantActive.get(lane.tenant) ?? 0) >= share) continue;
+        const job = lane.waiting.shift()!;
+        if (lane.waiting.length === 0) this.#ready.delete(id);
+        started = true;
+        send(job, lane);
+        if (this.#active >= this.#limits.concurrency) return;
+      }
+      if (!started) return;
+    }
+  }
+
+  /** A request of the lane starts: counted for it and its tenant as it is now (returned, for ended). */
+  started(lane: Lane): string {
+    lane.active++;
+    this.#active++;
+    count(this.#tenantActive, lane.tenant, 1);
+    return lane.tenant;
+  }
+
+  /** A request of the lane ended. */
+  ended(lane: Lane, tenant: string): void {
+    lane.active--;
+    lane.finished++;
+    this.#active--;
+    count(this.#tenantActive, tenant, -1);
+  }
+
+  clear(): void {
+    this.#lanes.clear();
+    this.#ready.clear();
+  }
+}
