@@ -184,16 +184,14 @@ export class OrganizationService {
   async switchActive(env: Environment, authorization: string | undefined, input: { organizationId: string | null }) {
     const claims = await this.sessions.authenticate(env, authorization);
     const now = this.ctx.clock();
-    return withTransaction(this.ctx.pool, async (c) => {
-      let organization: ActiveOrganization | undefined;
-      if (input.organizationId) {
-        // Locked: a removal that commits meanwhile waits, then revokes the membership named here.
-        const org = await store.findOrganization(c, env, input.organizationId, true);
-        const me = org && (await store.findMember(c, org.id, claims.sub));
-        if (!org || !me) throw new AppError('ORGANIZATION_FORBIDDEN', 'You are not a member of this organization.');
-        organization = { id: org.id, role: me.role, permissions: permissionsOf(env.settings, me.role) ?? [], membershipId: me.id };
-      }
-      return this.sessions.switchOrganization(env, claims, organization, c, now);
+    return this.sessions.switchOrganization(env, claims, now, async (c) => {
+      if (!input.organizationId) return undefined;
+      // Locked for share: a removal that commits meanwhile waits, then revokes the membership
+      // named here; other members switching at the same moment do not wait for each other.
+      const org = await store.findOrganization(c, env, input.organizationId, 'share');
+      const me = org && (await store.findMember(c, org.id, claims.sub));
+      if (!org || !me) throw new AppError('ORGANIZATION_FORBIDDEN', 'You are not a member of this organization.');
+      return { id: org.id, role: me.role, permissions: permissionsOf(env.settings, me.role) ?? [], membershipId: me.id };
     });
   }
 

@@ -264,17 +264,20 @@ export class SessionService {
   }
 
   /**
-   * A new pair for the caller's session, switched to `organization` (undefined: to none) — whose
-   * membership the caller checked in the transaction `db`, which this joins.
+   * A new pair for the caller's session, switched to the organization `membership` finds (undefined:
+   * to none) in the switch's transaction. The token is signed after the commit, so that no
+   * connection is held while the claims function or the key store answers.
    */
   async switchOrganization(
     env: Environment,
     claims: AccessClaims,
-    organization: ActiveOrganization | undefined,
-    db: Queryable,
     now: Date,
+    membership: (db: Queryable) => Promise<ActiveOrganization | undefined>,
   ): Promise<TokenPair> {
-    const switched = await switchSessionOrganization(db, claims.sid, claims.sub, env, organization?.id ?? null, now);
+    const { switched, organization } = await withTransaction(this.ctx.pool, async (c) => {
+      const organization = await membership(c);
+      return { organization, switched: await switchSessionOrganization(c, claims.sid, claims.sub, env, organization?.id ?? null, now) };
+    });
     if (!switched) throw new AppError('AUTH_TOKEN_INVALID', 'The session has ended.');
     this.#profiles.delete(switched.sessionId);
     return this.#pair(env, { ...switched, organization }, switched.refreshToken, now);
