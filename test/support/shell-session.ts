@@ -96,6 +96,9 @@ export class ShellSession {
     this.child = spawn('sh', [], { cwd, env, stdio: ['pipe', 'pipe', 'pipe'] });
     this.child.stdout!.on('data', (d: Buffer) => (this.#out += d));
     this.child.stderr!.on('data', (d: Buffer) => (this.#out += d));
+    // One stream, in the order written: across two pipes a command's stderr may be read after the
+    // end marker that follows it on stdout, and fall outside its block's output.
+    this.child.stdin!.write('exec 2>&1\n');
   }
 
   /** Runs a script in the session: its output, and the status of its last command. */
