@@ -60,8 +60,11 @@ export const orderingGroup = z
     by: z
       .array(columnName)
       .min(1, 'must name at least one column')
-      .max(MAX_GROUP_COLUMNS, `must name at most ${MAX_GROUP_COLUMNS} columns`)
+      // Not .max(): inside the union, zod reports a too_big array as the union's own failure
+      // ("must be none, row or…"), hiding where the body went wrong; a custom issue keeps its path.
+      .meta({ maxItems: MAX_GROUP_COLUMNS })
       .superRefine((columns, ctx) => {
+        if (columns.length > MAX_GROUP_COLUMNS) ctx.addIssue({ code: 'custom', message: `must name at most ${MAX_GROUP_COLUMNS} columns` });
         columns.forEach((c, i) => {
           if (columns.indexOf(c) !== i) ctx.addIssue({ code: 'custom', path: [i], message: `repeats ${JSON.stringify(c)}` });
         });
