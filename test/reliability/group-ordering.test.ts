@@ -10,7 +10,7 @@ import { testCertificates } from '../support/tls.js';
 import { killDaemon, spawnTailerDaemon } from '../tailer/support.js';
 
 // The issue's demonstration of ordering by a column group (`ordering: {by: ["account_id"]}`), on
-// the pattern of row-ordering.test.ts: a ledger of 50 accounts gets 10,000 changes — new lines,
+// the pattern of row-ordering.test.ts: a ledger of 100 accounts gets 10,000 changes — new lines,
 // each with its account's next `seq`, and some lines moved to another account (the move is the
 // next `seq` of both: `seq` in the new account, `from_seq` in the old) — while a receiver refuses
 // a random 30 % of requests (never one delivery more than three times, so none goes dead), two
@@ -28,7 +28,7 @@ interface Line {
 }
 
 describe('group ordering under random failures and a SIGKILL of the leading tailer', function () {
-  this.timeout(240_000);
+  this.timeout(300_000);
   let t: TestApi;
   let writer: pg.Client;
   let receiver: TestReceiver;
@@ -52,8 +52,8 @@ describe('group ordering under random failures and a SIGKILL of the leading tail
     await t?.close();
   });
 
-  it("10,000 changes over 50 accounts: each account's seqs first arrive in order, without a gap; a held account holds no other", async () => {
-    const ACCOUNTS = 50;
+  it("10,000 changes over 100 accounts: each account's seqs first arrive in order, without a gap; a held account holds no other", async () => {
+    const ACCOUNTS = 100;
     const CHANGES = 10_000;
     const PER_TRANSACTION = 50;
     /** Account 1's first new line from its 10th seq on: its receiver holds it back twice with Retry-After: 2. */
@@ -178,7 +178,7 @@ describe('group ordering under random failures and a SIGKILL of the leading tail
     await writing;
     await launch(); // back as the standby
 
-    const deadline = Date.now() + 150_000;
+    const deadline = Date.now() + 200_000;
     while (acceptedAt.size < CHANGES) {
       if (Date.now() > deadline) throw new Error(`only ${acceptedAt.size} of ${CHANGES} changes accepted`);
       await sleep(200);
@@ -221,10 +221,13 @@ describe('group ordering under random failures and a SIGKILL of the leading tail
     // accounts' changes went on arriving, and none of account 1's.
     expect(heldFrom).to.be.at.least(0);
     const meanwhile = receiver.requests.slice(heldFrom + 1, heldUntil).map((r) => (JSON.parse(r.body) as { record: Line }).record);
-    const othersAccepted = meanwhile.filter((rec, i) => rec.account_id !== HELD_ACCOUNT && answers[heldFrom + 1 + i]).length;
+    const others = meanwhile.filter((rec, i) => rec.account_id !== HELD_ACCOUNT && answers[heldFrom + 1 + i]);
+    const othersAccepted = others.length;
     // Two refusals asked for 2 s each; at least one wait is kept even if the SIGKILL fell between them.
     expect(receiver.requests[heldUntil]!.at - receiver.requests[heldFrom]!.at, 'held').to.be.at.least(1_900);
-    expect(othersAccepted, 'other accounts were delivered while account 1 was held').to.be.above(100);
+    // About 100 a second on a loaded 2-core machine: bounds far below that, so that only a hold that holds others fails.
+    expect(othersAccepted, 'other accounts were delivered while account 1 was held').to.be.at.least(50);
+    expect(new Set(others.map((rec) => rec.account_id)).size, 'from many accounts').to.be.at.least(10);
 
     const refused = answers.filter((a) => !a).length;
     console.log(
