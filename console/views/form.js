@@ -368,7 +368,7 @@ async function formView(id) {
         'label',
         { class: 'check', for: 'ordering-group' },
         groupOrdered,
-        ' Group ordering: the changes with equal values of these columns one at a time, in commit order (e.g. one account)',
+        ' Group ordering: the changes that agree on these columns one at a time, in commit order (e.g. one account)',
       ),
       groupColumns,
       h('p', { class: 'help' }, 'Group columns: 1 to 8, comma-separated. A NULL value is a group of its own.'),
