@@ -136,7 +136,7 @@ describe('delivery: ordering by a column group', function () {
   });
 
   it('a row moved to another account orders under both accounts', async () => {
-    // Account 1's first line and the move itself each fail twice.
+    // Account 1's first line and row 1 (its insert into account 9, then its move) fail twice each.
     receive((r, attempt) => ((r.account_id === 1 && r.seq === 1) || r.id === 1) && attempt <= 2);
     const wh = await subscribe();
     await p.writer.query('INSERT INTO shop_master.ledger VALUES (2, 1, 1)'); // account 1, seq 1
@@ -243,6 +243,30 @@ describe('delivery: ordering by a column group', function () {
         expect(res.status, JSON.stringify(ordering)).to.equal(400);
         expect(res.body.error).to.equal('VALIDATION_ERROR');
         expect(paths(res), JSON.stringify(ordering)).to.include(path);
+      }
+      // Junk is a 400 naming ordering (or a place in it), never a 500.
+      const junk: unknown[] = [
+        null,
+        0,
+        true,
+        {},
+        { by: null },
+        { by: [1] },
+        { by: [null] },
+        { by: [{}] },
+        { by: [['account_id']] },
+        { by: ['x'.repeat(64)] },
+        { by: Array.from({ length: 1000 }, (_, i) => `c${i}`) },
+        { by: ['account_id'], by2: ['seq'] },
+        { BY: ['account_id'] },
+      ];
+      for (const ordering of junk) {
+        const res = await api.post('/api/rest/_webhooks', { ...base(), ordering });
+        expect(res.status, JSON.stringify(ordering)).to.equal(400);
+        expect(
+          paths(res).some((x) => x === 'ordering' || x.startsWith('ordering.')),
+          JSON.stringify([ordering, paths(res)]),
+        ).to.equal(true);
       }
       const ok = await api.post('/api/rest/_webhooks', { ...base(), ordering: { by: ['account_id'] } });
       expect(ok.status).to.equal(201);
