@@ -320,6 +320,10 @@ describe('delivery: ordering by a column group', function () {
       const seen = (await api.get(`/api/rest/_webhooks/${id}`)).body.webhook.problems;
       expect(seen.map((x: { code: string }) => x.code)).to.deep.equal(['ORDERING_COLUMN_MISSING']);
       expect(seen[0].message).to.contain('conversation_id');
+      // The api's gauge counts it as well (from the catalog, as problems.ts judges it).
+      expect((await new HttpClient(p.t.url).get('/metrics')).text).to.match(
+        /walgate_webhook_problems\{code="ORDERING_COLUMN_MISSING"\} 1\b/,
+      );
       await p.writer.query(`INSERT INTO shop_master.chats VALUES (1, 'hello')`);
       const [delivered] = await eventually(
         () => p.delivery(id),
@@ -330,6 +334,9 @@ describe('delivery: ordering by a column group', function () {
       // The column back: healthy again.
       await p.writer.query('ALTER TABLE shop_master.chats ADD COLUMN conversation_id int');
       expect((await api.get(`/api/rest/_webhooks/${id}`)).body.webhook.problems).to.deep.equal([]);
+      expect((await new HttpClient(p.t.url).get('/metrics')).text).to.match(
+        /walgate_webhook_problems\{code="ORDERING_COLUMN_MISSING"\} 0\b/,
+      );
     });
   });
 });
