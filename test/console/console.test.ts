@@ -405,31 +405,6 @@ describe('delivery console: /console in Chromium', function () {
     await page.locator('table').getByText('Active').waitFor();
   });
 
-  it('orders by a group of columns: the form sends {by}, the page shows it, and the form shows it again', async () => {
-    const edit = async () => {
-      await page.getByRole('link', { name: 'Edit' }).click();
-      await page.getByRole('heading', { name: 'Edit subscription' }).waitFor();
-      await page.locator('#ordering-by').waitFor();
-    };
-    await page.locator('table').getByRole('link', { name: 'orders' }).click();
-    await edit();
-    expect(await page.getByLabel(/Row ordering/).isChecked()).to.equal(true);
-    await page.getByLabel(/Group ordering/).check();
-    await page.getByLabel('Group columns').fill('status, amount');
-    await checkAccessibility('group ordering');
-    await page.getByRole('button', { name: 'Save' }).click();
-    await page.locator('#ordering-mode').getByText('per status + amount, in commit order').waitFor();
-    const { rows } = await p.t.ctx.pool.query('SELECT ordering, ordering_by FROM walgate.webhooks WHERE id = $1', [webhookId]);
-    expect(rows[0]).to.deep.equal({ ordering: 'group', ordering_by: ['status', 'amount'] });
-    await edit();
-    expect(await page.getByLabel(/Group ordering/).isChecked()).to.equal(true);
-    expect(await page.locator('#ordering-by').inputValue()).to.equal('status, amount');
-    await page.getByRole('link', { name: 'Cancel' }).click();
-    await page.locator('#ordering-mode').waitFor();
-    await page.getByRole('link', { name: '← All subscriptions' }).click();
-    await page.locator('table').getByText('Active').waitFor();
-  });
-
   it('deletes the subscription after a confirmation', async () => {
     await page.locator('table').getByRole('link', { name: 'orders' }).click();
     await page.getByRole('button', { name: 'Delete' }).click();
