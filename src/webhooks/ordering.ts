@@ -1,4 +1,5 @@
 import type { Violation } from '../core/errors.js';
+import { ON_DEAD_NEEDS_ORDER } from './schemas.js';
 import type { WebhookRow } from './store.js';
 import type { TableColumn } from './validation.js';
 
@@ -17,6 +18,27 @@ export function orderingOf(w: StoredOrdering): Ordering {
 
 export function storedOrdering(o: Ordering): StoredOrdering {
   return typeof o === 'string' ? { ordering: o, orderingBy: null } : { ordering: 'group', orderingBy: [...o.by] };
+}
+
+/**
+ * A PATCH's ordering and onDead: what the body names, else what the subscription has — except
+ * that an unordered subscription holds nothing, so onDead goes back to "skip" with `"none"`
+ * unless the body asks for "hold" (then refused). `rowOrdered`: the table must have a primary
+ * key — checked when the body asks for "row" or moves a row-ordered subscription to another
+ * table, not on every PATCH of one whose table lost its key since (its deliveries then go
+ * unordered, tailer/order-keys.ts). A group's columns are checked on every PATCH, as filter and
+ * select are (groupViolations): one dropped since is reported in `problems`, and a PATCH is
+ * refused until the ordering names columns the table has.
+ */
+export function patchedOrdering(
+  body: { ordering?: Ordering; onDead?: WebhookRow['onDead']; table?: string },
+  locked: Pick<WebhookRow, 'ordering' | 'orderingBy' | 'onDead' | 'table'>,
+): { ordering: Ordering; onDead: WebhookRow['onDead']; rowOrdered: boolean; violations: Violation[] } {
+  const ordering = body.ordering ?? orderingOf(locked);
+  const rowOrdered = body.ordering === 'row' || (ordering === 'row' && body.table !== undefined && body.table !== locked.table);
+  const onDead = body.onDead ?? (ordering !== 'none' ? locked.onDead : 'skip');
+  const violations = onDead === 'hold' && ordering === 'none' ? [{ path: 'onDead', message: ON_DEAD_NEEDS_ORDER }] : [];
+  return { ordering, onDead, rowOrdered, violations };
 }
 
 /**

@@ -36,8 +36,7 @@ import * as store from './store.js';
 import { columnViolations, primaryKeyColumns, schemaTables, tableColumns, urlViolations, type TableInfo } from './validation.js';
 import { webhookView, type WebhookHealth, type WebhookView } from './view.js';
 import { webhookProblems } from './problems.js';
-import { groupViolations, orderingOf, storedOrdering, type Ordering } from './ordering.js';
-import { ON_DEAD_NEEDS_ORDER } from './schemas.js';
+import { groupViolations, patchedOrdering, storedOrdering, type Ordering } from './ordering.js';
 
 // The rules of webhook subscriptions. Writes go through one transaction with the publication
 // change, so a subscription exists exactly when the tailer can see its table.
@@ -216,19 +215,11 @@ export class WebhookService {
       // filter/select: absent keeps, null clears; re-checked against the table either way.
       const filter = body.filter === undefined ? locked.filter : body.filter;
       const select = body.select === undefined ? locked.select : body.select;
-      const ordering = body.ordering ?? orderingOf(locked);
-      // A table without a primary key cannot be row-ordered: checked when the body asks for it or
-      // moves a row-ordered subscription to another table (not on every PATCH of one whose table
-      // lost its key since: its deliveries then go unordered, tailer/order-keys.ts). A group's
-      // columns are checked on every PATCH, as filter and select are: a column dropped since is
-      // reported in `problems`, and a PATCH must name the group again to be saved.
-      const rowOrdered = body.ordering === 'row' || (ordering === 'row' && body.table !== undefined && body.table !== locked.table);
-      const onDead = body.onDead ?? (ordering !== 'none' ? locked.onDead : 'skip');
-      const onDeadProblem = onDead === 'hold' && ordering === 'none' ? [{ path: 'onDead', message: ON_DEAD_NEEDS_ORDER }] : [];
+      const { ordering, onDead, rowOrdered, violations: orderProblems } = patchedOrdering(body, locked);
       const violations = [
         ...(await this.#bodyViolations(c, env, { ...body, table, filter, select, rowOrdered, ordering })),
         ...urlProblems,
-        ...onDeadProblem,
+        ...orderProblems,
       ];
       if (violations.length) throw validationError(violations);
       const updated = await store.updateWebhook(c, {
