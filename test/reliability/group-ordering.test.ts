@@ -17,8 +17,10 @@ import { killDaemon, spawnTailerDaemon } from '../tailer/support.js';
 // tailer daemons run (a leader and a standby, both draining the retry queue) and the leader is
 // SIGKILLed mid-way. Per account, the seqs the receiver first accepts (2xx; it dedupes by
 // webhook-id) go up by one each time, and no change is even requested before the previous change
-// of each of its accounts was accepted. One change of account 1 is held back 4 s by its receiver
-// (Retry-After): the other accounts' changes keep arriving meanwhile.
+// of each of its accounts was accepted. One change of account 1 is held back 20 s by its receiver
+// (Retry-After): the other accounts' changes keep arriving meanwhile. Progress is waited for
+// without a bound on speed (a loaded machine delivers 30–100 changes/s here), only on stalls:
+// 60 s without a change accepted is a failure (an account held forever, a lost change).
 
 interface Line {
   id: number;
@@ -28,7 +30,8 @@ interface Line {
 }
 
 describe('group ordering under random failures and a SIGKILL of the leading tailer', function () {
-  this.timeout(300_000);
+  // The machine is shared (2 cores, other suites running): the bound is on stalls, not speed.
+  this.timeout(15 * 60_000);
   let t: TestApi;
   let writer: pg.Client;
   let receiver: TestReceiver;
@@ -56,7 +59,7 @@ describe('group ordering under random failures and a SIGKILL of the leading tail
     const ACCOUNTS = 100;
     const CHANGES = 10_000;
     const PER_TRANSACTION = 50;
-    /** Account 1's first new line from its 10th seq on: its receiver holds it back twice with Retry-After: 2. */
+    /** Account 1's first new line from its 10th seq on: its receiver holds it back twice with Retry-After: 10. */
     const HELD_ACCOUNT = 1;
     let heldId: string | undefined;
 
@@ -82,7 +85,7 @@ describe('group ordering under random failures and a SIGKILL of the leading tail
       if (refuse) refusedRunning.set(id, refusals + 1);
       answers[index] = !refuse;
       if (!refuse && !acceptedAt.has(id)) acceptedAt.set(id, index);
-      if (refuse && held) return { status: 503, headers: { 'retry-after': '2' } };
+      if (refuse && held) return { status: 503, headers: { 'retry-after': '10' } };
       return { status: refuse ? 500 : 200 };
     };
     await insertSubscription(t.ctx, {
@@ -169,20 +172,23 @@ describe('group ordering under random failures and a SIGKILL of the leading tail
       }
     })();
 
-    while (acceptedAt.size < CHANGES / 4) {
-      if (Date.now() - started > 60_000) throw new Error(`only ${acceptedAt.size} changes accepted before the kill`);
-      await sleep(20);
-    }
+    /** Waits until `count` changes were accepted; fails when none was for 60 s. */
+    const progressTo = async (count: number, what: string) => {
+      let seen = acceptedAt.size;
+      let movedAt = Date.now();
+      while (acceptedAt.size < count) {
+        if (acceptedAt.size > seen) [seen, movedAt] = [acceptedAt.size, Date.now()];
+        if (Date.now() - movedAt > 60_000) throw new Error(`stalled at ${acceptedAt.size} changes accepted (${what})`);
+        await sleep(20);
+      }
+    };
+    await progressTo(CHANGES / 4, 'before the kill');
     const atKill = acceptedAt.size;
     await killDaemon(first);
     await writing;
     await launch(); // back as the standby
 
-    const deadline = Date.now() + 200_000;
-    while (acceptedAt.size < CHANGES) {
-      if (Date.now() > deadline) throw new Error(`only ${acceptedAt.size} of ${CHANGES} changes accepted`);
-      await sleep(200);
-    }
+    await progressTo(CHANGES, 'after the kill');
     const tookMs = Date.now() - started;
 
     // Per account, in the order of arrival: the first 2xx of each change, and every request.
@@ -217,17 +223,18 @@ describe('group ordering under random failures and a SIGKILL of the leading tail
     const dead = await t.ctx.pool.query(`SELECT count(*)::int AS n FROM walgate.deliveries WHERE status = 'dead'`);
     expect(dead.rows[0].n).to.equal(0);
 
-    // While account 1's change waited on its receiver (two Retry-After: 2 refusals), other
-    // accounts' changes went on arriving, and none of account 1's.
+    // While account 1's change waited on its receiver (two Retry-After: 10 refusals), other
+    // accounts' changes went on arriving (that none of account 1's did is the `early` check).
     expect(heldFrom).to.be.at.least(0);
     const meanwhile = receiver.requests.slice(heldFrom + 1, heldUntil).map((r) => (JSON.parse(r.body) as { record: Line }).record);
     const others = meanwhile.filter((rec, i) => rec.account_id !== HELD_ACCOUNT && answers[heldFrom + 1 + i]);
     const othersAccepted = others.length;
-    // Two refusals asked for 2 s each; at least one wait is kept even if the SIGKILL fell between them.
-    expect(receiver.requests[heldUntil]!.at - receiver.requests[heldFrom]!.at, 'held').to.be.at.least(1_900);
-    // About 100 a second on a loaded 2-core machine: bounds far below that, so that only a hold that holds others fails.
-    expect(othersAccepted, 'other accounts were delivered while account 1 was held').to.be.at.least(50);
-    expect(new Set(others.map((rec) => rec.account_id)).size, 'from many accounts').to.be.at.least(10);
+    // Two refusals asked for 10 s each; at least one wait is kept even if the SIGKILL fell between them.
+    expect(receiver.requests[heldUntil]!.at - receiver.requests[heldFrom]!.at, 'held').to.be.at.least(9_900);
+    // 30–100 a second on this machine, loaded or not: 10 s give 300 or more. The bounds are far
+    // below that, so that only a hold that holds the others fails.
+    expect(othersAccepted, 'other accounts were delivered while account 1 was held').to.be.at.least(100);
+    expect(new Set(others.map((rec) => rec.account_id)).size, 'from many accounts').to.be.at.least(20);
 
     const refused = answers.filter((a) => !a).length;
     console.log(
