@@ -181,7 +181,7 @@ async function detailView(id, deliveryId) {
         h('dt', {}, 'Columns'),
         h('dd', {}, webhook.select ? webhook.select.join(', ') : 'all'),
         h('dt', {}, 'Ordering'),
-        h('dd', {}, webhook.ordering === 'row' ? 'per row, in commit order' : 'none'),
+        h('dd', { id: 'ordering-mode' }, orderingText(webhook.ordering)),
         h('dt', {}, 'History'),
         h(
           'dd',
@@ -369,3 +369,10 @@ async function detailView(id, deliveryId) {
 
 registerRoute(/^\/w\/([^/]+)$/, (id) => detailView(id));
 registerRoute(/^\/w\/([^/]+)\/d\/([^/]+)$/, (id, deliveryId) => detailView(id, deliveryId));
+
+/** A subscription's ordering in words: none, per row, or per group of the columns it names. */
+function orderingText(ordering) {
+  if (ordering === 'row') return 'per row, in commit order';
+  if (ordering && typeof ordering === 'object') return `per ${ordering.by.join(' + ')}, in commit order`;
+  return 'none';
+}

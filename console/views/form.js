@@ -152,7 +152,19 @@ async function formView(id) {
     value: w?.url ?? '',
   });
   const active = h('input', { type: 'checkbox', id: 'active', checked: w ? w.active : true });
-  const rowOrdered = h('input', { type: 'checkbox', id: 'ordering', checked: w?.ordering === 'row' });
+  // Ordering: none, per row, or per group of columns (`{by: [...]}`, typed in, in the order that
+  // makes the group: the API checks them against the table and says which one is wrong).
+  const group = w && typeof w.ordering === 'object' ? w.ordering.by : null;
+  const unordered = h('input', { type: 'radio', name: 'ordering', id: 'ordering-none', checked: !w?.ordering || w.ordering === 'none' });
+  const rowOrdered = h('input', { type: 'radio', name: 'ordering', id: 'ordering', checked: w?.ordering === 'row' });
+  const groupOrdered = h('input', { type: 'radio', name: 'ordering', id: 'ordering-group', checked: !!group });
+  const groupColumns = h('input', {
+    id: 'ordering-by',
+    'aria-label': 'Group columns',
+    placeholder: 'account_id',
+    value: group ? group.join(', ') : '',
+    oninput: () => (groupOrdered.checked = true),
+  });
   const failuresOnly = h('input', { type: 'checkbox', id: 'history', checked: w?.history === 'failures' });
   const filterRows = h('div', { id: 'filter-rows' });
   const selectBox = h('div', { id: 'select-columns', class: 'checks' });
@@ -244,7 +256,16 @@ async function formView(id) {
       }
     } else filter = asJson.checked ? {} : documentOfRows(readRows());
     const picked = [...selectBox.querySelectorAll('input:checked')].map((c) => c.value);
-    const ordering = rowOrdered.checked ? 'row' : 'none';
+    const ordering = rowOrdered.checked
+      ? 'row'
+      : groupOrdered.checked
+        ? {
+            by: groupColumns.value
+              .split(',')
+              .map((c) => c.trim())
+              .filter(Boolean),
+          }
+        : 'none';
     const history = failuresOnly.checked ? 'failures' : 'full';
     const sent = headers.collect();
     const body = {
@@ -255,7 +276,7 @@ async function formView(id) {
       filter: filter !== null && typeof filter === 'object' && !Array.isArray(filter) && !Object.keys(filter).length ? null : filter,
       select: picked.length ? picked : null,
       // Sent when it changes: a PATCH that names "row" re-checks the table's primary key.
-      ...(w && w.ordering === ordering ? {} : { ordering }),
+      ...(w && JSON.stringify(w.ordering) === JSON.stringify(ordering) ? {} : { ordering }),
       ...(w && w.history === history ? {} : { history }),
       ...(replaceHeaders.checked && (w || Object.keys(sent).length) ? { headers: sent } : {}),
     };
@@ -333,10 +354,24 @@ async function formView(id) {
     ),
     h('label', { class: 'check', for: 'active' }, active, ' Active (unchecked: paused)'),
     h(
-      'label',
-      { class: 'check', for: 'ordering' },
-      rowOrdered,
-      " Row ordering: a row's changes one at a time, in commit order (needs a primary key)",
+      'fieldset',
+      {},
+      h('legend', {}, 'Ordering'),
+      h('label', { class: 'check', for: 'ordering-none' }, unordered, ' None: changes go out in parallel, in no promised order'),
+      h(
+        'label',
+        { class: 'check', for: 'ordering' },
+        rowOrdered,
+        " Row ordering: a row's changes one at a time, in commit order (needs a primary key)",
+      ),
+      h(
+        'label',
+        { class: 'check', for: 'ordering-group' },
+        groupOrdered,
+        ' Group ordering: the changes that agree on these columns one at a time, in commit order (e.g. one account)',
+      ),
+      groupColumns,
+      h('p', { class: 'help' }, 'Group columns: 1 to 8, comma-separated. A NULL value is a group of its own.'),
     ),
     h(
       'label',

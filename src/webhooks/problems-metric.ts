@@ -17,7 +17,7 @@ const FILTER_COLUMNS = `
 
 const COUNTS = `
 WITH w AS (
-  SELECT w.filter, w.select_fields, c.oid AS relid, w.table_name = $1 AS audit
+  SELECT w.filter, w.select_fields, w.ordering_by, c.oid AS relid, w.table_name = $1 AS audit
     FROM walgate.webhooks w
     LEFT JOIN pg_catalog.pg_namespace n ON n.nspname = CASE WHEN w.table_name = $1 THEN $2 ELSE w.schema_name END
     LEFT JOIN pg_catalog.pg_class c ON c.relnamespace = n.oid AND c.relname = CASE WHEN w.table_name = $1 THEN $3 ELSE w.table_name END
@@ -33,6 +33,9 @@ SELECT count(*) FILTER (WHERE relid IS NULL OR NOT EXISTS (
        count(*) FILTER (WHERE relid IS NOT NULL AND EXISTS (
          SELECT 1 FROM unnest(coalesce(select_fields, '{}')) k
           WHERE NOT EXISTS (SELECT 1 FROM pg_catalog.pg_attribute a WHERE a.attrelid = relid AND a.attname = k AND a.attnum > 0 AND NOT a.attisdropped)))::int AS "SELECT_COLUMN_MISSING",
+       count(*) FILTER (WHERE relid IS NOT NULL AND EXISTS (
+         SELECT 1 FROM unnest(coalesce(ordering_by, '{}')) k
+          WHERE NOT EXISTS (SELECT 1 FROM pg_catalog.pg_attribute a WHERE a.attrelid = relid AND a.attname = k AND a.attnum > 0 AND NOT a.attisdropped)))::int AS "ORDERING_COLUMN_MISSING",
        count(*) FILTER (WHERE relid IS NOT NULL AND NOT audit AND EXISTS (
          SELECT 1 FROM (SELECT relid AS r UNION SELECT p.relid FROM pg_partition_tree(relid) p) t
            JOIN pg_catalog.pg_class pc ON pc.oid = t.r WHERE pc.relreplident <> 'f'))::int AS "REPLICA_IDENTITY_CHANGED"
@@ -44,7 +47,7 @@ export function registerProblemGauge(ctx: Context): void {
   if (ctx.metrics.registry.getSingleMetric(name)) return;
   new Gauge({
     name,
-    help: 'Subscriptions that cannot follow their table, by problem code (TABLE_MISSING, FILTER_COLUMN_MISSING, SELECT_COLUMN_MISSING, REPLICA_IDENTITY_CHANGED)',
+    help: 'Subscriptions that cannot follow their table, by problem code (TABLE_MISSING, FILTER_COLUMN_MISSING, SELECT_COLUMN_MISSING, ORDERING_COLUMN_MISSING, REPLICA_IDENTITY_CHANGED)',
     labelNames: ['code'] as const,
     registers: [ctx.metrics.registry],
     async collect() {

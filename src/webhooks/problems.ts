@@ -1,13 +1,16 @@
 import { PgCode, pgCode, type Queryable } from '../core/db/pool.js';
 import { AUTH_EVENTS_TABLE, capturedRelation, filterColumns, MESSAGES_TABLE } from '../tailer/capture/index.js';
+import { missingGroupColumns } from './ordering.js';
 import type { WebhookRow } from './store.js';
 
 // What a subscription cannot follow any more, read from the catalog when it is shown: its table
-// gone, a `filter` or `select` column dropped, its table's replica identity no longer FULL.
-// Reported, never silently wrong: a filter on a dropped column matches nothing, a select on one
-// narrows the payload, and without FULL the old images are incomplete.
+// gone, a `filter`, `select` or `ordering.by` column dropped, its table's replica identity no
+// longer FULL. Reported, never silently wrong: a filter on a dropped column matches nothing, a
+// select on one narrows the payload, a group missing a column orders nothing (its changes go
+// unordered, tailer/order-keys.ts), and without FULL the old images are incomplete.
 
-export type ProblemCode = 'TABLE_MISSING' | 'FILTER_COLUMN_MISSING' | 'SELECT_COLUMN_MISSING' | 'REPLICA_IDENTITY_CHANGED';
+export type ProblemCode =
+  'TABLE_MISSING' | 'FILTER_COLUMN_MISSING' | 'SELECT_COLUMN_MISSING' | 'ORDERING_COLUMN_MISSING' | 'REPLICA_IDENTITY_CHANGED';
 
 export interface Problem {
   code: ProblemCode;
@@ -66,6 +69,13 @@ function currentProblems(w: WebhookRow, facts: TableFacts | undefined): Array<Om
     out.push({
       code: 'SELECT_COLUMN_MISSING',
       message: `select names columns the table no longer has (${selectMissing.join(', ')}): payloads lack them`,
+    });
+  }
+  const groupMissing = missingGroupColumns(w, facts.columns);
+  if (groupMissing.length > 0) {
+    out.push({
+      code: 'ORDERING_COLUMN_MISSING',
+      message: `ordering.by names columns the table no longer has (${groupMissing.join(', ')}): its changes are delivered unordered`,
     });
   }
   if (facts.notFull.length > 0) {

@@ -16,10 +16,13 @@ export interface WebhookRow {
   active: boolean;
   filter: Record<string, unknown> | null;
   select: string[] | null;
-  ordering: 'none' | 'row';
+  /** 'group': the changes whose `orderingBy` values are equal go one at a time (webhooks/ordering.ts). */
+  ordering: 'none' | 'row' | 'group';
+  /** The group's columns, as sent; null unless `ordering` is 'group'. */
+  orderingBy: string[] | null;
   /** 'failures': a change delivered at its first attempt leaves no history row, only its count. */
   history: 'full' | 'failures';
-  /** With row ordering: 'hold' keeps a row's later changes behind its dead letter. */
+  /** With row or group ordering: 'hold' keeps a row's (a group's) later changes behind its dead letter. */
   onDead: 'skip' | 'hold';
   createdAt: Date;
   updatedAt: Date;
@@ -47,6 +50,7 @@ const COLUMNS = selectList<WebhookRow>({
   filter: 'filter',
   select: 'select_fields',
   ordering: 'ordering',
+  orderingBy: 'ordering_by',
   history: 'history',
   onDead: 'on_dead',
   createdAt: 'created_at',
@@ -62,8 +66,8 @@ const COLUMNS = selectList<WebhookRow>({
 export async function insertWebhook(db: Queryable, w: WebhookRow): Promise<WebhookRow> {
   const { rows } = await db.query<WebhookRow>(
     `INSERT INTO walgate.webhooks (id, project_id, environment, schema_name, table_name, events, url, secret, active, filter, select_fields, ordering,
-                                   created_at, updated_at, header_names, header_values, history, on_dead)
-     VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17, $18) RETURNING ${COLUMNS}`,
+                                   created_at, updated_at, header_names, header_values, history, on_dead, ordering_by)
+     VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17, $18, $19) RETURNING ${COLUMNS}`,
     [
       w.id,
       w.projectId,
@@ -83,6 +87,7 @@ export async function insertWebhook(db: Queryable, w: WebhookRow): Promise<Webho
       w.headerValues,
       w.history,
       w.onDead,
+      w.orderingBy,
     ],
   );
   return rows[0]!;
@@ -133,7 +138,7 @@ export async function updateWebhook(db: Queryable, w: WebhookRow): Promise<Webho
     `UPDATE walgate.webhooks SET table_name = $2, events = $3, url = $4, secret = $5, active = $6, filter = $7, select_fields = $8, updated_at = $9, ordering = $12,
             disabled_reason = CASE WHEN $6 THEN NULL ELSE disabled_reason END, disabled_at = CASE WHEN $6 THEN NULL ELSE disabled_at END,
             previous_secret = $10, previous_secret_until = $11, header_names = $13, header_values = $14,
-            history = $15, on_dead = $16
+            history = $15, on_dead = $16, ordering_by = $17
       WHERE id = $1 RETURNING ${COLUMNS}`,
     [
       w.id,
@@ -152,6 +157,7 @@ export async function updateWebhook(db: Queryable, w: WebhookRow): Promise<Webho
       w.headerValues,
       w.history,
       w.onDead,
+      w.orderingBy,
     ],
   );
   return rows[0]!;

@@ -1,6 +1,7 @@
 import type { BreakerView } from '../delivery/breaker.js';
 import { subscriptionState, type SubscriptionState } from '../delivery/subscription-state.js';
 import type { DeliveryHealth } from '../delivery/sql/history.js';
+import { orderingOf, type Ordering } from './ordering.js';
 import type { Problem } from './problems.js';
 import type { WebhookRow } from './store.js';
 
@@ -22,11 +23,11 @@ export interface WebhookView {
   state: SubscriptionState;
   filter: Record<string, unknown> | null;
   select: string[] | null;
-  /** 'row': a row's changes are delivered one at a time, in commit order. */
-  ordering: 'none' | 'row';
+  /** 'row': a row's changes are delivered one at a time, in commit order; `{by}`: a group's. */
+  ordering: Ordering;
   /** 'failures': changes delivered at their first attempt are counted, not listed. */
   history: 'full' | 'failures';
-  /** With row ordering: 'hold' keeps a row's later changes behind its dead letter. */
+  /** With row or group ordering: 'hold' keeps a row's (a group's) later changes behind its dead letter. */
   onDead: 'skip' | 'hold';
   createdAt: string;
   updatedAt: string;
@@ -50,7 +51,7 @@ export function webhookView(w: WebhookRow, problems: Problem[] = [], breaker?: B
     state: subscriptionState(w.active, breaker ?? { state: 'closed', consecutiveFailures: 0 }),
     filter: w.filter,
     select: w.select,
-    ordering: w.ordering,
+    ordering: orderingOf(w),
     history: w.history,
     onDead: w.onDead,
     createdAt: w.createdAt.toISOString(),

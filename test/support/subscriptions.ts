@@ -16,7 +16,8 @@ export interface TestSubscription {
   active?: boolean;
   filter?: Record<string, unknown> | null;
   select?: string[] | null;
-  ordering?: 'none' | 'row';
+  /** `{by}`: group ordering, stored as the api stores it (ordering 'group', ordering_by). */
+  ordering?: 'none' | 'row' | { by: string[] };
   history?: 'full' | 'failures';
   onDead?: 'skip' | 'hold';
 }
@@ -30,8 +31,8 @@ export async function insertSubscription(ctx: Pick<Context, 'pool' | 'secrets'>,
   await ensureSlot(ctx.pool);
   await withTransaction(ctx.pool, async (c) => {
     await c.query(
-      `INSERT INTO walgate.webhooks (id, project_id, environment, schema_name, table_name, events, url, secret, active, filter, select_fields, ordering, history, on_dead)
-       VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14)`,
+      `INSERT INTO walgate.webhooks (id, project_id, environment, schema_name, table_name, events, url, secret, active, filter, select_fields, ordering, history, on_dead, ordering_by)
+       VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15)`,
       [
         id,
         s.projectId,
@@ -44,9 +45,10 @@ export async function insertSubscription(ctx: Pick<Context, 'pool' | 'secrets'>,
         s.active ?? true,
         s.filter ? JSON.stringify(s.filter) : null,
         s.select ?? null,
-        s.ordering ?? 'none',
+        typeof s.ordering === 'object' ? 'group' : (s.ordering ?? 'none'),
         s.history ?? 'full',
         s.onDead ?? 'skip',
+        typeof s.ordering === 'object' ? s.ordering.by : null,
       ],
     );
     await watchTable(c, s.schema, s.table);

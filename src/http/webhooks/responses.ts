@@ -1,6 +1,6 @@
 import { z } from 'zod';
 import { timestamp } from '../timestamp.js';
-import { EVENTS, HISTORIES, ON_DEAD, ORDERINGS } from '../../webhooks/schemas.js';
+import { EVENTS, HISTORIES, ON_DEAD, ORDERINGS, orderingGroup } from '../../webhooks/schemas.js';
 import { SUBSCRIPTION_STATES } from '../../delivery/subscription-state.js';
 import { filterDocument } from '../../webhooks/filter-schema.js';
 
@@ -22,8 +22,9 @@ const webhook = z
     }),
     filter: filterDocument.nullable(),
     select: z.array(z.string()).nullable(),
-    ordering: z.enum(ORDERINGS).meta({
-      description: "`row`: a row's changes are delivered one at a time, in commit order (docs/webhooks.md: Ordering); `none`: no order.",
+    ordering: z.union([z.enum(ORDERINGS), orderingGroup]).meta({
+      description:
+        "`row`: a row's changes are delivered one at a time, in commit order (docs/webhooks.md: Ordering); `{by: [columns]}`: a group's (the columns as sent); `none`: no order.",
     }),
     history: z.enum(HISTORIES).meta({
       description:
@@ -31,7 +32,7 @@ const webhook = z
     }),
     onDead: z.enum(ON_DEAD).meta({
       description:
-        'With `ordering: "row"`: `hold` — a row\'s later changes wait behind its dead letter until it is replayed and delivered, or discarded; `skip` — they go on.',
+        'With `ordering: "row"` or a group: `hold` — a row\'s (a group\'s) later changes wait behind its dead letter until it is replayed and delivered, or discarded; `skip` — they go on.',
     }),
     createdAt: timestamp,
     updatedAt: timestamp,
@@ -43,7 +44,13 @@ const webhook = z
     problems: z
       .array(
         z.object({
-          code: z.enum(['TABLE_MISSING', 'FILTER_COLUMN_MISSING', 'SELECT_COLUMN_MISSING', 'REPLICA_IDENTITY_CHANGED']),
+          code: z.enum([
+            'TABLE_MISSING',
+            'FILTER_COLUMN_MISSING',
+            'SELECT_COLUMN_MISSING',
+            'ORDERING_COLUMN_MISSING',
+            'REPLICA_IDENTITY_CHANGED',
+          ]),
           message: z.string(),
           since: timestamp.meta({ description: 'When walgate first saw it.' }),
         }),
