@@ -3,6 +3,7 @@ import type { Queryable } from '../core/db/pool.js';
 import type { Logger } from '../core/log.js';
 import type { DeliveryStream } from './sink.js';
 import { decodeChange, decodeRow, describeRelation, type Relation } from './decode.js';
+import type { PreviousEvents } from './previous-events.js';
 import { eventId, matchDeliveries, toEventRecord, truncateChange, type Change, type DeliveryRecord, type Operation } from './events.js';
 import { handInjected, type InjectedRows } from './injection.js';
 import { changeRows } from './order-keys.js';
@@ -32,6 +33,7 @@ export interface SessionOptions {
   log: Logger;
   clock: Clock;
   types: TypeRegistry;
+  previousEvents: PreviousEvents;
   /** Where the slot stands: transactions that committed before it were already processed. */
   processedLsn: Lsn;
   subscriptions: SubscriptionSpec[];
@@ -280,7 +282,8 @@ export class ReplicationSession {
       );
     }
     const orderedRows = subs.some((s) => s.ordering === 'row') ? changeRows(change, await this.#keyColumns.of(relationOid, rel)) : null;
-    await this.#hand(tx, change, await this.#unrecorded(tx, index, relationOid, subs, matchDeliveries(subs, change, orderedRows)));
+    const matched = this.#o.previousEvents.stamp(matchDeliveries(subs, change, orderedRows));
+    await this.#hand(tx, change, await this.#unrecorded(tx, index, relationOid, subs, matched));
   }
 
   /** One event per truncated table, for the subscriptions that opted into TRUNCATE. */
@@ -334,7 +337,7 @@ export class ReplicationSession {
       const injected = await this.#o.onReservedMessage?.({ message: msg, ...at });
       if (injected && tx) {
         const next = () => eventId(tx.commitLsn, tx.index++);
-        await handInjected(injected, this.#view.get(injected.webhookId), next, (c, d, done) => this.#hand(tx, c, [d], done));
+        await handInjected(injected, this.#view.get(injected.webhookId), next, (c, d, done) => this.#hand(tx, c, this.#o.previousEvents.stamp([d]), done));
       }
       return;
     }

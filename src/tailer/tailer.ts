@@ -8,6 +8,7 @@ import { keepReconnecting } from '../core/db/reconnect.js';
 import { formatLsn, parseLsn, type Lsn } from './lsn.js';
 import { RawPgoutputPlugin } from './pgoutput.js';
 import { ensurePublication, PUBLICATION } from './publication.js';
+import { PreviousEvents } from './previous-events.js';
 import { ReplicationSession, type SessionOptions } from './session.js';
 import { slotHealth } from './slot-health.js';
 import { defaultSlotName, prepareSlot } from './slot.js';
@@ -82,6 +83,8 @@ export class WalTailer {
   readonly #highWater: ProcessedHighWater;
   readonly #abort = new AbortController();
   readonly #types: TypeRegistry;
+  /** Outlives sessions: a new one (after a failure) still knows the rows' previous changes. */
+  readonly #previousEvents = new PreviousEvents();
   #role: TailerRole = 'starting';
   #durable: Lsn | null = null;
   #loop: Promise<void> | undefined;
@@ -216,6 +219,7 @@ export class WalTailer {
       log,
       clock,
       types: this.#types,
+      previousEvents: this.#previousEvents,
       primaryKey: (oid) => primaryKeyOf(pool, oid),
       processedLsn: start.processedLsn,
       subscriptions: start.subscriptions,

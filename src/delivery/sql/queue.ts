@@ -197,7 +197,7 @@ export async function claimDue(pool: Pool, o: ClaimOptions): Promise<ClaimedDeli
        -- kept, which made claims slower as the history grew.
        -- A lease, not a retry slot (sql/044): a breaker's closing must not bring it forward.
        UPDATE walgate.deliveries d SET next_attempt_at = $2, retry_slot = false WHERE d.id = ANY (ARRAY(SELECT id FROM within))
-       RETURNING d.id, d.webhook_id, d.event_id, d.event_type, d.attempts, d.select_fields, d.next_attempt_at AS lease,
+       RETURNING d.id, d.webhook_id, d.event_id, d.event_type, d.attempts, d.select_fields, d.previous_event_id, d.next_attempt_at AS lease,
                  d.order_key IS NOT NULL AS ordered, d.payload AS kept_payload,
                  coalesce(d.payload_bytes, 1024) + coalesce(octet_length(d.payload), 0) AS held_bytes,
                  coalesce(d.schedule_started_at, d.created_at) AS schedule_started_at
