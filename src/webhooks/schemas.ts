@@ -1,4 +1,5 @@
 import { z } from 'zod';
+import { retryPolicy } from './retry-policy.js';
 import { headersSchema } from './headers.js';
 import { MESSAGES_TABLE } from '../tailer/capture/index.js';
 import { filterDocument } from './filter-schema.js';
@@ -91,6 +92,7 @@ export const createBody = z
     history: history.default('full'),
     onDead: onDead.default('skip'),
     headers: headersSchema.nullish(),
+    retry: retryPolicy.nullish(),
   })
   .refine(...messagesTakeInserts)
   .refine((b) => b.onDead === 'skip' || b.ordering === 'row', {
@@ -113,6 +115,7 @@ export const updateBody = z
     history: history.optional(),
     onDead: onDead.optional(),
     headers: headersSchema.nullish(),
+    retry: retryPolicy.nullish(),
   })
   .refine((b) => Object.keys(b).length > 0, 'must change at least one field')
   .refine(...messagesTakeInserts);

@@ -89,6 +89,7 @@ export class WebhookService {
         ordering: body.ordering,
         history: body.history,
         onDead: body.onDead,
+        retryDelaysMs: body.retry?.delaysMs ?? null,
         createdAt: now,
         updatedAt: now,
         previousSecret: null,
@@ -248,6 +249,7 @@ export class WebhookService {
         ordering,
         history: body.history ?? locked.history,
         onDead,
+        retryDelaysMs: body.retry === undefined ? locked.retryDelaysMs : (body.retry?.delaysMs ?? null),
         updatedAt: now,
         // Replaced as a whole (the values are never shown, so there is nothing to merge with).
         ...(body.headers === undefined ? {} : sealedHeaders(sealHeaders(this.ctx.secrets, body.headers))),

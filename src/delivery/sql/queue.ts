@@ -2,6 +2,7 @@ import { randomBytes } from 'node:crypto';
 import type { Pool, Queryable } from '../../core/db/pool.js';
 import { PAYLOAD_COLUMNS, type PayloadRow } from '../payload.js';
 import type { KeptRequest } from '../attempt.js';
+import { RETRY_DELAYS_MS } from './retry-delays.js';
 
 // The retry queue's statements on walgate.deliveries and walgate.delivery_attempts (the stream
 // parks into it through journal.ts).
@@ -37,6 +38,8 @@ export interface ClaimedDelivery extends PayloadRow {
   held_bytes: number;
   /** When its schedule began (capture, or an operator's retry or replay): the breaker-wait bound counts from it. */
   schedule_started_at: Date;
+  /** Its subscription's retry schedule, or its environment's; null: the platform's (retry-delays.ts). */
+  retry_delays_ms: number[] | null;
   /** Its event row is gone and no body was kept: it cannot be sent (endUnsendable). */
   payload_gone: boolean;
 }
@@ -203,7 +206,7 @@ export async function claimDue(pool: Pool, o: ClaimOptions): Promise<ClaimedDeli
                  coalesce(d.schedule_started_at, d.created_at) AS schedule_started_at
      )
      SELECT d.id, d.webhook_id, d.attempts, d.lease, d.ordered, w.url, w.secret, w.header_values, d.event_type, d.kept_payload, d.held_bytes,
-            d.schedule_started_at,
+            d.schedule_started_at, ${RETRY_DELAYS_MS} AS retry_delays_ms,
             d.event_id AS delivery_event_id,
             CASE WHEN w.previous_secret_until > $1 THEN w.previous_secret END AS previous_secret, ${PAYLOAD_COLUMNS}
             -- Neither its event nor a kept body: nothing to send. Returned all the same, so that the
