@@ -21,7 +21,7 @@ import {
 } from './subscriptions.js';
 import type { TypeRegistry } from './types.js';
 import { advancePosition } from './position.js';
-import { asAuthEvent, authEventSubscriptions, isAuthEventsRelation } from './auth-events.js';
+import { asFeedChange, feedOf, feedSubscriptions } from './feeds.js';
 import type { RecordedDeliveries } from './resume.js';
 
 export interface SessionOptions {
@@ -238,8 +238,8 @@ export class ReplicationSession {
       this.#subscriptionChange(tx, rel, op, newTuple ?? oldTuple!);
       return;
     }
-    const authEvent = isAuthEventsRelation(rel);
-    const subs = authEvent ? authEventSubscriptions(this.#view, rel, newTuple ?? oldTuple!) : this.#view.forTable(rel.schema, rel.name);
+    const feed = feedOf(rel);
+    const subs = feed ? feedSubscriptions(this.#view, feed, rel, newTuple ?? oldTuple!) : this.#view.forTable(rel.schema, rel.name);
     if (subs.length === 0) return;
     this.stats.changes++;
     if (rel.userTypes && !tx.typesChecked) {
@@ -273,7 +273,7 @@ export class ReplicationSession {
       oldTuple,
       oldIsKeyOnly: keyOnly,
     });
-    if (isAuthEventsRelation(rel)) asAuthEvent(change, subs);
+    asFeedChange(change, rel, subs);
     this.#o.onChange?.(change);
     if (missing.length > 0) {
       this.#o.log.warn(
@@ -337,7 +337,9 @@ export class ReplicationSession {
       const injected = await this.#o.onReservedMessage?.({ message: msg, ...at });
       if (injected && tx) {
         const next = () => eventId(tx.commitLsn, tx.index++);
-        await handInjected(injected, this.#view.get(injected.webhookId), next, (c, d, done) => this.#hand(tx, c, this.#o.previousEvents.stamp([d]), done));
+        await handInjected(injected, this.#view.get(injected.webhookId), next, (c, d, done) =>
+          this.#hand(tx, c, this.#o.previousEvents.stamp([d]), done),
+        );
       }
       return;
     }

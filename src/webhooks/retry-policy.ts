@@ -3,7 +3,7 @@ import { retryDelays } from '../projects/retry-delays.js';
 
 // A subscription's retry policy: `retry: {delaysMs: [...]}`. Null (or absent): the environment's
 // default (`webhookRetryDelaysMs` in its settings), else the platform's WEBHOOK_RETRY_DELAYS_MS
-// (the seed's 0/1/5/30/300 s). The delivery engine reads the schedule a delivery has with its
+// (by default 0/1/5/30/300 s). The delivery engine reads the schedule a delivery has with its
 // subscription (delivery/sql/retry-delays.ts); the breaker's bound on waiting follows it
 // (delivery/schedule.ts).
 
