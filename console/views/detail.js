@@ -190,6 +190,8 @@ async function detailView(id, deliveryId) {
             ? 'failures only: changes delivered at their first attempt are counted, not listed'
             : 'full: every delivery is listed',
         ),
+        h('dt', {}, 'Retry schedule'),
+        h('dd', { id: 'retry-schedule' }, webhook.retry ? `${webhook.retry.delaysMs.join(', ')} ms` : 'the environment’s default'),
         h('dt', {}, 'Custom headers'),
         h('dd', { id: 'custom-headers' }, webhook.headers.length ? webhook.headers.join(', ') : 'none'),
         h('dt', {}, 'Breaker'),

@@ -166,6 +166,8 @@ async function formView(id) {
     oninput: () => (groupOrdered.checked = true),
   });
   const failuresOnly = h('input', { type: 'checkbox', id: 'history', checked: w?.history === 'failures' });
+  // The retry schedule: waits in ms, comma-separated; empty for the environment's default.
+  const retry = h('input', { id: 'retry', placeholder: "the environment's default", value: w?.retry ? w.retry.delaysMs.join(', ') : '' });
   const filterRows = h('div', { id: 'filter-rows' });
   const selectBox = h('div', { id: 'select-columns', class: 'checks' });
   const headers = headerEditor();
@@ -267,6 +269,7 @@ async function formView(id) {
           }
         : 'none';
     const history = failuresOnly.checked ? 'failures' : 'full';
+    const delays = retry.value.trim() ? retry.value.split(',').map((v) => Number(v.trim())) : null;
     const sent = headers.collect();
     const body = {
       table: table.value,
@@ -278,6 +281,7 @@ async function formView(id) {
       // Sent when it changes: a PATCH that names "row" re-checks the table's primary key.
       ...(w && JSON.stringify(w.ordering) === JSON.stringify(ordering) ? {} : { ordering }),
       ...(w && w.history === history ? {} : { history }),
+      retry: delays ? { delaysMs: delays } : null,
       ...(replaceHeaders.checked && (w || Object.keys(sent).length) ? { headers: sent } : {}),
     };
     try {
@@ -379,6 +383,8 @@ async function formView(id) {
       failuresOnly,
       ' History of failures only: changes delivered at their first attempt are counted, not listed in the delivery log',
     ),
+    h('label', { for: 'retry' }, 'Retry schedule (ms before each attempt, the first 0)', retry),
+    h('p', { class: 'help' }, 'For example 0, 1000, 5000: three attempts, then dead. Empty: the environment’s default.'),
     id ? null : h('p', { class: 'help' }, 'A whsec_ signing secret is generated when you create the subscription and shown once.'),
     h(
       'div',

@@ -268,7 +268,7 @@ export class StreamDelivery implements DeliveryStream {
     const concluded = await conclude(this.#ctx, this.#deps, outcome, {
       webhookId: delivery.webhookId,
       attemptNo: 1,
-      delaysMs: this.#limits.retryDelaysMs,
+      delaysMs: target.retryDelaysMs ?? this.#limits.retryDelaysMs,
       committedAt: event.committedAt,
     });
     const { step, at: done } = concluded;

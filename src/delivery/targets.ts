@@ -29,6 +29,8 @@ export interface Target {
    * Read here, with what the stream looks up per delivery anyway: no per-delivery cost.
    */
   history: 'full' | 'failures';
+  /** Its retry schedule (its own or its environment's); null: the platform's. */
+  retryDelaysMs: number[] | null;
 }
 
 /** The stream's request for a change to a subscription: its payload as the target selects, signed with its secrets. */
@@ -40,7 +42,7 @@ export function targetRequest(target: Target, delivery: CapturedDelivery, event:
     secrets: target.secrets,
     eventId: event.id,
     operation: event.operation,
-    body: buildPayload({ projectId: target.projectId, environment: target.environment, select: delivery.select }, event),
+    body: buildPayload({ projectId: target.projectId, environment: target.environment, select: delivery.select }, event, delivery.previousEventId ?? null),
     headers: target.headers,
   };
 }
@@ -84,6 +86,7 @@ export class Targets {
                 secretsChangeAt: r.previous_secret_until,
                 headers: this.openHeaders(r.header_values),
                 history: r.history,
+                retryDelaysMs: r.retry_delays_ms,
               }
             : null;
           // A change announced while this read ran may not be in it: keep it only if none was.

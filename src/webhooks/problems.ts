@@ -1,5 +1,5 @@
 import { PgCode, pgCode, type Queryable } from '../core/db/pool.js';
-import { AUTH_EVENTS_TABLE, capturedRelation, filterColumns, MESSAGES_TABLE } from '../tailer/capture/index.js';
+import { capturedRelation, filterColumns, isFeed, MESSAGES_TABLE } from '../tailer/capture/index.js';
 import { missingGroupColumns } from './ordering.js';
 import type { WebhookRow } from './store.js';
 
@@ -104,8 +104,8 @@ export async function webhookProblems(db: Queryable, hooks: WebhookRow[], now: D
     const key = `${schema}\0${table}`;
     if (!facts.has(key)) facts.set(key, tableFacts(db, schema, table));
     const known = await facts.get(key);
-    // The audit table is walgate's own and only ever inserted into: no old rows to lose.
-    const found = currentProblems(w, known && w.table === AUTH_EVENTS_TABLE ? { ...known, notFull: [] } : known);
+    // A feed's table is walgate's own and only ever inserted into: no old rows to lose.
+    const found = currentProblems(w, known && isFeed(w.table) ? { ...known, notFull: [] } : known);
     out.set(w.id, await remember(db, w.id, found, now));
   }
   return out;

@@ -1,6 +1,7 @@
 import { z } from 'zod';
+import { retryPolicy } from './retry-policy.js';
 import { headersSchema } from './headers.js';
-import { MESSAGES_TABLE } from '../tailer/capture/index.js';
+import { isFeed, MESSAGES_TABLE } from '../tailer/capture/index.js';
 import { filterDocument } from './filter-schema.js';
 
 // Bodies of the management API. Unknown fields are refused: a typo (`filters`, `actve`) must not
@@ -96,10 +97,18 @@ const onDead = z.enum(ON_DEAD, { message: 'must be "skip" or "hold"' }).meta({
     'With `ordering: "row"` or a group: what a dead letter does to its row (or group). `skip` (default): the later changes go on. `hold`: they wait behind it until it is replayed and delivered, or discarded (`POST …/deliveries/{deliveryId}/discard`).',
 });
 
-/** Messages (`_messages`, docs/outbox.md) are INSERT events only: a subscription on them without INSERT would get nothing. */
+/**
+ * Messages (`_messages`, docs/outbox.md) and the feeds (`_auth_events`, `_operations`) are INSERT
+ * events only: a subscription on them without INSERT would get nothing.
+ */
 const messagesTakeInserts = [
-  (b: { table?: string; events?: readonly string[] }) => b.table !== MESSAGES_TABLE || !b.events || b.events.includes('INSERT'),
-  { message: `messages arrive as INSERT events: a subscription on ${MESSAGES_TABLE} must include INSERT`, path: ['events'] as string[] },
+  (b: { table?: string; events?: readonly string[] }) =>
+    !(b.table === MESSAGES_TABLE || (b.table !== undefined && isFeed(b.table))) || !b.events || b.events.includes('INSERT'),
+  {
+    message:
+      'messages and walgate’s own events arrive as INSERT events: a subscription on _messages, _auth_events or _operations must include INSERT',
+    path: ['events'] as string[],
+  },
 ] as const;
 
 export const createBody = z
@@ -117,6 +126,7 @@ export const createBody = z
     history: history.default('full'),
     onDead: onDead.default('skip'),
     headers: headersSchema.nullish(),
+    retry: retryPolicy.nullish(),
   })
   .refine(...messagesTakeInserts)
   .refine((b) => b.onDead === 'skip' || b.ordering !== 'none', {
@@ -139,6 +149,7 @@ export const updateBody = z
     history: history.optional(),
     onDead: onDead.optional(),
     headers: headersSchema.nullish(),
+    retry: retryPolicy.nullish(),
   })
   .refine((b) => Object.keys(b).length > 0, 'must change at least one field')
   .refine(...messagesTakeInserts);

@@ -92,6 +92,7 @@ export class WebhookService {
         ...storedOrdering(body.ordering),
         history: body.history,
         onDead: body.onDead,
+        retryDelaysMs: body.retry?.delaysMs ?? null,
         createdAt: now,
         updatedAt: now,
         previousSecret: null,
@@ -242,6 +243,7 @@ export class WebhookService {
         ...storedOrdering(ordering),
         history: body.history ?? locked.history,
         onDead,
+        retryDelaysMs: body.retry === undefined ? locked.retryDelaysMs : (body.retry?.delaysMs ?? null),
         updatedAt: now,
         // Replaced as a whole (the values are never shown, so there is nothing to merge with).
         ...(body.headers === undefined ? {} : sealedHeaders(sealHeaders(this.ctx.secrets, body.headers))),

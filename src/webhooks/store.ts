@@ -35,6 +35,8 @@ export interface WebhookRow {
   /** Custom request headers: the names (lower case) in clear, the values sealed together (delivery/custom-headers.ts). */
   headerNames: string[];
   headerValues: Buffer | null;
+  /** The subscription's own retry schedule (retry-policy.ts); null: the environment's, else the platform's. */
+  retryDelaysMs: number[] | null;
 }
 
 const COLUMNS = selectList<WebhookRow>({
@@ -61,13 +63,14 @@ const COLUMNS = selectList<WebhookRow>({
   previousSecretUntil: 'previous_secret_until',
   headerNames: 'header_names',
   headerValues: 'header_values',
+  retryDelaysMs: 'retry_delays_ms',
 });
 
 export async function insertWebhook(db: Queryable, w: WebhookRow): Promise<WebhookRow> {
   const { rows } = await db.query<WebhookRow>(
     `INSERT INTO walgate.webhooks (id, project_id, environment, schema_name, table_name, events, url, secret, active, filter, select_fields, ordering,
-                                   created_at, updated_at, header_names, header_values, history, on_dead, ordering_by)
-     VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17, $18, $19) RETURNING ${COLUMNS}`,
+                                   created_at, updated_at, header_names, header_values, history, on_dead, ordering_by, retry_delays_ms)
+     VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17, $18, $19, $20) RETURNING ${COLUMNS}`,
     [
       w.id,
       w.projectId,
@@ -88,6 +91,7 @@ export async function insertWebhook(db: Queryable, w: WebhookRow): Promise<Webho
       w.history,
       w.onDead,
       w.orderingBy,
+      w.retryDelaysMs,
     ],
   );
   return rows[0]!;
@@ -138,7 +142,7 @@ export async function updateWebhook(db: Queryable, w: WebhookRow): Promise<Webho
     `UPDATE walgate.webhooks SET table_name = $2, events = $3, url = $4, secret = $5, active = $6, filter = $7, select_fields = $8, updated_at = $9, ordering = $12,
             disabled_reason = CASE WHEN $6 THEN NULL ELSE disabled_reason END, disabled_at = CASE WHEN $6 THEN NULL ELSE disabled_at END,
             previous_secret = $10, previous_secret_until = $11, header_names = $13, header_values = $14,
-            history = $15, on_dead = $16, ordering_by = $17
+            history = $15, on_dead = $16, ordering_by = $17, retry_delays_ms = $18
       WHERE id = $1 RETURNING ${COLUMNS}`,
     [
       w.id,
@@ -158,6 +162,7 @@ export async function updateWebhook(db: Queryable, w: WebhookRow): Promise<Webho
       w.history,
       w.onDead,
       w.orderingBy,
+      w.retryDelaysMs,
     ],
   );
   return rows[0]!;

@@ -38,6 +38,8 @@ export interface WebhookView {
   problems: Problem[];
   /** The names of its custom request headers; their values are never returned. */
   headers: string[];
+  /** Its own retry schedule; null: the environment's default, else the platform's. */
+  retry: { delaysMs: number[] } | null;
 }
 
 /** `breaker`: its endpoint's (the shared row; closed and counting nothing when omitted). */
@@ -60,5 +62,6 @@ export function webhookView(w: WebhookRow, problems: Problem[] = [], breaker?: B
     disabledAt: w.disabledAt?.toISOString() ?? null,
     problems,
     headers: w.headerNames,
+    retry: w.retryDelaysMs ? { delaysMs: w.retryDelaysMs } : null,
   };
 }

@@ -2,6 +2,7 @@ import { randomBytes } from 'node:crypto';
 import type { Pool, Queryable } from '../../core/db/pool.js';
 import { PAYLOAD_COLUMNS, type PayloadRow } from '../payload.js';
 import type { KeptRequest } from '../attempt.js';
+import { RETRY_DELAYS_MS } from './retry-delays.js';
 
 // The retry queue's statements on walgate.deliveries and walgate.delivery_attempts (the stream
 // parks into it through journal.ts).
@@ -37,6 +38,8 @@ export interface ClaimedDelivery extends PayloadRow {
   held_bytes: number;
   /** When its schedule began (capture, or an operator's retry or replay): the breaker-wait bound counts from it. */
   schedule_started_at: Date;
+  /** Its subscription's retry schedule, or its environment's; null: the platform's (retry-delays.ts). */
+  retry_delays_ms: number[] | null;
   /** Its event row is gone and no body was kept: it cannot be sent (endUnsendable). */
   payload_gone: boolean;
 }
@@ -197,13 +200,13 @@ export async function claimDue(pool: Pool, o: ClaimOptions): Promise<ClaimedDeli
        -- kept, which made claims slower as the history grew.
        -- A lease, not a retry slot (sql/044): a breaker's closing must not bring it forward.
        UPDATE walgate.deliveries d SET next_attempt_at = $2, retry_slot = false WHERE d.id = ANY (ARRAY(SELECT id FROM within))
-       RETURNING d.id, d.webhook_id, d.event_id, d.event_type, d.attempts, d.select_fields, d.next_attempt_at AS lease,
+       RETURNING d.id, d.webhook_id, d.event_id, d.event_type, d.attempts, d.select_fields, d.previous_event_id, d.next_attempt_at AS lease,
                  d.order_key IS NOT NULL AS ordered, d.payload AS kept_payload,
                  coalesce(d.payload_bytes, 1024) + coalesce(octet_length(d.payload), 0) AS held_bytes,
                  coalesce(d.schedule_started_at, d.created_at) AS schedule_started_at
      )
      SELECT d.id, d.webhook_id, d.attempts, d.lease, d.ordered, w.url, w.secret, w.header_values, d.event_type, d.kept_payload, d.held_bytes,
-            d.schedule_started_at,
+            d.schedule_started_at, ${RETRY_DELAYS_MS} AS retry_delays_ms,
             d.event_id AS delivery_event_id,
             CASE WHEN w.previous_secret_until > $1 THEN w.previous_secret END AS previous_secret, ${PAYLOAD_COLUMNS}
             -- Neither its event nor a kept body: nothing to send. Returned all the same, so that the

@@ -1,3 +1,4 @@
+import { retryPolicy } from '../../webhooks/retry-policy.js';
 import { z } from 'zod';
 import { timestamp } from '../timestamp.js';
 import { EVENTS, HISTORIES, ON_DEAD, ORDERINGS, orderingGroup } from '../../webhooks/schemas.js';
@@ -59,6 +60,7 @@ const webhook = z
     headers: z
       .array(z.string())
       .meta({ description: 'The names of its custom request headers (lower case); their values are never returned.' }),
+    retry: retryPolicy.nullable(),
   })
   .meta({ description: 'A subscription. The secret and the custom header values are never returned.' });
 
