@@ -283,14 +283,18 @@ async function detailView(id, deliveryId) {
     }
   }
 
+  let poller = null;
   async function remove() {
     if (!(await ask(`Delete the subscription on ${webhook.table} → ${webhook.url}? Its deliveries go with it.`, 'Delete', true))) return;
+    // No poll of what is being deleted may still be out when it is gone.
+    await poller?.stop();
     try {
       await call('DELETE', path);
       say('Subscription deleted.');
       go('#/');
     } catch (err) {
       problem(err);
+      if (live()) poller = poll(live, refresh);
     }
   }
 
@@ -366,7 +370,7 @@ async function detailView(id, deliveryId) {
   if (!live()) return;
   if (deliveryId) await open(deliveryId);
   // New deliveries appear without a reload; the first page only, so paging back is left alone.
-  poll(live, refresh);
+  poller = poll(live, refresh);
 }
 
 registerRoute(/^\/w\/([^/]+)$/, (id) => detailView(id));
