@@ -42,7 +42,11 @@ export function targetRequest(target: Target, delivery: CapturedDelivery, event:
     secrets: target.secrets,
     eventId: event.id,
     operation: event.operation,
-    body: buildPayload({ projectId: target.projectId, environment: target.environment, select: delivery.select }, event, delivery.previousEventId ?? null),
+    body: buildPayload(
+      { projectId: target.projectId, environment: target.environment, select: delivery.select },
+      event,
+      delivery.previousEventId ?? null,
+    ),
     headers: target.headers,
   };
 }

@@ -28,9 +28,7 @@ export class OrganizationService {
     const claims = await this.sessions.authenticate(env, authorization);
     const by = await actor(this.sessions, claims, client);
     const now = this.ctx.clock();
-    const organization = await withTransaction(this.ctx.pool, (c) =>
-      changes.createOrganization(c, env, input.name, claims.sub, by, now),
-    );
+    const organization = await withTransaction(this.ctx.pool, (c) => changes.createOrganization(c, env, input.name, claims.sub, by, now));
     return { organization: organizationView(organization, 'owner') };
   }
 

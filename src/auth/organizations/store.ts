@@ -48,7 +48,12 @@ export async function insertOrganization(db: Queryable, scope: Scope, name: stri
  * organization or its members); 'share' only against those changes, so that many members can
  * switch to it at once.
  */
-export async function findOrganization(db: Queryable, scope: Scope, id: string, lock: boolean | 'share' = false): Promise<Organization | undefined> {
+export async function findOrganization(
+  db: Queryable,
+  scope: Scope,
+  id: string,
+  lock: boolean | 'share' = false,
+): Promise<Organization | undefined> {
   const rowLock = lock === 'share' ? ' FOR SHARE' : lock ? ' FOR UPDATE' : '';
   const { rows } = await db.query<Organization>(
     `SELECT ${ORGANIZATION} FROM walgate.organizations o
