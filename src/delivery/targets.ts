@@ -4,6 +4,7 @@ import type { AttemptRequest } from './attempt.js';
 import type { BreakerKey } from './breaker.js';
 import { buildPayload } from './payload.js';
 import { readTarget } from './sql/targets.js';
+import type { BatchSettings } from './batch.js';
 
 // Where a subscription's deliveries go and how they are signed, as walgate.webhooks says now
 // (the retry queue joins the same row when it claims). The stream asks per delivery, so this is a
@@ -29,6 +30,8 @@ export interface Target {
    * Read here, with what the stream looks up per delivery anyway: no per-delivery cost.
    */
   history: 'full' | 'failures';
+  /** Batched delivery (maxEvents 1: off): the stream's lanes gather by it (batch.ts). */
+  batch: BatchSettings;
 }
 
 /** The stream's request for a change to a subscription: its payload as the target selects, signed with its secrets. */
@@ -84,6 +87,7 @@ export class Targets {
                 secretsChangeAt: r.previous_secret_until,
                 headers: this.openHeaders(r.header_values),
                 history: r.history,
+                batch: r.batch,
               }
             : null;
           // A change announced while this read ran may not be in it: keep it only if none was.

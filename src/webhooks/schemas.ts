@@ -70,6 +70,38 @@ const onDead = z.enum(ON_DEAD, { message: 'must be "skip" or "hold"' }).meta({
     'With `ordering: "row"`: what a dead letter does to its row. `skip` (default): the row\'s later changes go on. `hold`: they wait behind it until it is replayed and delivered, or discarded (`POST …/deliveries/{deliveryId}/discard`).',
 });
 
+/** Batching's bounds (sql/075_batches.sql checks the same): a batch is one request, in memory whole. */
+export const BATCH_LIMITS = {
+  maxEvents: { min: 1, max: 1000, default: 1 },
+  maxWaitMs: { min: 0, max: 10_000, default: 100 },
+  maxBytes: { min: 1024, max: 10 * 1024 * 1024, default: 1024 * 1024 },
+} as const;
+
+const bounded = (b: { min: number; max: number }) =>
+  z
+    .number({ message: 'must be a number' })
+    .int('must be a whole number')
+    .min(b.min, `must be at least ${b.min}`)
+    .max(b.max, `must be at most ${b.max}`);
+
+const batch = z
+  .strictObject({
+    maxEvents: bounded(BATCH_LIMITS.maxEvents)
+      .default(BATCH_LIMITS.maxEvents.default)
+      .meta({ description: 'Changes per request at most, 1–1000. `1` (default): no batching, one request per change.' }),
+    maxWaitMs: bounded(BATCH_LIMITS.maxWaitMs)
+      .default(BATCH_LIMITS.maxWaitMs.default)
+      .meta({ description: 'How long a change may wait for others to fill its batch, 0–10000 ms (default 100).' }),
+    maxBytes: bounded(BATCH_LIMITS.maxBytes).default(BATCH_LIMITS.maxBytes.default).meta({
+      description:
+        "The batch's events' bodies together at most, 1024–10485760 bytes (default 1 MiB); a single larger change still goes, alone in its batch.",
+    }),
+  })
+  .meta({
+    description:
+      'Batched delivery: one POST carries `{"events": [...]}`, up to `maxEvents` changes, signed over the whole body, with one `webhook-id` (the batch id, the same on every retry of the batch, with the same events). A 2xx acknowledges all of them; any other answer retries the whole batch (docs/webhooks.md: Batching). `null` on update turns it off.',
+  });
+
 /** Messages (`_messages`, docs/outbox.md) are INSERT events only: a subscription on them without INSERT would get nothing. */
 const messagesTakeInserts = [
   (b: { table?: string; events?: readonly string[] }) => b.table !== MESSAGES_TABLE || !b.events || b.events.includes('INSERT'),
@@ -90,6 +122,7 @@ export const createBody = z
     ordering: ordering.default('none'),
     history: history.default('full'),
     onDead: onDead.default('skip'),
+    batch: batch.nullish(),
     headers: headersSchema.nullish(),
   })
   .refine(...messagesTakeInserts)
@@ -112,6 +145,7 @@ export const updateBody = z
     ordering: ordering.optional(),
     history: history.optional(),
     onDead: onDead.optional(),
+    batch: batch.nullish(),
     headers: headersSchema.nullish(),
   })
   .refine((b) => Object.keys(b).length > 0, 'must change at least one field')

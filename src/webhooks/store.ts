@@ -1,5 +1,6 @@
 import { selectList } from '../core/db/columns.js';
 import type { Queryable } from '../core/db/pool.js';
+import type { BatchSettings } from '../delivery/batch.js';
 
 // Every statement on walgate.webhooks. The tailer reads this table's changes from the WAL, so every
 // change writes updated_at, and the secret is only ever stored sealed.
@@ -21,6 +22,8 @@ export interface WebhookRow {
   history: 'full' | 'failures';
   /** With row ordering: 'hold' keeps a row's later changes behind its dead letter. */
   onDead: 'skip' | 'hold';
+  /** Batched delivery (maxEvents 1: off); always all three, the defaults when never set. */
+  batch: BatchSettings;
   createdAt: Date;
   updatedAt: Date;
   /** Why delivery disabled it (a receiver answered 410 Gone), and when; null while enabled by hand. */
@@ -49,6 +52,7 @@ const COLUMNS = selectList<WebhookRow>({
   ordering: 'ordering',
   history: 'history',
   onDead: 'on_dead',
+  batch: `json_build_object('maxEvents', batch_max_events, 'maxWaitMs', batch_max_wait_ms, 'maxBytes', batch_max_bytes)`,
   createdAt: 'created_at',
   updatedAt: 'updated_at',
   disabledReason: 'disabled_reason',
@@ -62,8 +66,9 @@ const COLUMNS = selectList<WebhookRow>({
 export async function insertWebhook(db: Queryable, w: WebhookRow): Promise<WebhookRow> {
   const { rows } = await db.query<WebhookRow>(
     `INSERT INTO walgate.webhooks (id, project_id, environment, schema_name, table_name, events, url, secret, active, filter, select_fields, ordering,
-                                   created_at, updated_at, header_names, header_values, history, on_dead)
-     VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17, $18) RETURNING ${COLUMNS}`,
+                                   created_at, updated_at, header_names, header_values, history, on_dead,
+                                   batch_max_events, batch_max_wait_ms, batch_max_bytes)
+     VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17, $18, $19, $20, $21) RETURNING ${COLUMNS}`,
     [
       w.id,
       w.projectId,
@@ -83,6 +88,9 @@ export async function insertWebhook(db: Queryable, w: WebhookRow): Promise<Webho
       w.headerValues,
       w.history,
       w.onDead,
+      w.batch.maxEvents,
+      w.batch.maxWaitMs,
+      w.batch.maxBytes,
     ],
   );
   return rows[0]!;
@@ -133,7 +141,7 @@ export async function updateWebhook(db: Queryable, w: WebhookRow): Promise<Webho
     `UPDATE walgate.webhooks SET table_name = $2, events = $3, url = $4, secret = $5, active = $6, filter = $7, select_fields = $8, updated_at = $9, ordering = $12,
             disabled_reason = CASE WHEN $6 THEN NULL ELSE disabled_reason END, disabled_at = CASE WHEN $6 THEN NULL ELSE disabled_at END,
             previous_secret = $10, previous_secret_until = $11, header_names = $13, header_values = $14,
-            history = $15, on_dead = $16
+            history = $15, on_dead = $16, batch_max_events = $17, batch_max_wait_ms = $18, batch_max_bytes = $19
       WHERE id = $1 RETURNING ${COLUMNS}`,
     [
       w.id,
@@ -152,6 +160,9 @@ export async function updateWebhook(db: Queryable, w: WebhookRow): Promise<Webho
       w.headerValues,
       w.history,
       w.onDead,
+      w.batch.maxEvents,
+      w.batch.maxWaitMs,
+      w.batch.maxBytes,
     ],
   );
   return rows[0]!;

@@ -1,6 +1,7 @@
 import type { BreakerView } from '../delivery/breaker.js';
 import { subscriptionState, type SubscriptionState } from '../delivery/subscription-state.js';
 import type { DeliveryHealth } from '../delivery/sql/history.js';
+import type { BatchSettings } from '../delivery/batch.js';
 import type { Problem } from './problems.js';
 import type { WebhookRow } from './store.js';
 
@@ -28,6 +29,8 @@ export interface WebhookView {
   history: 'full' | 'failures';
   /** With row ordering: 'hold' keeps a row's later changes behind its dead letter. */
   onDead: 'skip' | 'hold';
+  /** Batched delivery: maxEvents 1 is off (docs/webhooks.md: Batching). */
+  batch: BatchSettings;
   createdAt: string;
   updatedAt: string;
   /** Set when delivery disabled it (its receiver answered 410 Gone); cleared when re-activated. */
@@ -53,6 +56,7 @@ export function webhookView(w: WebhookRow, problems: Problem[] = [], breaker?: B
     ordering: w.ordering,
     history: w.history,
     onDead: w.onDead,
+    batch: w.batch,
     createdAt: w.createdAt.toISOString(),
     updatedAt: w.updatedAt.toISOString(),
     disabledReason: w.disabledReason ?? null,

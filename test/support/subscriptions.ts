@@ -19,6 +19,8 @@ export interface TestSubscription {
   ordering?: 'none' | 'row';
   history?: 'full' | 'failures';
   onDead?: 'skip' | 'hold';
+  /** Batched delivery (sql/075): omitted fields take the column defaults. */
+  batch?: { maxEvents?: number; maxWaitMs?: number; maxBytes?: number };
 }
 
 /**
@@ -30,8 +32,9 @@ export async function insertSubscription(ctx: Pick<Context, 'pool' | 'secrets'>,
   await ensureSlot(ctx.pool);
   await withTransaction(ctx.pool, async (c) => {
     await c.query(
-      `INSERT INTO walgate.webhooks (id, project_id, environment, schema_name, table_name, events, url, secret, active, filter, select_fields, ordering, history, on_dead)
-       VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14)`,
+      `INSERT INTO walgate.webhooks (id, project_id, environment, schema_name, table_name, events, url, secret, active, filter, select_fields, ordering, history, on_dead,
+                                     batch_max_events, batch_max_wait_ms, batch_max_bytes)
+       VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17)`,
       [
         id,
         s.projectId,
@@ -47,6 +50,9 @@ export async function insertSubscription(ctx: Pick<Context, 'pool' | 'secrets'>,
         s.ordering ?? 'none',
         s.history ?? 'full',
         s.onDead ?? 'skip',
+        s.batch?.maxEvents ?? 1,
+        s.batch?.maxWaitMs ?? 100,
+        s.batch?.maxBytes ?? 1024 * 1024,
       ],
     );
     await watchTable(c, s.schema, s.table);

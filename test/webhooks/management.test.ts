@@ -66,6 +66,7 @@ describe('webhook management API', function () {
       'ordering',
       'history',
       'onDead',
+      'batch',
       'createdAt',
       'updatedAt',
       'disabledReason',

@@ -1,4 +1,5 @@
 import type { Pool } from '../../core/db/pool.js';
+import type { BatchSettings } from '../batch.js';
 
 // A subscription as delivery needs it (targets.ts caches it).
 
@@ -12,11 +13,13 @@ export interface TargetRow {
   previous_secret_until: Date | null;
   header_values: Buffer | null;
   history: 'full' | 'failures';
+  batch: BatchSettings;
 }
 
 export async function readTarget(pool: Pool, webhookId: string): Promise<TargetRow | undefined> {
   const { rows } = await pool.query<TargetRow>(
     `SELECT project_id, environment, url, active, secret, header_values, history,
+            json_build_object('maxEvents', batch_max_events, 'maxWaitMs', batch_max_wait_ms, 'maxBytes', batch_max_bytes) AS batch,
             CASE WHEN previous_secret_until > now() THEN previous_secret END AS previous_secret,
             CASE WHEN previous_secret_until > now() THEN previous_secret_until END AS previous_secret_until
        FROM walgate.webhooks WHERE id = $1`,
