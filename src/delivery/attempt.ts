@@ -21,8 +21,10 @@ export interface AttemptRequest {
   url: URL;
   /** Signing secrets, newest first. */
   secrets: string[];
+  /** The event id, or a batch's id (batch.ts): `webhook-id` and `X-Service-Delivery`. */
   eventId: string;
-  operation: Operation;
+  /** `X-Service-Event`: the change's operation, or BATCH for a batch of changes. */
+  operation: Operation | 'BATCH';
   body: string;
   /** The subscription's custom request headers (names lower case). */
   headers?: Readonly<Record<string, string>>;
@@ -125,7 +127,8 @@ export async function conclude(
   ctx: Context,
   deps: AttemptDeps,
   sent: SentAttempt,
-  a: { webhookId: string; attemptNo: number; delaysMs: readonly number[]; committedAt: Date },
+  // `deliveries`: how many the request carried (a batch: batch.ts), each counted as finished.
+  a: { webhookId: string; attemptNo: number; delaysMs: readonly number[]; committedAt: Date; deliveries?: number },
 ): Promise<Concluded> {
   const { result } = sent;
   const at = ctx.clock();
@@ -134,7 +137,7 @@ export async function conclude(
   const state = stateAfterAttempt({ ok: result.ok, disabled: step.disable !== null, breaker: sent.breaker });
   deps.states?.observe(a.webhookId, state, step.disable ?? (result.ok ? 'delivered' : (result.error ?? `HTTP ${result.status}`)));
   const m = ctx.metrics;
-  m.deliveriesFinished.inc({ status: step.status });
+  m.deliveriesFinished.inc({ status: step.status }, a.deliveries ?? 1);
   m.attemptDuration.observe({ outcome: result.ok ? 'success' : 'failure' }, result.durationMs / 1000);
   if (result.ok) m.commitToDelivery.observe(Math.max(0, at.getTime() - a.committedAt.getTime()) / 1000);
   return { step, at };

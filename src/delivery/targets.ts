@@ -4,7 +4,7 @@ import type { AttemptRequest } from './attempt.js';
 import type { BreakerKey } from './breaker.js';
 import { buildPayload } from './payload.js';
 import { readTarget } from './sql/targets.js';
-import type { BatchSettings } from './batch.js';
+import { batchBody, type BatchSettings } from './batch.js';
 
 // Where a subscription's deliveries go and how they are signed, as walgate.webhooks says now
 // (the retry queue joins the same row when it claims). The stream asks per delivery, so this is a
@@ -43,9 +43,28 @@ export function targetRequest(target: Target, delivery: CapturedDelivery, event:
     secrets: target.secrets,
     eventId: event.id,
     operation: event.operation,
-    body: buildPayload({ projectId: target.projectId, environment: target.environment, select: delivery.select }, event),
+    body: targetBody(target, delivery, event),
     headers: target.headers,
   };
+}
+
+/** The stream's request for a batch of changes to a subscription (batch.ts): their bodies as they would go alone, in order. */
+export function targetBatchRequest(target: Target, batchId: string, bodies: readonly string[]): AttemptRequest {
+  return {
+    endpoint: target.endpoint,
+    pool: target.webhookId,
+    url: target.url,
+    secrets: target.secrets,
+    eventId: batchId,
+    operation: 'BATCH',
+    body: batchBody(bodies),
+    headers: target.headers,
+  };
+}
+
+/** A delivery's body as the target renders it (the same bytes alone or in a batch). */
+export function targetBody(target: Target, delivery: CapturedDelivery, event: CapturedEvent): string {
+  return buildPayload({ projectId: target.projectId, environment: target.environment, select: delivery.select }, event);
 }
 
 export class Targets {

@@ -66,10 +66,7 @@ describe('webhook management API: batch', function () {
       [{ maxEvent: 10 }, 'batch'],
     ];
     for (const [batch, path] of cases) {
-      for (const res of [
-        await api.post('/api/rest/_webhooks', body({ batch })),
-        await api.patch(`/api/rest/_webhooks/${id}`, { batch }),
-      ]) {
+      for (const res of [await api.post('/api/rest/_webhooks', body({ batch })), await api.patch(`/api/rest/_webhooks/${id}`, { batch })]) {
         expect(res.status, JSON.stringify(batch)).to.equal(400);
         expect(res.body.error).to.equal('VALIDATION_ERROR');
         expect(paths(res), JSON.stringify(batch)).to.include(path);

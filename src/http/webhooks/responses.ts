@@ -33,12 +33,10 @@ const webhook = z
       description:
         'With `ordering: "row"`: `hold` — a row\'s later changes wait behind its dead letter until it is replayed and delivered, or discarded; `skip` — they go on.',
     }),
-    batch: z
-      .object({ maxEvents: z.number().int(), maxWaitMs: z.number().int(), maxBytes: z.number().int() })
-      .meta({
-        description:
-          'Batched delivery: up to `maxEvents` changes per POST as `{"events": [...]}` (`1`: off, one POST per change), gathered for at most `maxWaitMs`, the body within `maxBytes` (docs/webhooks.md: Batching).',
-      }),
+    batch: z.object({ maxEvents: z.number().int(), maxWaitMs: z.number().int(), maxBytes: z.number().int() }).meta({
+      description:
+        'Batched delivery: up to `maxEvents` changes per POST as `{"events": [...]}` (`1`: off, one POST per change), gathered for at most `maxWaitMs`, the body within `maxBytes` (docs/webhooks.md: Batching).',
+    }),
     createdAt: timestamp,
     updatedAt: timestamp,
     disabledReason: z
