@@ -45,6 +45,9 @@ export class StreamGather {
       this.#load(webhookId);
       return { waitMs: Number.POSITIVE_INFINITY };
     }
+    // Its project, before the request is counted (the fair share's unit): a lane made before its
+    // target was read is named after its schema, and counted under two names a project got two shares.
+    if (target) lane.tenant = target.projectId;
     if (!target || !isBatched(target.batch)) return { take: 1 };
     const now = this.#clock().getTime();
     const waiting = lane.waiting.slice(0, target.batch.maxEvents);
