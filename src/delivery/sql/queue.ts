@@ -1,5 +1,5 @@
 import { randomBytes } from 'node:crypto';
-import type { Pool, Queryable } from '../../core/db/pool.js';
+import type { Pool } from '../../core/db/pool.js';
 import { PAYLOAD_COLUMNS, type PayloadRow } from '../payload.js';
 import type { KeptRequest } from '../attempt.js';
 
@@ -39,6 +39,11 @@ export interface ClaimedDelivery extends PayloadRow {
   schedule_started_at: Date;
   /** Its event row is gone and no body was kept: it cannot be sent (endUnsendable). */
   payload_gone: boolean;
+  /** The batch it was sent in (its members are claimed together), or null: sent alone or not yet (batch-claims.ts). */
+  batch_id: string | null;
+  /** The subscription's batch settings now: unbatched deliveries of a batched subscription are sent in new batches. */
+  batch_max_events: number;
+  batch_max_bytes: number;
 }
 
 /** What a delivery that cannot be sent any more says in its log. */
@@ -109,8 +114,8 @@ export async function claimDue(pool: Pool, o: ClaimOptions): Promise<ClaimedDeli
        -- subscription). Not the oldest due deliveries overall: a hanging endpoint's backlog is the
        -- oldest, and a window over all of them would hold nothing but its rows while the healthy
        -- subscriptions' deliveries waited behind it (head-of-line blocking).
-       SELECT d.id, d.next_attempt_at, d.bytes FROM quota q CROSS JOIN LATERAL (
-         SELECT c.id, c.next_attempt_at, c.bytes
+       SELECT d.id, d.next_attempt_at, d.bytes, d.members, d.batch_id FROM quota q CROSS JOIN LATERAL (
+         SELECT c.id, c.next_attempt_at, c.bytes, c.members, c.batch_id
            -- Which deliveries are examined: the subscription's oldest due unordered ones, and the
            -- due heads of its rows (the first unfinished delivery of each row key). Only a head can
            -- be claimable — any other delivery of its key waits for it — and after an outage the
@@ -155,9 +160,21 @@ export async function claimDue(pool: Pool, o: ClaimOptions): Promise<ClaimedDeli
            -- Each candidate read by its id alone (the primary key: no plan that ranges over the due
            -- deliveries to intersect with it), checked and locked.
            CROSS JOIN LATERAL (
-             SELECT c.id, c.next_attempt_at, coalesce(c.payload_bytes, 1024) + coalesce(octet_length(c.payload), 0) AS bytes
+             SELECT c.id, c.next_attempt_at, c.batch_id,
+                    -- A batch weighs (and counts) all its unfinished members: they are claimed with it, below.
+                    coalesce(b.bytes, coalesce(c.payload_bytes, 1024) + coalesce(octet_length(c.payload), 0)) AS bytes,
+                    coalesce(b.members, 1) AS members
                FROM walgate.deliveries c
+               LEFT JOIN LATERAL (
+                 SELECT sum(coalesce(s.payload_bytes, 1024) + coalesce(octet_length(s.payload), 0)) AS bytes, count(*) AS members
+                   FROM walgate.deliveries s
+                  WHERE s.batch_id = c.batch_id AND s.batch_id IS NOT NULL AND s.status IN ('pending', 'retrying')) b ON c.batch_id IS NOT NULL
               WHERE c.id = candidate.id AND c.status IN ('pending', 'retrying') AND c.next_attempt_at <= $1
+               -- A batch (batch_id, sql/075) is claimed through its first unfinished member, the
+               -- lead, and the others go with it: one worker holds the whole batch, which is sent
+               -- again as it was (same id, same events), never split between two workers.
+               AND (c.batch_id IS NULL OR NOT EXISTS (SELECT 1 FROM walgate.deliveries s WHERE s.batch_id = c.batch_id AND s.batch_id IS NOT NULL
+                                                         AND s.status IN ('pending', 'retrying') AND s.id < c.id))
                -- Row ordering: not before an earlier (smaller event_id, that is commit order)
                -- unfinished delivery that shares one of its row keys (a key names its subscription
                -- and row, tailer/order-keys.ts). That one is pending or retrying until it is
@@ -190,19 +207,25 @@ export async function claimDue(pool: Pool, o: ClaimOptions): Promise<ClaimedDeli
      ), within AS (
        -- The byte budget: the oldest candidates whose weight fits in what the worker may still
        -- hold (always the first: one delivery larger than the budget still goes, alone).
-       SELECT id FROM (SELECT id, sum(bytes) OVER (ORDER BY next_attempt_at, id) - bytes AS before FROM candidates) c
-        WHERE c.before < $7
+       SELECT id, batch_id FROM (SELECT id, batch_id, sum(bytes) OVER w - bytes AS before, sum(members) OVER w - members AS before_n
+                                   FROM candidates WINDOW w AS (ORDER BY next_attempt_at, id)) c
+        WHERE c.before < $7 AND c.before_n < $3
      ), leased AS (
        -- = ANY(ARRAY(...)): an index lookup per id. A join is planned as a scan of every delivery
        -- kept, which made claims slower as the history grew.
        -- A lease, not a retry slot (sql/044): a breaker's closing must not bring it forward.
-       UPDATE walgate.deliveries d SET next_attempt_at = $2, retry_slot = false WHERE d.id = ANY (ARRAY(SELECT id FROM within))
-       RETURNING d.id, d.webhook_id, d.event_id, d.event_type, d.attempts, d.select_fields, d.next_attempt_at AS lease,
+       -- A batch's lead brings its other unfinished members (the lead rule above: no other claim takes them).
+       UPDATE walgate.deliveries d SET next_attempt_at = $2, retry_slot = false
+        WHERE d.id = ANY (ARRAY(SELECT id FROM within
+                                UNION SELECT s.id FROM walgate.deliveries s
+                                 WHERE s.batch_id = ANY (ARRAY(SELECT batch_id FROM within WHERE batch_id IS NOT NULL))
+                                   AND s.batch_id IS NOT NULL AND s.status IN ('pending', 'retrying')))
+       RETURNING d.id, d.webhook_id, d.batch_id, d.event_id, d.event_type, d.attempts, d.select_fields, d.next_attempt_at AS lease,
                  d.order_key IS NOT NULL AS ordered, d.payload AS kept_payload,
                  coalesce(d.payload_bytes, 1024) + coalesce(octet_length(d.payload), 0) AS held_bytes,
                  coalesce(d.schedule_started_at, d.created_at) AS schedule_started_at
      )
-     SELECT d.id, d.webhook_id, d.attempts, d.lease, d.ordered, w.url, w.secret, w.header_values, d.event_type, d.kept_payload, d.held_bytes,
+     SELECT d.id, d.webhook_id, d.batch_id, w.batch_max_events, w.batch_max_bytes, d.attempts, d.lease, d.ordered, w.url, w.secret, w.header_values, d.event_type, d.kept_payload, d.held_bytes,
             d.schedule_started_at,
             d.event_id AS delivery_event_id,
             CASE WHEN w.previous_secret_until > $1 THEN w.previous_secret END AS previous_secret, ${PAYLOAD_COLUMNS}
@@ -325,57 +348,6 @@ export async function renewLease(pool: Pool, id: string, lease: Date, until: Dat
     [id, lease, until],
   );
   return rowCount ? until : null;
-}
-
-/** A row key of a subscription (row ordering; tailer/order-keys.ts). */
-export interface SubscriptionOrderKey {
-  webhookId: string;
-  key: string;
-}
-
-/**
- * Of these row keys, the ones with an unfinished (pending or retrying) delivery in the queue: the
- * stream keeps parking their changes behind it (delivery/row-order.ts). Index probes only (sql/009).
- */
-export async function unfinishedOrderKeys(db: Queryable, keys: SubscriptionOrderKey[]): Promise<SubscriptionOrderKey[]> {
-  if (keys.length === 0) return [];
-  const { rows } = await db.query<SubscriptionOrderKey>(
-    `SELECT k.webhook_id AS "webhookId", k.key FROM unnest($1::text[], $2::text[]) AS k(webhook_id, key)
-      WHERE EXISTS (SELECT 1 FROM walgate.deliveries d WHERE d.order_key = k.key AND d.order_key IS NOT NULL AND d.status IN ('pending', 'retrying'))
-         OR EXISTS (SELECT 1 FROM walgate.deliveries d WHERE d.order_key_old = k.key AND d.order_key_old IS NOT NULL AND d.status IN ('pending', 'retrying'))
-         OR EXISTS (SELECT 1 FROM walgate.deliveries d WHERE d.order_key = k.key AND d.holds_row)
-         OR EXISTS (SELECT 1 FROM walgate.deliveries d WHERE d.order_key_old = k.key AND d.holds_row AND d.order_key_old IS NOT NULL)`,
-    [keys.map((k) => k.webhookId), keys.map((k) => k.key)],
-  );
-  return rows;
-}
-
-/** Unfinished deliveries with row keys, per subscription (of these subscriptions, or all). */
-export async function unfinishedOrderKeyCounts(db: Queryable, webhookIds?: string[]): Promise<Map<string, number>> {
-  const { rows } = await db.query<{ webhook_id: string; n: number }>(
-    `SELECT webhook_id, count(*)::int AS n FROM walgate.deliveries
-      WHERE (status IN ('pending', 'retrying') OR holds_row) AND order_key IS NOT NULL AND ($1::text[] IS NULL OR webhook_id = ANY ($1))
-      GROUP BY webhook_id`,
-    [webhookIds ?? null],
-  );
-  return new Map(rows.map((r) => [r.webhook_id, r.n]));
-}
-
-/** The row keys of these subscriptions' unfinished deliveries, each once. */
-export async function unfinishedOrderKeysOf(db: Queryable, webhookIds: string[]): Promise<SubscriptionOrderKey[]> {
-  const { rows } = await db.query<SubscriptionOrderKey>(
-    `SELECT webhook_id AS "webhookId", order_key AS key FROM walgate.deliveries
-      WHERE status IN ('pending', 'retrying') AND order_key IS NOT NULL AND webhook_id = ANY ($1)
-     UNION
-     SELECT webhook_id, order_key_old FROM walgate.deliveries
-      WHERE status IN ('pending', 'retrying') AND order_key_old IS NOT NULL AND webhook_id = ANY ($1)
-     UNION
-     SELECT webhook_id, order_key FROM walgate.deliveries WHERE holds_row AND webhook_id = ANY ($1)
-     UNION
-     SELECT webhook_id, order_key_old FROM walgate.deliveries WHERE holds_row AND order_key_old IS NOT NULL AND webhook_id = ANY ($1)`,
-    [webhookIds],
-  );
-  return rows;
 }
 
 export async function queueDepth(pool: Pool): Promise<Record<string, number>> {
