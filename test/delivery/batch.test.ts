@@ -1,5 +1,9 @@
 import { expect } from 'chai';
+import pg from 'pg';
 import { Webhook } from 'standardwebhooks';
+import type { Pool } from '../../src/core/db/pool.js';
+import { claimDue } from '../../src/delivery/sql/queue.js';
+import { createTestDatabase, type TestDatabase } from '../support/database.js';
 import type { ReceivedRequest } from '../support/receiver.js';
 import { eventually, startPipeline, type Pipeline } from './support.js';
 
@@ -186,5 +190,67 @@ describe('delivery: batches', function () {
     for (let row = 1; row <= 20; row++) expect(acknowledged.get(row), `row ${row}`).to.equal(6);
     expect(batchesWithOrderedRows, 'batches carried several rows at once').to.be.greaterThan(0);
     expect(p.receiver.requests.length, 'batched: fewer requests than changes').to.be.below(120);
+  });
+});
+
+describe('delivery: the retry queue claims a batch whole', function () {
+  this.timeout(60_000);
+  let db: TestDatabase;
+  let pool: pg.Pool;
+  const claim = (perWebhook: number, limit = 1000) => {
+    const now = new Date();
+    return claimDue(pool as unknown as Pool, { now, leaseUntil: new Date(now.getTime() + 60_000), limit, perWebhook, inflight: new Map() });
+  };
+  before(async () => {
+    db = await createTestDatabase();
+    pool = new pg.Pool({ connectionString: db.url, max: 4 });
+    await pool.query(`
+      INSERT INTO walgate.projects (id) VALUES ('p');
+      INSERT INTO walgate.environments (project_id, name, schema_name) VALUES ('p', 'e', 'p_e');
+      INSERT INTO walgate.webhooks (id, project_id, environment, schema_name, table_name, events, url, secret, batch_max_events)
+        VALUES ('wh_1', 'p', 'e', 'p_e', 't', '{UPDATE}', 'https://example.com', '\\x00', 10);`);
+  });
+  after(async () => {
+    await pool?.end();
+    await db?.drop();
+  });
+  beforeEach(() => pool.query('DELETE FROM walgate.deliveries'));
+
+  /** `batches` batches of `size` retrying deliveries, due; ids del_<batch>_<member>. */
+  const park = (batches: number, size: number) =>
+    pool.query(
+      `INSERT INTO walgate.deliveries (id, webhook_id, event_id, event_type, status, attempts, next_attempt_at, created_at, batch_id)
+       SELECT format('del_%s_%s', lpad(b::text, 3, '0'), lpad(m::text, 3, '0')), 'wh_1', format('evt_%s_%s', lpad(b::text, 3, '0'), lpad(m::text, 3, '0')),
+              'UPDATE', 'retrying', 1, now() - interval '2 s', now(), 'bat_' || b
+         FROM generate_series(1, $1) b, generate_series(1, $2) m`,
+      [batches, size],
+    );
+
+  it('a batch larger than the room is claimed whole, whichever member the claim meets first', async () => {
+    await park(1, 10);
+    // The lead (its first member) due a moment after the others: a claim with room for 3 meets only non-leads.
+    await pool.query(`UPDATE walgate.deliveries SET next_attempt_at = now() - interval '1 s' WHERE id = 'del_001_001'`);
+    const claimed = await claim(3);
+    expect(claimed.map((c) => c.id).sort()).to.deep.equal(
+      Array.from({ length: 10 }, (_, i) => `del_001_${String(i + 1).padStart(3, '0')}`),
+    );
+    expect(new Set(claimed.map((c) => c.batch_id))).to.deep.equal(new Set(['bat_1']));
+    expect(await claim(3), 'leased: nothing left').to.deep.equal([]);
+  });
+
+  it('claims running at once never split a batch between them', async () => {
+    await park(40, 5);
+    const results = await Promise.all([claim(1000, 30), claim(1000, 30), claim(1000, 30)]);
+    const owner = new Map<string, number>();
+    const count = new Map<string, number>();
+    results.forEach((claimed, worker) => {
+      for (const c of claimed) {
+        expect(owner.get(c.batch_id!) ?? worker, `${c.batch_id} claimed by two`).to.equal(worker);
+        owner.set(c.batch_id!, worker);
+        count.set(c.batch_id!, (count.get(c.batch_id!) ?? 0) + 1);
+      }
+    });
+    expect(count.size).to.be.greaterThan(0);
+    for (const [batch, n] of count) expect(n, batch).to.equal(5);
   });
 });

@@ -122,7 +122,13 @@ export async function claimDue(pool: Pool, o: ClaimOptions): Promise<ClaimedDeli
            -- due range holds mostly blocked successors (parked when their row's head failed, so
            -- "due" since), so a walk of that range grew with the backlog. The conditions below
            -- decide, as before; this only narrows what they are asked about.
-           FROM unnest(ARRAY(
+           -- A member of a batch stands for its batch's lead (its first unfinished member), which
+           -- alone is claimed, bringing the others: found through any member, a batch larger than
+           -- the room is reached whichever of its members the ranges below meet first.
+           FROM unnest(ARRAY(SELECT DISTINCT coalesce(
+                  (SELECT s.id FROM walgate.deliveries s WHERE s.batch_id = x.batch_id AND s.batch_id IS NOT NULL
+                      AND s.status IN ('pending', 'retrying') ORDER BY s.id LIMIT 1), x.id)
+                FROM walgate.deliveries x WHERE x.id = ANY (ARRAY(
                   (SELECT u.id FROM walgate.deliveries u
                     -- Unfinished spelled as in sql/035's index, which alone it then matches: not
                     -- deliveries_due, every subscription's due range, filtered down to this one's.
@@ -156,7 +162,7 @@ export async function claimDue(pool: Pool, o: ClaimOptions): Promise<ClaimedDeli
                       WHERE k.visited < $9
                    )
                    SELECT heads.id FROM (SELECT * FROM from_start UNION ALL SELECT * FROM wrapped) heads
-                    WHERE heads.next_attempt_at <= $1 LIMIT q.n))) AS candidate(id)
+                    WHERE heads.next_attempt_at <= $1 LIMIT q.n))))) AS candidate(id)
            -- Each candidate read by its id alone (the primary key: no plan that ranges over the due
            -- deliveries to intersect with it), checked and locked.
            CROSS JOIN LATERAL (
