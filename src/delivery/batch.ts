@@ -59,7 +59,8 @@ export function gather(bytes: readonly number[], s: BatchSettings, headWaitedMs:
     size += bytes[n]!;
     n++;
   }
-  if (n === s.maxEvents || n < bytes.length) return { take: n };
+  // Full by count, by bytes (the next would not fit, or one change alone is past maxBytes): it goes.
+  if (n === s.maxEvents || n < bytes.length || size >= s.maxBytes) return { take: n };
   if (now || headWaitedMs >= s.maxWaitMs) return { take: n };
   return { waitMs: s.maxWaitMs - headWaitedMs };
 }
