@@ -190,6 +190,14 @@ async function detailView(id, deliveryId) {
             ? 'failures only: changes delivered at their first attempt are counted, not listed'
             : 'full: every delivery is listed',
         ),
+        h('dt', {}, 'Batching'),
+        h(
+          'dd',
+          { id: 'batch-mode' },
+          webhook.batch && webhook.batch.maxEvents > 1
+            ? `up to ${webhook.batch.maxEvents} changes per request, waiting at most ${webhook.batch.maxWaitMs} ms`
+            : 'off: one request per change',
+        ),
         h('dt', {}, 'Custom headers'),
         h('dd', { id: 'custom-headers' }, webhook.headers.length ? webhook.headers.join(', ') : 'none'),
         h('dt', {}, 'Breaker'),

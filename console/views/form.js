@@ -4,7 +4,7 @@ import { go, registerRoute } from '../routing.js';
 import { notFound, problem, say, show } from '../shell.js';
 import { generateSecret, secretOnce } from './secret.js';
 
-// Creating and editing a subscription: table, events, URL, filter, columns, ordering, history and custom
+// Creating and editing a subscription: table, events, URL, filter, columns, ordering, history, batching and custom
 // request headers. Header values are typed into password fields and sent once; the API never
 // returns them, so editing shows the names and replaces the whole set only when asked to.
 
@@ -154,6 +154,15 @@ async function formView(id) {
   const active = h('input', { type: 'checkbox', id: 'active', checked: w ? w.active : true });
   const rowOrdered = h('input', { type: 'checkbox', id: 'ordering', checked: w?.ordering === 'row' });
   const failuresOnly = h('input', { type: 'checkbox', id: 'history', checked: w?.history === 'failures' });
+  // Changes per request (batch.maxEvents): 1 is off. The wait and byte bounds keep what they are (defaults on create).
+  const batchSize = h('input', {
+    type: 'number',
+    id: 'batch-max-events',
+    min: '1',
+    max: '1000',
+    step: '1',
+    value: String(w?.batch?.maxEvents ?? 1),
+  });
   const filterRows = h('div', { id: 'filter-rows' });
   const selectBox = h('div', { id: 'select-columns', class: 'checks' });
   const headers = headerEditor();
@@ -246,6 +255,9 @@ async function formView(id) {
     const picked = [...selectBox.querySelectorAll('input:checked')].map((c) => c.value);
     const ordering = rowOrdered.checked ? 'row' : 'none';
     const history = failuresOnly.checked ? 'failures' : 'full';
+    // Sent as typed (a value out of range comes back as a 400 naming batch.maxEvents); the other bounds kept.
+    const maxEvents = Number(batchSize.value);
+    const batch = { ...(w?.batch ?? {}), maxEvents };
     const sent = headers.collect();
     const body = {
       table: table.value,
@@ -257,6 +269,7 @@ async function formView(id) {
       // Sent when it changes: a PATCH that names "row" re-checks the table's primary key.
       ...(w && w.ordering === ordering ? {} : { ordering }),
       ...(w && w.history === history ? {} : { history }),
+      ...((w ? w.batch?.maxEvents === maxEvents : maxEvents === 1) ? {} : { batch }),
       ...(replaceHeaders.checked && (w || Object.keys(sent).length) ? { headers: sent } : {}),
     };
     try {
@@ -344,6 +357,8 @@ async function formView(id) {
       failuresOnly,
       ' History of failures only: changes delivered at their first attempt are counted, not listed in the delivery log',
     ),
+    h('label', { for: 'batch-max-events' }, 'Changes per request (batching; 1 = off, up to 1000)'),
+    batchSize,
     id ? null : h('p', { class: 'help' }, 'A whsec_ signing secret is generated when you create the subscription and shown once.'),
     h(
       'div',
