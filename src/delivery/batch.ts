@@ -65,21 +65,41 @@ export function gather(bytes: readonly number[], s: BatchSettings, headWaitedMs:
   return { waitMs: s.maxWaitMs - headWaitedMs };
 }
 
-/** Chunks deliveries (in order, `bytes` of each) into batches as `gather` would, none waiting: for the retry queue's unbatched ones. */
-export function chunk<T>(items: readonly T[], bytes: (item: T) => number, s: BatchSettings): T[][] {
-  const out: T[][] = [];
-  let i = 0;
-  while (i < items.length) {
-    const rest = items.slice(i, i + s.maxEvents);
-    const g = gather(
-      rest.map((item) => bytes(item)),
-      s,
-      0,
-      true,
-    );
-    const take = 'take' in g ? g.take : rest.length;
-    out.push(items.slice(i, i + take));
-    i += take;
+/**
+ * Packs units into batches in order, none waiting (the retry queue's deliveries that were never
+ * batched): a unit is one delivery, or a row's chain — its changes in commit order (sql/chains.ts)
+ * — which is never split between two batches (two batches go at once: a row's later change could
+ * overtake its earlier one). A unit too large for a batch of its own keeps the prefix that fits
+ * (at least its first); the rest is `left` (given back to the queue, behind the prefix).
+ */
+export function pack<T>(units: readonly (readonly T[])[], bytes: (item: T) => number, s: BatchSettings): { batches: T[][]; left: T[] } {
+  const batches: T[][] = [];
+  const left: T[] = [];
+  let current: T[] = [];
+  let size = BATCH_OVERHEAD;
+  for (const unit of units) {
+    let n = 0;
+    let alone = 0;
+    while (n < unit.length && n < s.maxEvents && (n === 0 || BATCH_OVERHEAD + alone + bytes(unit[n]!) <= s.maxBytes))
+      alone += bytes(unit[n++]!);
+    left.push(...unit.slice(n));
+    if (current.length > 0 && (current.length + n > s.maxEvents || size + alone > s.maxBytes)) {
+      batches.push(current);
+      current = [];
+      size = BATCH_OVERHEAD;
+    }
+    current.push(...unit.slice(0, n));
+    size += alone;
   }
-  return out;
+  if (current.length > 0) batches.push(current);
+  return { batches, left };
+}
+
+/** Deliveries (in order, `bytes` of each) cut into batches as `gather` would, none waiting. */
+export function chunk<T>(items: readonly T[], bytes: (item: T) => number, s: BatchSettings): T[][] {
+  return pack(
+    items.map((item) => [item]),
+    bytes,
+    s,
+  ).batches;
 }

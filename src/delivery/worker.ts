@@ -166,7 +166,9 @@ export class QueueWorker {
           if (unsendable.some((d) => d.ordered)) this.#o.onOrderedFinished?.();
         }
         if (claimed.length) await this.#deps.breakers.refresh(claimed.map(endpointOf));
-        sends = await claimedSends(this.#ctx.pool, claimed);
+        // Row chains (batch-claims.ts) take what the claim left of the byte budget.
+        const left = bytes - claimed.reduce((sum, d) => sum + d.held_bytes, 0);
+        sends = await claimedSends(this.#ctx.pool, claimed, { now, maxBytes: left });
       } catch (err) {
         log.error({ err }, 'could not claim deliveries; retrying');
         await this.#idle(this.#o.pollMs * 4);

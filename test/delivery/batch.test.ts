@@ -191,6 +191,42 @@ describe('delivery: batches', function () {
     expect(batchesWithOrderedRows, 'batches carried several rows at once').to.be.greaterThan(0);
     expect(p.receiver.requests.length, 'batched: fewer requests than changes').to.be.below(120);
   });
+
+  it("row ordering through the retry queue: a row's backlog goes a batch at a time, its changes in commit order inside the batch", async () => {
+    await p.writer.query('CREATE TABLE IF NOT EXISTS shop_master.items (id int PRIMARY KEY, version int NOT NULL)');
+    await p.writer.query('TRUNCATE shop_master.items');
+    // The first batch fails twice: meanwhile each row's later changes are parked behind it.
+    p.receiver.behave = (_r, i) => (i < 2 ? { status: 503 } : { status: 200 });
+    const wh = await p.subscribe({
+      secret: SECRET,
+      table: 'items',
+      ordering: 'row',
+      events: ['INSERT', 'UPDATE'],
+      batch: { maxEvents: 10 },
+    });
+    await p.writer.query('INSERT INTO shop_master.items SELECT g, 1 FROM generate_series(1, 3) g');
+    for (let v = 2; v <= 6; v++) await p.writer.query('UPDATE shop_master.items SET version = $1', [v]);
+    await eventually(
+      () => p.delivery(wh),
+      (r) => r.length === 18 && r.every((d) => d.status === 'delivered'),
+      20_000,
+    );
+    const requests = p.receiver.requests.map((r) => verifiedEvents(r).map((e) => [e.record.id as number, e.record.version as number]));
+    // The first batch (three rows' INSERTs) three times, then the rows' backlogs: five changes of each row, whole, in order.
+    expect(requests.length, JSON.stringify(requests)).to.be.at.most(6);
+    const after = requests.slice(3).flat();
+    expect(after).to.have.length(15);
+    for (let row = 1; row <= 3; row++) {
+      expect(
+        after.filter(([id]) => id === row).map(([, v]) => v),
+        `row ${row}`,
+      ).to.deep.equal([2, 3, 4, 5, 6]);
+    }
+    expect(
+      requests.slice(3).some((events) => events.filter(([id]) => id === 1).length > 1),
+      'a row moved several changes in one request',
+    ).to.equal(true);
+  });
 });
 
 describe('delivery: the retry queue claims a batch whole', function () {

@@ -44,6 +44,9 @@ export interface ClaimedDelivery extends PayloadRow {
   /** The subscription's batch settings now: unbatched deliveries of a batched subscription are sent in new batches. */
   batch_max_events: number;
   batch_max_bytes: number;
+  /** Row ordering's keys (tailer/order-keys.ts): a batched subscription's row head takes its row's next changes along (sql/chains.ts). */
+  order_key: string | null;
+  order_key_old: string | null;
 }
 
 /** What a delivery that cannot be sent any more says in its log. */
@@ -226,19 +229,9 @@ export async function claimDue(pool: Pool, o: ClaimOptions): Promise<ClaimedDeli
                                 UNION SELECT s.id FROM walgate.deliveries s
                                  WHERE s.batch_id = ANY (ARRAY(SELECT batch_id FROM within WHERE batch_id IS NOT NULL))
                                    AND s.batch_id IS NOT NULL AND s.status IN ('pending', 'retrying')))
-       RETURNING d.id, d.webhook_id, d.batch_id, d.event_id, d.event_type, d.attempts, d.select_fields, d.next_attempt_at AS lease,
-                 d.order_key IS NOT NULL AS ordered, d.payload AS kept_payload,
-                 coalesce(d.payload_bytes, 1024) + coalesce(octet_length(d.payload), 0) AS held_bytes,
-                 coalesce(d.schedule_started_at, d.created_at) AS schedule_started_at
+       RETURNING ${LEASED_RETURNING}
      )
-     SELECT d.id, d.webhook_id, d.batch_id, w.batch_max_events, w.batch_max_bytes, d.attempts, d.lease, d.ordered, w.url, w.secret, w.header_values, d.event_type, d.kept_payload, d.held_bytes,
-            d.schedule_started_at,
-            d.event_id AS delivery_event_id,
-            CASE WHEN w.previous_secret_until > $1 THEN w.previous_secret END AS previous_secret, ${PAYLOAD_COLUMNS}
-            -- Neither its event nor a kept body: nothing to send. Returned all the same, so that the
-            -- worker ends it (payloadGone); left out, it stayed leased and was leased again forever,
-            -- holding back its row's later changes.
-            , e.id IS NULL AND d.kept_payload IS NULL AS payload_gone
+     SELECT ${CLAIMED_COLUMNS('$1')}
        FROM leased d LEFT JOIN walgate.events e ON e.id = d.event_id JOIN walgate.webhooks w ON w.id = d.webhook_id
       ORDER BY d.event_id`, // dispatched in WAL order, as far as concurrency allows (no order is promised)
     [
@@ -255,6 +248,22 @@ export async function claimDue(pool: Pool, o: ClaimOptions): Promise<ClaimedDeli
   );
   return rows;
 }
+
+/** What a claim's UPDATE … RETURNING hands on (as `d`) to CLAIMED_COLUMNS; sql/chains.ts claims with it too. */
+export const LEASED_RETURNING = `d.id, d.webhook_id, d.batch_id, d.event_id, d.event_type, d.attempts, d.select_fields, d.next_attempt_at AS lease,
+                 d.order_key IS NOT NULL AS ordered, d.order_key, d.order_key_old, d.payload AS kept_payload,
+                 coalesce(d.payload_bytes, 1024) + coalesce(octet_length(d.payload), 0) AS held_bytes,
+                 coalesce(d.schedule_started_at, d.created_at) AS schedule_started_at`;
+
+/** A ClaimedDelivery, from the leased rows `d` joined with their event `e` and subscription `w`; `now` the claim's time parameter. */
+export const CLAIMED_COLUMNS = (now: string) =>
+  `d.id, d.webhook_id, d.batch_id, w.batch_max_events, w.batch_max_bytes, d.attempts, d.lease, d.ordered, d.order_key, d.order_key_old,
+   w.url, w.secret, w.header_values, d.event_type, d.kept_payload, d.held_bytes, d.schedule_started_at, d.event_id AS delivery_event_id,
+   CASE WHEN w.previous_secret_until > ${now} THEN w.previous_secret END AS previous_secret, ${PAYLOAD_COLUMNS}
+   -- Neither its event nor a kept body: nothing to send. Returned all the same, so that the
+   -- worker ends it (payloadGone); left out, it stayed leased and was leased again forever,
+   -- holding back its row's later changes.
+   , e.id IS NULL AND d.kept_payload IS NULL AS payload_gone`;
 
 export interface AttemptResult {
   deliveryId: string;

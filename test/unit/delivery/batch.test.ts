@@ -1,5 +1,5 @@
 import { expect } from 'chai';
-import { BATCH_OVERHEAD, batchBody, chunk, gather, type BatchSettings } from '../../../src/delivery/batch.js';
+import { BATCH_OVERHEAD, batchBody, chunk, gather, pack, type BatchSettings } from '../../../src/delivery/batch.js';
 
 const s: BatchSettings = { maxEvents: 4, maxWaitMs: 100, maxBytes: 1000 };
 
@@ -33,6 +33,18 @@ describe('unit: how a batch is gathered (batch.ts)', () => {
     const items = [1, 2, 3, 4, 5, 6, 7, 8, 9];
     expect(chunk(items, () => 10, s)).to.deep.equal([[1, 2, 3, 4], [5, 6, 7, 8], [9]]);
     expect(chunk(items.slice(0, 4), (i) => (i === 2 ? 990 : 10), s)).to.deep.equal([[1], [2], [3, 4]]);
+  });
+
+  it("pack: a row's chain is never split between two batches; one too long for a batch keeps its prefix, the rest is left", () => {
+    expect(pack([[1, 2, 3], [4, 5], [6]], () => 10, s)).to.deep.equal({
+      batches: [
+        [1, 2, 3],
+        [4, 5, 6],
+      ],
+      left: [],
+    });
+    expect(pack([[1], [2, 3, 4, 5, 6, 7]], () => 10, s)).to.deep.equal({ batches: [[1], [2, 3, 4, 5]], left: [6, 7] });
+    expect(pack([[1, 2, 3]], (i) => (i === 1 ? 600 : 500), s)).to.deep.equal({ batches: [[1]], left: [2, 3] });
   });
 
   it('the body is {"events": [...]} of the bodies exactly as they are', () => {
