@@ -57,27 +57,37 @@ export function notFound(title, text) {
  */
 export function poll(live, fn, ms = 2000) {
   let timer = null;
+  let running = null;
+  let stopped = false;
   const tick = async () => {
     timer = null;
-    if (!live()) return stop();
+    if (stopped || !live()) return stop();
     if (document.hidden) return; // visibilitychange resumes
-    try {
-      await fn();
-    } catch (err) {
-      problem(err);
-    }
-    if (live() && timer === null) timer = window.setTimeout(tick, ms);
+    running = fn().catch((err) => problem(err));
+    await running;
+    running = null;
+    if (!stopped && live() && timer === null) timer = window.setTimeout(tick, ms);
   };
   const onVisible = () => {
-    if (!live()) return stop();
+    if (stopped || !live()) return stop();
     if (!document.hidden && timer === null) tick();
   };
   function stop() {
+    stopped = true;
     window.clearTimeout(timer);
+    timer = null;
     document.removeEventListener('visibilitychange', onVisible);
   }
   document.addEventListener('visibilitychange', onVisible);
   timer = window.setTimeout(tick, ms);
+  // Stops it and resolves once a poll in flight has answered: a view that is about to delete what
+  // it polls asks nothing of it afterwards (a 404 the browser would log as an error).
+  return {
+    stop: async () => {
+      stop();
+      await running;
+    },
+  };
 }
 
 /** A modal question; resolves true when confirmed. Esc or Cancel answers no. */

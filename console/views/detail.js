@@ -181,7 +181,7 @@ async function detailView(id, deliveryId) {
         h('dt', {}, 'Columns'),
         h('dd', {}, webhook.select ? webhook.select.join(', ') : 'all'),
         h('dt', {}, 'Ordering'),
-        h('dd', {}, webhook.ordering === 'row' ? 'per row, in commit order' : 'none'),
+        h('dd', { id: 'ordering-mode' }, orderingText(webhook.ordering)),
         h('dt', {}, 'History'),
         h(
           'dd',
@@ -198,6 +198,8 @@ async function detailView(id, deliveryId) {
             ? `up to ${webhook.batch.maxEvents} changes per request, waiting at most ${webhook.batch.maxWaitMs} ms`
             : 'off: one request per change',
         ),
+        h('dt', {}, 'Retry schedule'),
+        h('dd', { id: 'retry-schedule' }, webhook.retry ? `${webhook.retry.delaysMs.join(', ')} ms` : 'the environment’s default'),
         h('dt', {}, 'Custom headers'),
         h('dd', { id: 'custom-headers' }, webhook.headers.length ? webhook.headers.join(', ') : 'none'),
         h('dt', {}, 'Breaker'),
@@ -289,14 +291,18 @@ async function detailView(id, deliveryId) {
     }
   }
 
+  let poller = null;
   async function remove() {
     if (!(await ask(`Delete the subscription on ${webhook.table} → ${webhook.url}? Its deliveries go with it.`, 'Delete', true))) return;
+    // No poll of what is being deleted may still be out when it is gone.
+    await poller?.stop();
     try {
       await call('DELETE', path);
       say('Subscription deleted.');
       go('#/');
     } catch (err) {
       problem(err);
+      if (live()) poller = poll(live, refresh);
     }
   }
 
@@ -372,8 +378,15 @@ async function detailView(id, deliveryId) {
   if (!live()) return;
   if (deliveryId) await open(deliveryId);
   // New deliveries appear without a reload; the first page only, so paging back is left alone.
-  poll(live, refresh);
+  poller = poll(live, refresh);
 }
 
 registerRoute(/^\/w\/([^/]+)$/, (id) => detailView(id));
 registerRoute(/^\/w\/([^/]+)\/d\/([^/]+)$/, (id, deliveryId) => detailView(id, deliveryId));
+
+/** A subscription's ordering in words: none, per row, or per group of the columns it names. */
+function orderingText(ordering) {
+  if (ordering === 'row') return 'per row, in commit order';
+  if (ordering && typeof ordering === 'object') return `per ${ordering.by.join(' + ')}, in commit order`;
+  return 'none';
+}

@@ -152,7 +152,19 @@ async function formView(id) {
     value: w?.url ?? '',
   });
   const active = h('input', { type: 'checkbox', id: 'active', checked: w ? w.active : true });
-  const rowOrdered = h('input', { type: 'checkbox', id: 'ordering', checked: w?.ordering === 'row' });
+  // Ordering: none, per row, or per group of columns (`{by: [...]}`, typed in, in the order that
+  // makes the group: the API checks them against the table and says which one is wrong).
+  const group = w && typeof w.ordering === 'object' ? w.ordering.by : null;
+  const unordered = h('input', { type: 'radio', name: 'ordering', id: 'ordering-none', checked: !w?.ordering || w.ordering === 'none' });
+  const rowOrdered = h('input', { type: 'radio', name: 'ordering', id: 'ordering', checked: w?.ordering === 'row' });
+  const groupOrdered = h('input', { type: 'radio', name: 'ordering', id: 'ordering-group', checked: !!group });
+  const groupColumns = h('input', {
+    id: 'ordering-by',
+    'aria-label': 'Group columns',
+    placeholder: 'account_id',
+    value: group ? group.join(', ') : '',
+    oninput: () => (groupOrdered.checked = true),
+  });
   const failuresOnly = h('input', { type: 'checkbox', id: 'history', checked: w?.history === 'failures' });
   // Changes per request (batch.maxEvents): 1 is off. The wait and byte bounds keep what they are (defaults on create).
   const batchSize = h('input', {
@@ -163,6 +175,8 @@ async function formView(id) {
     step: '1',
     value: String(w?.batch?.maxEvents ?? 1),
   });
+  // The retry schedule: waits in ms, comma-separated; empty for the environment's default.
+  const retry = h('input', { id: 'retry', placeholder: "the environment's default", value: w?.retry ? w.retry.delaysMs.join(', ') : '' });
   const filterRows = h('div', { id: 'filter-rows' });
   const selectBox = h('div', { id: 'select-columns', class: 'checks' });
   const headers = headerEditor();
@@ -253,11 +267,21 @@ async function formView(id) {
       }
     } else filter = asJson.checked ? {} : documentOfRows(readRows());
     const picked = [...selectBox.querySelectorAll('input:checked')].map((c) => c.value);
-    const ordering = rowOrdered.checked ? 'row' : 'none';
+    const ordering = rowOrdered.checked
+      ? 'row'
+      : groupOrdered.checked
+        ? {
+            by: groupColumns.value
+              .split(',')
+              .map((c) => c.trim())
+              .filter(Boolean),
+          }
+        : 'none';
     const history = failuresOnly.checked ? 'failures' : 'full';
     // Sent as typed (a value out of range comes back as a 400 naming batch.maxEvents); the other bounds kept.
     const maxEvents = Number(batchSize.value);
     const batch = { ...(w?.batch ?? {}), maxEvents };
+    const delays = retry.value.trim() ? retry.value.split(',').map((v) => Number(v.trim())) : null;
     const sent = headers.collect();
     const body = {
       table: table.value,
@@ -267,9 +291,10 @@ async function formView(id) {
       filter: filter !== null && typeof filter === 'object' && !Array.isArray(filter) && !Object.keys(filter).length ? null : filter,
       select: picked.length ? picked : null,
       // Sent when it changes: a PATCH that names "row" re-checks the table's primary key.
-      ...(w && w.ordering === ordering ? {} : { ordering }),
+      ...(w && JSON.stringify(w.ordering) === JSON.stringify(ordering) ? {} : { ordering }),
       ...(w && w.history === history ? {} : { history }),
       ...((w ? w.batch?.maxEvents === maxEvents : maxEvents === 1) ? {} : { batch }),
+      retry: delays ? { delaysMs: delays } : null,
       ...(replaceHeaders.checked && (w || Object.keys(sent).length) ? { headers: sent } : {}),
     };
     try {
@@ -346,10 +371,24 @@ async function formView(id) {
     ),
     h('label', { class: 'check', for: 'active' }, active, ' Active (unchecked: paused)'),
     h(
-      'label',
-      { class: 'check', for: 'ordering' },
-      rowOrdered,
-      " Row ordering: a row's changes one at a time, in commit order (needs a primary key)",
+      'fieldset',
+      {},
+      h('legend', {}, 'Ordering'),
+      h('label', { class: 'check', for: 'ordering-none' }, unordered, ' None: changes go out in parallel, in no promised order'),
+      h(
+        'label',
+        { class: 'check', for: 'ordering' },
+        rowOrdered,
+        " Row ordering: a row's changes one at a time, in commit order (needs a primary key)",
+      ),
+      h(
+        'label',
+        { class: 'check', for: 'ordering-group' },
+        groupOrdered,
+        ' Group ordering: the changes that agree on these columns one at a time, in commit order (e.g. one account)',
+      ),
+      groupColumns,
+      h('p', { class: 'help' }, 'Group columns: 1 to 8, comma-separated. A NULL value is a group of its own.'),
     ),
     h(
       'label',
@@ -359,6 +398,8 @@ async function formView(id) {
     ),
     h('label', { for: 'batch-max-events' }, 'Changes per request (batching; 1 = off, up to 1000)'),
     batchSize,
+    h('label', { for: 'retry' }, 'Retry schedule (ms before each attempt, the first 0)', retry),
+    h('p', { class: 'help' }, 'For example 0, 1000, 5000: three attempts, then dead. Empty: the environment’s default.'),
     id ? null : h('p', { class: 'help' }, 'A whsec_ signing secret is generated when you create the subscription and shown once.'),
     h(
       'div',

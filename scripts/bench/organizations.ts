@@ -1,37 +1,16 @@
-import { randomBytes, randomUUID } from 'node:crypto';
+import { randomUUID } from 'node:crypto';
 import { Pool as HttpPool } from 'undici';
 import type { Bench } from './run.js';
 import { percentile, round, summarize } from './stats.js';
+import { benchUsers, CHAINS, measureRefreshes as measure, PASSWORD, post, RUNS, SECONDS } from './token-chains.js';
 
 // Refresh with an active organization against without, in the same api and the same run: the
 // organization adds one lookup of the membership per refresh (its role and permissions as they
 // now stand) and four claims to the token. Target: at least 0.9× the plain refresh rate.
 
-const SECONDS = Number(process.env.BENCH_HTTP_SECONDS ?? 4);
-const RUNS = 3;
-const CHAINS = 100;
-const PASSWORD = 'correct horse battery staple 42';
-const randomIp = () => `10.${randomBytes(1)[0]}.${randomBytes(1)[0]}.${randomBytes(1)[0]}`;
-const headers = { 'content-type': 'application/json', 'x-project-id': 'bench' };
-
-async function post(url: string, body: unknown, token?: string): Promise<Record<string, any>> {
-  const res = await fetch(url, {
-    method: 'POST',
-    headers: { ...headers, 'x-forwarded-for': randomIp(), ...(token ? { authorization: `Bearer ${token}` } : {}) },
-    body: JSON.stringify(body),
-  });
-  if (res.status >= 300) throw new Error(`${url}: ${res.status} ${await res.text()}`);
-  return (await res.json()) as Record<string, any>;
-}
-
 /** Refresh tokens of `CHAINS` logged-in users; with `organization`, each session switched to it first. */
 async function chains(b: Bench, apiUrl: string, prefix: string, organization?: string): Promise<string[]> {
-  const { rows } = await b.pool.query<{ id: string; email: string }>(
-    `INSERT INTO walgate.users (project_id, environment, email, password_hash, email_verified_at, created_at, updated_at)
-     SELECT 'bench', 'master', $1 || g || '@example.com', $2, now(), now(), now() FROM generate_series(1, $3::int) g
-     ON CONFLICT (project_id, environment, email) DO UPDATE SET updated_at = now() RETURNING id, email`,
-    [prefix, await b.passwordHash(), CHAINS],
-  );
+  const rows = await benchUsers(b, 'master', prefix);
   if (organization)
     await b.pool.query(
       `INSERT INTO walgate.organization_members (id, organization_id, user_id, role, created_at, updated_at)
@@ -42,35 +21,9 @@ async function chains(b: Bench, apiUrl: string, prefix: string, organization?: s
     rows.map(async (r) => {
       const pair = await post(`${apiUrl}/auth/login`, { email: r.email, password: PASSWORD });
       if (!organization) return pair.refreshToken as string;
-      return (await post(`${apiUrl}/auth/organizations/active`, { organizationId: organization }, pair.accessToken)).refreshToken as string;
+      return (await post(`${apiUrl}/auth/organizations/active`, { organizationId: organization }, 'master', pair.accessToken)).refreshToken as string;
     }),
   );
-}
-
-/** Refreshes per second over `SECONDS`, each connection chaining its own tokens; and the latencies. */
-async function measure(http: HttpPool, tokens: string[], ms: number): Promise<{ rate: number; latencies: number[] }> {
-  let done = 0;
-  const latencies: number[] = [];
-  const until = Date.now() + ms;
-  await Promise.all(
-    tokens.map(async (_, i) => {
-      while (Date.now() < until) {
-        const started = performance.now();
-        const res = await http.request({
-          method: 'POST',
-          path: '/auth/refresh-token',
-          headers: { ...headers, 'x-forwarded-for': randomIp() },
-          body: JSON.stringify({ refreshToken: tokens[i] }),
-        });
-        const body = (await res.body.json()) as { refreshToken?: string };
-        if (res.statusCode !== 200 || !body.refreshToken) throw new Error(`refresh failed: ${res.statusCode}`);
-        tokens[i] = body.refreshToken;
-        latencies.push(performance.now() - started);
-        done++;
-      }
-    }),
-  );
-  return { rate: done / (ms / 1000), latencies };
 }
 
 export async function refreshWithOrganization(b: Bench): Promise<void> {

@@ -16,6 +16,7 @@ import { provisionEnvironment } from '../../src/auth/provision.js';
 import { testCertificates } from '../../test/support/tls.js';
 import { login, protectedRead, refresh } from './http-paths.js';
 import { refreshWithOrganization } from './organizations.js';
+import { tokensWithClaims } from './claims.js';
 import { Daemon, onShutdown, runShutdown, stopChildren, stopOnSignals } from './processes.js';
 import { startCountingReceiver, type CountingReceiver } from './receiver.js';
 import type { Summary } from './stats.js';
@@ -154,6 +155,7 @@ try {
     ['login', () => login(bench)],
     ['refresh', () => refresh(bench, results.find((r) => r.path.includes('postgres revocation list'))?.value.median)],
     ['organizations', () => refreshWithOrganization(bench)],
+    ['claims', () => tokensWithClaims(bench)],
     ...deliveryRatePaths(bench),
     ...historyModePaths(bench),
     ...batchingPaths(bench),

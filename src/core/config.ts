@@ -66,6 +66,12 @@ const schema = z.object({
   WEBHOOK_ENDPOINT_CONCURRENCY: z.coerce.number().int().min(1).max(1024).default(16),
   WEBHOOK_PAUSED_BACKLOG_MS: positiveMs.default(3 * DAY_MS),
   TAILER_PORT: port.default(3001),
+  /** Replication lag past which `_operations` subscribers get a `slot.lag` event (once per crossing). */
+  OPERATIONS_SLOT_LAG_BYTES: z.coerce
+    .number()
+    .int()
+    .min(1)
+    .default(1024 ** 3),
   SLOT_WAL_WARN_BYTES: z.coerce
     .number()
     .int()
@@ -89,6 +95,7 @@ const schema = z.object({
   METRICS_PORT: port.optional(),
   REFRESH_REUSE_GRACE_SECONDS: z.coerce.number().int().min(0).max(300).default(10),
   AUTH_EVENTS_RETENTION_MS: retentionMs.default(90 * DAY_MS),
+  OPERATIONS_RETENTION_MS: retentionMs.default(30 * DAY_MS),
   MAIL_COURIER_CONCURRENCY: z.coerce.number().int().min(1).max(64).default(8),
   MAIL_MAX_ATTEMPTS: z.coerce.number().int().min(1).default(12),
   MAIL_RETRY_MAX_DELAY_MS: positiveMs.default(300_000),
@@ -171,6 +178,7 @@ const configSchema = schema.superRefine(checkTogether).transform((e) => ({
   tailerPort: e.TAILER_PORT,
   /** Retained WAL that makes the slot watchdog warn when max_slot_wal_keep_size is unlimited. */
   slotWalWarnBytes: e.SLOT_WAL_WARN_BYTES,
+  operationsSlotLagBytes: e.OPERATIONS_SLOT_LAG_BYTES,
   /** Payload bytes the tailer holds in memory (waiting or in flight) before it stops reading the WAL. */
   tailerMaxHeldBytes: e.TAILER_MAX_HELD_BYTES,
   /** Postgres 17+: the slot is a failover slot (a standby with sync_replication_slots=on keeps a copy). */
@@ -186,6 +194,7 @@ const configSchema = schema.superRefine(checkTogether).transform((e) => ({
   refreshReuseGraceSeconds: e.REFRESH_REUSE_GRACE_SECONDS,
   /** Audit rows are removed this long after they were written. */
   authEventsRetentionMs: e.AUTH_EVENTS_RETENTION_MS,
+  operationsRetentionMs: e.OPERATIONS_RETENTION_MS,
   mail: {
     /** Mails one api process sends at once. */
     courierConcurrency: e.MAIL_COURIER_CONCURRENCY,

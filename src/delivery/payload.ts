@@ -22,8 +22,12 @@ function objectJson(columns: readonly string[], fragments: readonly string[], se
   return `{${parts.join(',')}}`;
 }
 
-/** The seed's payload plus `old_record`, with `select` applied to every image. */
-export function buildPayload(target: PayloadTarget, event: CapturedEvent): string {
+/**
+ * The seed's payload plus `old_record`, with `select` applied to every image, and
+ * `previous_event_id`: for a row-ordered subscription the id of the row's change it was handed
+ * before this one (tailer/previous-events.ts), null when not known or not ordered.
+ */
+export function buildPayload(target: PayloadTarget, event: CapturedEvent, previousEventId: string | null = null): string {
   const { select } = target;
   const record = objectJson(event.columns, event.record, select);
   const old = event.old ? objectJson(event.columns, event.old, select) : 'null';
@@ -37,6 +41,7 @@ export function buildPayload(target: PayloadTarget, event: CapturedEvent): strin
     `,"event":"${event.operation}"` +
     `,"record":${record},"data":${record},"old_record":${old}` +
     `,"changed_fields":${JSON.stringify(changed)}` +
+    `,"previous_event_id":${previousEventId === null ? 'null' : JSON.stringify(previousEventId)}` +
     // A test event (POST …/{id}/test) says so, so a receiver can tell it from a real change.
     `${isTestEvent(event.id) ? ',"test":true' : ''}}`
   );
@@ -45,7 +50,7 @@ export function buildPayload(target: PayloadTarget, event: CapturedEvent): strin
 // The arrays travel as JSON: JSON.parse reads them several times faster than the text[] parser.
 export const PAYLOAD_COLUMNS = `e.id AS event_id, e.schema_name, e.table_name, e.operation, e.committed_at, to_json(e.columns) AS columns,
   to_json(e.record) AS record, to_json(e.old_record) AS old_record, to_json(e.changed_fields) AS changed_fields,
-  w.project_id, w.environment, d.select_fields`;
+  w.project_id, w.environment, d.select_fields, d.previous_event_id`;
 
 export interface PayloadRow {
   event_id: string;
@@ -60,6 +65,7 @@ export interface PayloadRow {
   project_id: string;
   environment: string;
   select_fields: string[] | null;
+  previous_event_id: string | null;
 }
 
 export function eventOf(r: PayloadRow): CapturedEvent {
@@ -77,5 +83,5 @@ export function eventOf(r: PayloadRow): CapturedEvent {
 }
 
 export function renderPayload(r: PayloadRow): string {
-  return buildPayload({ projectId: r.project_id, environment: r.environment, select: r.select_fields }, eventOf(r));
+  return buildPayload({ projectId: r.project_id, environment: r.environment, select: r.select_fields }, eventOf(r), r.previous_event_id);
 }

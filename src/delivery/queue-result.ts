@@ -34,12 +34,14 @@ export async function queueResult(
 ): Promise<QueueResult> {
   const { lease, body, outcome } = sent;
   const { webhooks } = ctx.config;
+  // The subscription's own schedule, or its environment's (read with the claim); else the platform's.
+  const delaysMs = d.retry_delays_ms ?? webhooks.retryDelaysMs;
   if (outcome.kind === 'waited') {
     // The breaker holds it: no request, no attempt spent; it goes when the breaker lets it.
     const wait = waitRecord(
       { deliveryId: d.id, lease, spent: d.attempts, scheduleStartedAt: d.schedule_started_at },
       outcome,
-      breakerWaitBound(webhooks.retryDelaysMs, webhooks.breakerCooldownMs, webhooks.breakerMaxWaitMs),
+      breakerWaitBound(delaysMs, webhooks.breakerCooldownMs, webhooks.breakerMaxWaitMs),
     );
     stats.waits++;
     if (wait.status === 'dead') {
@@ -52,7 +54,7 @@ export async function queueResult(
   const concluded = await conclude(ctx, deps, outcome, {
     webhookId: d.webhook_id,
     attemptNo: attempt,
-    delaysMs: webhooks.retryDelaysMs,
+    delaysMs,
     committedAt: d.committed_at ?? d.lease,
   });
   const { step } = concluded;

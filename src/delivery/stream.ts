@@ -300,7 +300,7 @@ export class StreamDelivery implements DeliveryStream {
     const concluded = await conclude(this.#ctx, this.#deps, outcome, {
       webhookId,
       attemptNo: 1,
-      delaysMs: this.#limits.retryDelaysMs,
+      delaysMs: target.retryDelaysMs ?? this.#limits.retryDelaysMs,
       committedAt: first.event.committedAt,
       deliveries: jobs.length,
     });

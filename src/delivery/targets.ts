@@ -32,6 +32,8 @@ export interface Target {
   history: 'full' | 'failures';
   /** Batched delivery (maxEvents 1: off): the stream's lanes gather by it (batch.ts). */
   batch: BatchSettings;
+  /** Its retry schedule (its own or its environment's); null: the platform's. */
+  retryDelaysMs: number[] | null;
 }
 
 /** The stream's request for a change to a subscription: its payload as the target selects, signed with its secrets. */
@@ -64,7 +66,11 @@ export function targetBatchRequest(target: Target, batchId: string, bodies: read
 
 /** A delivery's body as the target renders it (the same bytes alone or in a batch). */
 export function targetBody(target: Target, delivery: CapturedDelivery, event: CapturedEvent): string {
-  return buildPayload({ projectId: target.projectId, environment: target.environment, select: delivery.select }, event);
+  return buildPayload(
+    { projectId: target.projectId, environment: target.environment, select: delivery.select },
+    event,
+    delivery.previousEventId ?? null,
+  );
 }
 
 export class Targets {
@@ -107,6 +113,7 @@ export class Targets {
                 headers: this.openHeaders(r.header_values),
                 history: r.history,
                 batch: r.batch,
+                retryDelaysMs: r.retry_delays_ms,
               }
             : null;
           // A change announced while this read ran may not be in it: keep it only if none was.

@@ -4,9 +4,11 @@ import { createContext } from '../core/context.js';
 import { migrate } from '../core/db/migrate.js';
 import { startApi } from './api-app.js';
 import { Pruner } from '../retention/pruner.js';
+import { requireLoadableExtraCaCerts } from './extra-ca-certs.js';
 import { exitOnStartupError, stopOnSignals } from './lifecycle.js';
 
 async function main(): Promise<void> {
+  requireLoadableExtraCaCerts(); // before anything starts: a CA Node ignored would fail every TLS call
   const config = loadConfig();
   if (!config.databaseUrl) throw new Error('DATABASE_URL is required for `npm run api` (`npm start` runs on an embedded database)');
   const ctx = await createContext(config, config.databaseUrl, { applicationName: 'walgate-api' });

@@ -10,12 +10,14 @@ import { findEnvironment } from '../projects/environments.js';
 import { provisionEnvironment } from '../auth/provision.js';
 import { createManagementToken } from '../webhooks/management-tokens.js';
 import { openDatabase, type Database } from './database.js';
+import { requireLoadableExtraCaCerts } from './extra-ca-certs.js';
 import { exitOnStartupError, stopOnSignals } from './lifecycle.js';
 import { startTailerRuntime } from './tailer-runtime.js';
 import { Pruner } from '../retention/pruner.js';
 import { Teardown } from './teardown.js';
 
 async function main(): Promise<void> {
+  requireLoadableExtraCaCerts(); // before anything starts: a CA Node ignored would fail every TLS call
   const config = loadConfig();
   const { consoleDestination, createLogger } = await import('../core/log.js');
   const log = createLogger(config.logLevel, await consoleDestination());

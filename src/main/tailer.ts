@@ -2,10 +2,12 @@
 import { loadConfig } from '../core/config.js';
 import { createContext } from '../core/context.js';
 import { migrate } from '../core/db/migrate.js';
+import { requireLoadableExtraCaCerts } from './extra-ca-certs.js';
 import { exitOnStartupError, stopOnSignals } from './lifecycle.js';
 import { startTailerRuntime } from './tailer-runtime.js';
 
 async function main(): Promise<void> {
+  requireLoadableExtraCaCerts(); // before anything starts: a CA Node ignored would fail every TLS call
   const config = loadConfig();
   if (!config.databaseUrl) throw new Error('DATABASE_URL is required for `npm run tailer` (`npm start` runs on an embedded database)');
   const ctx = await createContext(config, config.databaseUrl, { applicationName: 'walgate-tailer' });

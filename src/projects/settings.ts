@@ -1,5 +1,6 @@
 import { z } from 'zod';
 import { DEFAULT_RATE_LIMITS } from '../core/store/rate-limits.js';
+import { retryDelays } from './retry-delays.js';
 import { providerInputs, providerView, storedProviders, viewProvider, type StoredProvider } from './providers.js';
 
 // An environment's settings: ONE schema, whose defaults are the seed's values. The CLI
@@ -138,6 +139,8 @@ export const environmentSettings = z.object({
     })
     .prefault({}),
   organizations,
+  /** The environment's default retry schedule of its subscriptions (a subscription's `retry` overrides it); null: WEBHOOK_RETRY_DELAYS_MS. */
+  webhookRetryDelaysMs: retryDelays.nullable().default(null),
 });
 
 export type Settings = z.infer<typeof environmentSettings>;

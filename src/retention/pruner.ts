@@ -6,6 +6,7 @@ import {
   oldestHistory,
   expirePausedBacklog,
   pruneAuthEvents,
+  pruneOperations,
   pruneDeliveries,
   pruneDeliveryMinutes,
   pruneMail,
@@ -166,9 +167,11 @@ export class Pruner {
     await this.#batches(async () => this.#counted('verification_codes', add, await pruneVerificationCodes(pool, now, this.#batch)));
     await this.#batches(async () => this.#counted('revoked_sessions', add, await pruneRevokedSessions(pool, now, this.#batch)));
     await this.#batches(async () => this.#counted('rate_limits', add, await pruneRateLimits(pool, now, this.#batch)));
-    const { authEventsRetentionMs, mail } = this.#ctx.config;
+    const { authEventsRetentionMs, operationsRetentionMs, mail } = this.#ctx.config;
     const eventsBefore = new Date(now.getTime() - authEventsRetentionMs);
     await this.#batches(async () => this.#counted('auth_events', add, await pruneAuthEvents(pool, eventsBefore, this.#batch)));
+    const operationsBefore = new Date(now.getTime() - operationsRetentionMs);
+    await this.#batches(async () => this.#counted('operations', add, await pruneOperations(pool, operationsBefore, this.#batch)));
     const mailBefore = new Date(now.getTime() - mail.retentionMs);
     await this.#batches(async () => this.#counted('mail_outbox', add, await pruneMail(pool, mailBefore, this.#batch)));
   }

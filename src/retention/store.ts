@@ -170,6 +170,10 @@ export async function expirePausedBacklog(db: Queryable, before: Date, limit: nu
 export const pruneAuthEvents = (db: Queryable, before: Date, limit: number): Promise<number> =>
   deleteOldest(db, { table: 'walgate.auth_events', key: 'id', order: 'created_at', where: 'created_at < $1' }, before, limit);
 
+/** Operational events written before `before` (OPERATIONS_RETENTION_MS). */
+export const pruneOperations = (db: Queryable, before: Date, limit: number): Promise<number> =>
+  deleteOldest(db, { table: 'walgate.operations', key: 'id', order: 'created_at', where: 'created_at < $1' }, before, limit);
+
 /** Per-minute delivery counts (the health rollup) of minutes before `before`. */
 export const pruneDeliveryMinutes = (db: Queryable, before: Date, limit: number): Promise<number> =>
   deleteOldest(db, { table: 'walgate.delivery_minutes', key: 'ctid', order: 'minute', where: 'minute < $1' }, before, limit);

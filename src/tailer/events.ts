@@ -1,7 +1,7 @@
 import type { CapturedDelivery, CapturedEvent, Operation } from './sink.js';
 import { lsnHex, type Lsn } from './lsn.js';
 import { filterMatches, type Row } from './match.js';
-import { orderKey } from './order-keys.js';
+import { changeGroups, orderKey } from './order-keys.js';
 import type { SubscriptionSpec } from './subscriptions.js';
 
 export type { Operation };
@@ -50,6 +50,16 @@ export function wants(sub: SubscriptionSpec, change: Change): boolean {
   return filterMatches(sub.filter, change);
 }
 
+/**
+ * The order keys a subscription's delivery of the change carries: with 'row' those of `rows`
+ * (the change's row identities, null without a primary key), with 'group' those of the change's
+ * groups under the subscription's own columns (null when the table lacks one); null = unordered.
+ */
+function orderKeysFor(sub: SubscriptionSpec, change: Change, rows: readonly string[] | null): string[] | null {
+  const identities = sub.ordering === 'row' ? rows : sub.ordering === 'group' ? changeGroups(change, sub.orderingBy ?? []) : null;
+  return identities ? identities.map((identity) => orderKey(sub.id, identity)) : null;
+}
+
 /** `rows`: the row identities the change orders with (order-keys.ts): row-ordered subscriptions' deliveries carry their keys. */
 export function matchDeliveries(subs: readonly SubscriptionSpec[], change: Change, rows: string[] | null = null): DeliveryRecord[] {
   const out: DeliveryRecord[] = [];
@@ -61,7 +71,7 @@ export function matchDeliveries(subs: readonly SubscriptionSpec[], change: Chang
       eventId: change.eventId,
       eventType: change.operation,
       select: sub.select,
-      orderKeys: sub.ordering === 'row' && rows ? rows.map((row) => orderKey(sub.id, row)) : null,
+      orderKeys: orderKeysFor(sub, change, rows),
     });
   }
   return out;
@@ -69,7 +79,8 @@ export function matchDeliveries(subs: readonly SubscriptionSpec[], change: Chang
 
 /**
  * A backfilled row's delivery (tailer/backfill/): to the one subscription that asked, whatever its
- * `events` say; `rows`: the row's identity, so that with `ordering: "row"` it waits its turn.
+ * `events` say; `rows`: the row's identity, so that with `ordering: "row"` (or its group's, with a
+ * group) it waits its turn.
  */
 export function readDelivery(sub: SubscriptionSpec, change: Change, rows: readonly string[]): DeliveryRecord {
   return {
@@ -78,7 +89,7 @@ export function readDelivery(sub: SubscriptionSpec, change: Change, rows: readon
     eventId: change.eventId,
     eventType: 'READ',
     select: sub.select,
-    orderKeys: sub.ordering === 'row' ? rows.map((row) => orderKey(sub.id, row)) : null,
+    orderKeys: orderKeysFor(sub, change, rows),
   };
 }
 

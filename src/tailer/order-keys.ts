@@ -5,7 +5,9 @@ import type { Row } from './match.js';
 
 // Row ordering (a subscription's `ordering: "row"`): each delivery carries the order keys of its
 // row, and the delivery engine sends the deliveries that share a key one at a time, in commit order
-// (src/delivery/stream.ts in memory, src/delivery/store.ts claimDue in the retry queue).
+// (src/delivery/stream.ts in memory, src/delivery/sql/queue.ts claimDue in the retry queue).
+// Group ordering (`ordering: {by: [columns]}`) is the same engine with keys made of the group's
+// values instead of the primary key's: the delivery plane never knows which kind a key is.
 
 /**
  * The primary-key columns of a relation, in key order; empty when it has none. Read from the
@@ -45,6 +47,40 @@ export function changeRows(change: Change, keyColumns: readonly number[] | null)
   if (change.operation !== 'UPDATE' || !change.old) return [current];
   const old = rowIdentity(change.schema, change.table, change.old, keyColumns);
   return old === current ? [current] : [current, old];
+}
+
+/**
+ * A group's identity (a subscription's `ordering: {by: [...]}`): the table, the group's column
+ * names and their values (to_jsonb fragments) as a JSON array. The names are part of it, so a
+ * group identity never equals a row identity (whose third element is a value, never an array),
+ * and a subscription that changes its group columns starts new groups rather than joining the
+ * old ones by accident. NULL is a value like any other here, as in GROUP BY: the rows whose
+ * group is NULL form one group of their own (docs/webhooks.md, Ordering). Null when the row
+ * lacks one of the columns (dropped since the subscription was saved): unordered, reported
+ * through the subscription's `problems`.
+ */
+export function groupIdentity(schema: string, table: string, row: Row, columns: readonly string[]): string | null {
+  const values: string[] = [];
+  for (const column of columns) {
+    const i = row.indexOf.get(column);
+    if (i === undefined) return null;
+    values.push(row.fragments[i] ?? 'null');
+  }
+  return JSON.stringify([schema, table, columns, ...values]);
+}
+
+/**
+ * The group identities a change orders with: its row's group (the deleted row's for DELETE), and
+ * for an UPDATE that moved the row to another group also the old one — it then orders after the
+ * earlier changes of both groups and before the later ones of either, as a primary-key change
+ * does for row ordering. Null when the table lacks a group column (the change goes unordered).
+ */
+export function changeGroups(change: Change, columns: readonly string[]): string[] | null {
+  const current = groupIdentity(change.schema, change.table, change.record, columns);
+  if (current === null) return null;
+  if (change.operation !== 'UPDATE' || !change.old) return [current];
+  const old = groupIdentity(change.schema, change.table, change.old, columns);
+  return old === null || old === current ? [current] : [current, old];
 }
 
 /**

@@ -3,6 +3,7 @@ import type { Queryable } from '../core/db/pool.js';
 import type { Logger } from '../core/log.js';
 import type { DeliveryStream } from './sink.js';
 import { decodeChange, decodeRow, describeRelation, type Relation } from './decode.js';
+import type { PreviousEvents } from './previous-events.js';
 import { eventId, matchDeliveries, toEventRecord, truncateChange, type Change, type DeliveryRecord, type Operation } from './events.js';
 import { handInjected, type InjectedRows } from './injection.js';
 import { changeRows } from './order-keys.js';
@@ -20,7 +21,7 @@ import {
 } from './subscriptions.js';
 import type { TypeRegistry } from './types.js';
 import { advancePosition } from './position.js';
-import { asAuthEvent, authEventSubscriptions, isAuthEventsRelation } from './auth-events.js';
+import { asFeedChange, feedOf, feedSubscriptions } from './feeds.js';
 import type { RecordedDeliveries } from './resume.js';
 
 export interface SessionOptions {
@@ -32,6 +33,7 @@ export interface SessionOptions {
   log: Logger;
   clock: Clock;
   types: TypeRegistry;
+  previousEvents: PreviousEvents;
   /** Where the slot stands: transactions that committed before it were already processed. */
   processedLsn: Lsn;
   subscriptions: SubscriptionSpec[];
@@ -236,8 +238,8 @@ export class ReplicationSession {
       this.#subscriptionChange(tx, rel, op, newTuple ?? oldTuple!);
       return;
     }
-    const authEvent = isAuthEventsRelation(rel);
-    const subs = authEvent ? authEventSubscriptions(this.#view, rel, newTuple ?? oldTuple!) : this.#view.forTable(rel.schema, rel.name);
+    const feed = feedOf(rel);
+    const subs = feed ? feedSubscriptions(this.#view, feed, rel, newTuple ?? oldTuple!) : this.#view.forTable(rel.schema, rel.name);
     if (subs.length === 0) return;
     this.stats.changes++;
     if (rel.userTypes && !tx.typesChecked) {
@@ -271,7 +273,7 @@ export class ReplicationSession {
       oldTuple,
       oldIsKeyOnly: keyOnly,
     });
-    if (isAuthEventsRelation(rel)) asAuthEvent(change, subs);
+    asFeedChange(change, rel, subs);
     this.#o.onChange?.(change);
     if (missing.length > 0) {
       this.#o.log.warn(
@@ -280,7 +282,8 @@ export class ReplicationSession {
       );
     }
     const orderedRows = subs.some((s) => s.ordering === 'row') ? changeRows(change, await this.#keyColumns.of(relationOid, rel)) : null;
-    await this.#hand(tx, change, await this.#unrecorded(tx, index, relationOid, subs, matchDeliveries(subs, change, orderedRows)));
+    const matched = this.#o.previousEvents.stamp(matchDeliveries(subs, change, orderedRows));
+    await this.#hand(tx, change, await this.#unrecorded(tx, index, relationOid, subs, matched));
   }
 
   /** One event per truncated table, for the subscriptions that opted into TRUNCATE. */
@@ -298,13 +301,8 @@ export class ReplicationSession {
 
   #unrecorded(tx: OpenTransaction, index: number, relationOid: number, subs: readonly SubscriptionSpec[], rows: DeliveryRecord[]) {
     if (!this.#o.recorded) return rows;
-    return this.#o.recorded.unrecorded(
-      tx.commitLsn,
-      index,
-      relationOid,
-      subs.map((s) => s.id),
-      rows,
-    );
+    const ids = subs.map((s) => s.id);
+    return this.#o.recorded.unrecorded(tx.commitLsn, index, relationOid, ids, rows);
   }
 
   /** Hands a change's deliveries to the stream; the transaction waits for them to settle. */
@@ -334,7 +332,9 @@ export class ReplicationSession {
       const injected = await this.#o.onReservedMessage?.({ message: msg, ...at });
       if (injected && tx) {
         const next = () => eventId(tx.commitLsn, tx.index++);
-        await handInjected(injected, this.#view.get(injected.webhookId), next, (c, d, done) => this.#hand(tx, c, [d], done));
+        await handInjected(injected, this.#view.get(injected.webhookId), next, (c, d, done) =>
+          this.#hand(tx, c, this.#o.previousEvents.stamp([d]), done),
+        );
       }
       return;
     }

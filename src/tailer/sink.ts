@@ -34,6 +34,11 @@ export interface CapturedDelivery {
    * a time, in event id (commit) order. Null: unordered.
    */
   orderKeys: string[] | null;
+  /**
+   * A row-ordered delivery: the event id of its row's change handed to this subscription before
+   * it, null when not known (tailer/previous-events.ts). Undefined for unordered deliveries.
+   */
+  previousEventId?: string | null;
 }
 
 /**

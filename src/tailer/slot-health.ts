@@ -44,3 +44,17 @@ export async function slotHealth(db: Queryable, slotName: string, warnWhenUnlimi
     safeWalSize: r?.safe_wal_size == null ? null : Number(r.safe_wal_size),
   };
 }
+
+/**
+ * `slot.lag` for every environment with an `_operations` subscription (docs/operations-events.md):
+ * the slot is shared, and a lag past OPERATIONS_SLOT_LAG_BYTES delays every environment's changes.
+ * The tailer reports a crossing once, not every check while it lasts.
+ */
+export async function reportSlotLag(db: Queryable, lagBytes: number, thresholdBytes: number): Promise<void> {
+  await db.query(
+    `INSERT INTO walgate.operations (project_id, environment, type, details)
+     SELECT DISTINCT w.project_id, w.environment, 'slot.lag', jsonb_build_object('lagBytes', $1::bigint, 'thresholdBytes', $2::bigint)
+       FROM walgate.webhooks w WHERE w.table_name = '_operations' AND w.active`,
+    [lagBytes, thresholdBytes],
+  );
+}

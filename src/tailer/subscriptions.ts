@@ -13,10 +13,26 @@ export interface SubscriptionSpec {
   filter: Record<string, unknown> | null;
   select: string[] | null;
   /**
-   * 'row': each delivery carries its row's order keys (order-keys.ts). Saved views from before
-   * the field existed lack it: read as 'none'.
+   * 'row': each delivery carries its row's order keys (order-keys.ts); 'group': its group's, the
+   * values of the `orderingBy` columns. Saved views from before the field existed lack it: read
+   * as 'none' (specOrdering).
    */
-  ordering: 'none' | 'row';
+  ordering: 'none' | 'row' | 'group';
+  /** The group's columns with 'group', in the order given; null otherwise. */
+  orderingBy: string[] | null;
+}
+
+/**
+ * A spec's ordering as stored (a WAL row, a saved view of any age): anything but a well-formed
+ * group or 'row' is 'none' — an older saved spec lacks the fields, and a group without columns
+ * could order nothing.
+ */
+export function specOrdering(ordering: unknown, by: unknown): Pick<SubscriptionSpec, 'ordering' | 'orderingBy'> {
+  if (ordering === 'row') return { ordering: 'row', orderingBy: null };
+  if (ordering === 'group' && Array.isArray(by) && by.length > 0 && by.every((c) => typeof c === 'string')) {
+    return { ordering: 'group', orderingBy: by as string[] };
+  }
+  return { ordering: 'none', orderingBy: null };
 }
 
 /**
@@ -97,6 +113,7 @@ const SPEC_FIELDS = {
   filter: 'filter',
   select: 'select_fields',
   ordering: 'ordering',
+  orderingBy: 'ordering_by',
 } as const satisfies { [K in keyof SubscriptionSpec]-?: string };
 
 const SPEC_COLUMNS = selectList<SubscriptionSpec>(SPEC_FIELDS);
@@ -114,7 +131,7 @@ export function specFromWalRow(json: (column: string) => string): SubscriptionSp
     active: value('active') === true,
     filter: value('filter'),
     select: value('select'),
-    ordering: value('ordering') === 'row' ? 'row' : 'none',
+    ...specOrdering(value('ordering'), value('orderingBy')),
   };
 }
 
@@ -134,7 +151,7 @@ export async function loadSavedView(db: Queryable, at: string): Promise<Subscrip
       WHERE valid_from <= $1::pg_lsn ORDER BY webhook_id, valid_from DESC`,
     [at],
   );
-  return rows.flatMap((r) => (r.spec ? [{ ...r.spec, ordering: r.spec.ordering === 'row' ? 'row' : 'none' }] : []));
+  return rows.flatMap((r) => (r.spec ? [{ ...r.spec, ...specOrdering(r.spec.ordering, r.spec.orderingBy) }] : []));
 }
 
 /** Starts the saved view afresh at a position (a new slot, or state that was wiped). */

@@ -8,8 +8,9 @@ import { keepReconnecting } from '../core/db/reconnect.js';
 import { formatLsn, parseLsn, type Lsn } from './lsn.js';
 import { RawPgoutputPlugin } from './pgoutput.js';
 import { ensurePublication, PUBLICATION } from './publication.js';
+import { PreviousEvents } from './previous-events.js';
 import { ReplicationSession, type SessionOptions } from './session.js';
-import { slotHealth } from './slot-health.js';
+import { reportSlotLag, slotHealth } from './slot-health.js';
 import { defaultSlotName, prepareSlot } from './slot.js';
 import { TypeRegistry } from './types.js';
 import { primaryKeyOf } from './order-keys.js';
@@ -82,6 +83,10 @@ export class WalTailer {
   readonly #highWater: ProcessedHighWater;
   readonly #abort = new AbortController();
   readonly #types: TypeRegistry;
+  /** Outlives sessions: a new one (after a failure) still knows the rows' previous changes. */
+  readonly #previousEvents = new PreviousEvents();
+  /** Whether the last progress report saw the slot's lag past OPERATIONS_SLOT_LAG_BYTES. */
+  #lagging = false;
   #role: TailerRole = 'starting';
   #durable: Lsn | null = null;
   #loop: Promise<void> | undefined;
@@ -216,6 +221,7 @@ export class WalTailer {
       log,
       clock,
       types: this.#types,
+      previousEvents: this.#previousEvents,
       primaryKey: (oid) => primaryKeyOf(pool, oid),
       processedLsn: start.processedLsn,
       subscriptions: start.subscriptions,
@@ -315,6 +321,10 @@ export class WalTailer {
         },
         'replication progress',
       );
+      // slot.lag to `_operations` subscribers, once per crossing of the bound.
+      const lagging = slot.lagBytes !== null && slot.lagBytes > this.#ctx.config.operationsSlotLagBytes;
+      if (lagging && !this.#lagging) await reportSlotLag(this.#ctx.pool, slot.lagBytes!, this.#ctx.config.operationsSlotLagBytes);
+      this.#lagging = lagging;
       if (slot.retainedBytes !== null && slot.retainedBytes > slot.warnBytes) {
         log.warn(
           { retainedBytes: slot.retainedBytes, limitBytes: slot.warnBytes, maxSlotWalKeepSize: slot.keepBytes },

@@ -3,7 +3,7 @@ import { PgCode, pgCode } from '../core/db/pool.js';
 import { AppError, validationError, type Violation } from '../core/errors.js';
 import type { Environment } from '../projects/environments.js';
 import {
-  AUTH_EVENTS_TABLE,
+  isFeed,
   backfillView,
   cancelBackfill,
   describeBackfillTable,
@@ -35,7 +35,7 @@ export class BackfillService {
   async create(env: Environment, webhookId: string, body: BackfillRequest, gapId: string | null = null): Promise<{ backfill: Backfill }> {
     const webhook = await this.#find(env, webhookId);
     const violations: Violation[] = [];
-    if (webhook.table === MESSAGES_TABLE || webhook.table === AUTH_EVENTS_TABLE) {
+    if (webhook.table === MESSAGES_TABLE || isFeed(webhook.table)) {
       throw validationError([{ path: 'table', message: `${webhook.table} is not a table: it has no rows to backfill` }]);
     }
     const table = await describeBackfillTable(this.ctx.pool, env.schemaName, webhook.table, body.sortColumn ?? null);
@@ -106,7 +106,7 @@ export class BackfillService {
     const backfills: Backfill[] = [];
     for (const webhookId of gap.webhookIds) {
       const webhook = await store.findWebhook(this.ctx.pool, env.projectId, env.name, webhookId);
-      if (!webhook || webhook.table === MESSAGES_TABLE || webhook.table === AUTH_EVENTS_TABLE) continue;
+      if (!webhook || webhook.table === MESSAGES_TABLE || isFeed(webhook.table)) continue;
       try {
         backfills.push((await this.create(env, webhookId, {}, gapId)).backfill);
       } catch (err) {

@@ -27,5 +27,6 @@ export const headersSchema = z
   })
   .meta({
     description: `Up to ${MAX_CUSTOM_HEADERS} request headers sent on every attempt, name → value. The values are encrypted at rest and never returned (the names are, in \`headers\`). Names walgate sets (content-type, host, user-agent, the signature, id and event headers, ${TEST_EVENT_HEADER}) and hop-by-hop headers are refused. On update the given set replaces the previous one; \`null\` or \`{}\` removes them.`,
-    examples: [{ 'X-Api-Key': 'sk_live_…' }],
+    // A value the schema above accepts (visible ASCII: an ellipsis is not), and no real-looking key.
+    examples: [{ 'X-Api-Key': 'your-receiver-api-key' }],
   });

@@ -1,12 +1,13 @@
 import { Gauge } from 'prom-client';
 import type { Context } from '../core/context.js';
-import { AUTH_EVENTS_TABLE, capturedRelation, MESSAGES_TABLE } from '../tailer/capture/index.js';
+import { AUTH_EVENTS_TABLE, capturedRelation, MESSAGES_TABLE, OPERATIONS_TABLE } from '../tailer/capture/index.js';
 
 // walgate_webhook_problems{code}: subscriptions that cannot follow their table, counted at scrape
 // time from the catalog (the same rules as problems.ts, for every tenant at once). A subscription
-// on `_auth_events` is judged against walgate's audit table, which is only ever inserted into.
+// on a feed (`_auth_events`, `_operations`) is judged against walgate's own table, which is only
+// ever inserted into.
 
-const AUTH_EVENTS = capturedRelation('', AUTH_EVENTS_TABLE);
+const FEEDS = [AUTH_EVENTS_TABLE, OPERATIONS_TABLE].map((name) => ({ name, ...capturedRelation('', name) }));
 
 // The columns a filter names (as language.ts's filterColumns): every object key that is not an
 // operator (operator values hold no objects), and the names listed by each $changed.
@@ -17,10 +18,11 @@ const FILTER_COLUMNS = `
 
 const COUNTS = `
 WITH w AS (
-  SELECT w.filter, w.select_fields, c.oid AS relid, w.table_name = $1 AS audit
+  SELECT w.filter, w.select_fields, w.ordering_by, c.oid AS relid, f.name IS NOT NULL AS audit
     FROM walgate.webhooks w
-    LEFT JOIN pg_catalog.pg_namespace n ON n.nspname = CASE WHEN w.table_name = $1 THEN $2 ELSE w.schema_name END
-    LEFT JOIN pg_catalog.pg_class c ON c.relnamespace = n.oid AND c.relname = CASE WHEN w.table_name = $1 THEN $3 ELSE w.table_name END
+    LEFT JOIN unnest($1::text[], $2::text[], $3::text[]) AS f(name, schema_name, table_name) ON f.name = w.table_name
+    LEFT JOIN pg_catalog.pg_namespace n ON n.nspname = coalesce(f.schema_name, w.schema_name)
+    LEFT JOIN pg_catalog.pg_class c ON c.relnamespace = n.oid AND c.relname = coalesce(f.table_name, w.table_name)
      AND c.relkind IN ('r', 'p')
    WHERE w.table_name <> $4 -- outbox messages (_messages) are no table: nothing to drift
 )
@@ -33,6 +35,9 @@ SELECT count(*) FILTER (WHERE relid IS NULL OR NOT EXISTS (
        count(*) FILTER (WHERE relid IS NOT NULL AND EXISTS (
          SELECT 1 FROM unnest(coalesce(select_fields, '{}')) k
           WHERE NOT EXISTS (SELECT 1 FROM pg_catalog.pg_attribute a WHERE a.attrelid = relid AND a.attname = k AND a.attnum > 0 AND NOT a.attisdropped)))::int AS "SELECT_COLUMN_MISSING",
+       count(*) FILTER (WHERE relid IS NOT NULL AND EXISTS (
+         SELECT 1 FROM unnest(coalesce(ordering_by, '{}')) k
+          WHERE NOT EXISTS (SELECT 1 FROM pg_catalog.pg_attribute a WHERE a.attrelid = relid AND a.attname = k AND a.attnum > 0 AND NOT a.attisdropped)))::int AS "ORDERING_COLUMN_MISSING",
        count(*) FILTER (WHERE relid IS NOT NULL AND NOT audit AND EXISTS (
          SELECT 1 FROM (SELECT relid AS r UNION SELECT p.relid FROM pg_partition_tree(relid) p) t
            JOIN pg_catalog.pg_class pc ON pc.oid = t.r WHERE pc.relreplident <> 'f'))::int AS "REPLICA_IDENTITY_CHANGED"
@@ -44,12 +49,17 @@ export function registerProblemGauge(ctx: Context): void {
   if (ctx.metrics.registry.getSingleMetric(name)) return;
   new Gauge({
     name,
-    help: 'Subscriptions that cannot follow their table, by problem code (TABLE_MISSING, FILTER_COLUMN_MISSING, SELECT_COLUMN_MISSING, REPLICA_IDENTITY_CHANGED)',
+    help: 'Subscriptions that cannot follow their table, by problem code (TABLE_MISSING, FILTER_COLUMN_MISSING, SELECT_COLUMN_MISSING, ORDERING_COLUMN_MISSING, REPLICA_IDENTITY_CHANGED)',
     labelNames: ['code'] as const,
     registers: [ctx.metrics.registry],
     async collect() {
       const { rows } = await ctx.pool
-        .query<Record<string, number>>(COUNTS, [AUTH_EVENTS_TABLE, AUTH_EVENTS.schema, AUTH_EVENTS.table, MESSAGES_TABLE])
+        .query<Record<string, number>>(COUNTS, [
+          FEEDS.map((f) => f.name),
+          FEEDS.map((f) => f.schema),
+          FEEDS.map((f) => f.table),
+          MESSAGES_TABLE,
+        ])
         .catch(() => ({ rows: [] as Array<Record<string, number>> }));
       for (const [code, n] of Object.entries(rows[0] ?? {})) this.set({ code }, n);
     },

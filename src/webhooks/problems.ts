@@ -1,13 +1,16 @@
 import { PgCode, pgCode, type Queryable } from '../core/db/pool.js';
-import { AUTH_EVENTS_TABLE, capturedRelation, filterColumns, MESSAGES_TABLE } from '../tailer/capture/index.js';
+import { capturedRelation, filterColumns, isFeed, MESSAGES_TABLE } from '../tailer/capture/index.js';
+import { missingGroupColumns } from './ordering.js';
 import type { WebhookRow } from './store.js';
 
 // What a subscription cannot follow any more, read from the catalog when it is shown: its table
-// gone, a `filter` or `select` column dropped, its table's replica identity no longer FULL.
-// Reported, never silently wrong: a filter on a dropped column matches nothing, a select on one
-// narrows the payload, and without FULL the old images are incomplete.
+// gone, a `filter`, `select` or `ordering.by` column dropped, its table's replica identity no
+// longer FULL. Reported, never silently wrong: a filter on a dropped column matches nothing, a
+// select on one narrows the payload, a group missing a column orders nothing (its changes go
+// unordered, tailer/order-keys.ts), and without FULL the old images are incomplete.
 
-export type ProblemCode = 'TABLE_MISSING' | 'FILTER_COLUMN_MISSING' | 'SELECT_COLUMN_MISSING' | 'REPLICA_IDENTITY_CHANGED';
+export type ProblemCode =
+  'TABLE_MISSING' | 'FILTER_COLUMN_MISSING' | 'SELECT_COLUMN_MISSING' | 'ORDERING_COLUMN_MISSING' | 'REPLICA_IDENTITY_CHANGED';
 
 export interface Problem {
   code: ProblemCode;
@@ -68,6 +71,13 @@ function currentProblems(w: WebhookRow, facts: TableFacts | undefined): Array<Om
       message: `select names columns the table no longer has (${selectMissing.join(', ')}): payloads lack them`,
     });
   }
+  const groupMissing = missingGroupColumns(w, facts.columns);
+  if (groupMissing.length > 0) {
+    out.push({
+      code: 'ORDERING_COLUMN_MISSING',
+      message: `ordering.by names columns the table no longer has (${groupMissing.join(', ')}): its changes are delivered unordered`,
+    });
+  }
   if (facts.notFull.length > 0) {
     out.push({
       code: 'REPLICA_IDENTITY_CHANGED',
@@ -94,8 +104,8 @@ export async function webhookProblems(db: Queryable, hooks: WebhookRow[], now: D
     const key = `${schema}\0${table}`;
     if (!facts.has(key)) facts.set(key, tableFacts(db, schema, table));
     const known = await facts.get(key);
-    // The audit table is walgate's own and only ever inserted into: no old rows to lose.
-    const found = currentProblems(w, known && w.table === AUTH_EVENTS_TABLE ? { ...known, notFull: [] } : known);
+    // A feed's table is walgate's own and only ever inserted into: no old rows to lose.
+    const found = currentProblems(w, known && isFeed(w.table) ? { ...known, notFull: [] } : known);
     out.set(w.id, await remember(db, w.id, found, now));
   }
   return out;

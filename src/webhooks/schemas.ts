@@ -1,6 +1,7 @@
 import { z } from 'zod';
+import { retryPolicy } from './retry-policy.js';
 import { headersSchema } from './headers.js';
-import { MESSAGES_TABLE } from '../tailer/capture/index.js';
+import { isFeed, MESSAGES_TABLE } from '../tailer/capture/index.js';
 import { filterDocument } from './filter-schema.js';
 
 // Bodies of the management API. Unknown fields are refused: a typo (`filters`, `actve`) must not
@@ -51,9 +52,33 @@ const url = z
 
 export const ORDERINGS = ['none', 'row'] as const;
 
-const ordering = z.enum(ORDERINGS, { message: 'must be "none" or "row"' }).meta({
+/** The most columns a group may name: a group is an identity (an account, a conversation), not a row. */
+export const MAX_GROUP_COLUMNS = 8;
+
+/** `{by: [columns]}`: 1 to 8 columns of the table (checked against it by the service), no repeats. */
+export const orderingGroup = z
+  .strictObject({
+    by: z
+      .array(columnName)
+      .min(1, 'must name at least one column')
+      // Not .max(): inside the union, zod reports a too_big array as the union's own failure
+      // ("must be none, row or…"), hiding where the body went wrong; a custom issue keeps its path.
+      .meta({ maxItems: MAX_GROUP_COLUMNS })
+      .superRefine((columns, ctx) => {
+        if (columns.length > MAX_GROUP_COLUMNS) ctx.addIssue({ code: 'custom', message: `must name at most ${MAX_GROUP_COLUMNS} columns` });
+        columns.forEach((c, i) => {
+          if (columns.indexOf(c) !== i) ctx.addIssue({ code: 'custom', path: [i], message: `repeats ${JSON.stringify(c)}` });
+        });
+      }),
+  })
+  .meta({
+    description: 'The columns whose values make a group: changes with equal values are delivered one at a time, in commit order.',
+    examples: [{ by: ['account_id'] }],
+  });
+
+const ordering = z.union([z.enum(ORDERINGS), orderingGroup], { error: 'must be "none", "row" or {"by": [columns]}' }).meta({
   description:
-    '`row`: the changes of one row (by its primary key) are delivered one at a time, in commit order; different rows still go out in parallel. Needs a table with a primary key. `none` (default): no order is promised.',
+    '`row`: the changes of one row (by its primary key) are delivered one at a time, in commit order; different rows still go out in parallel. Needs a table with a primary key. `{by: [columns]}`: the same per group — the changes whose values of these columns are equal (an account, a conversation); a change that moves a row to another group orders under both; NULL is a group of its own. `none` (default): no order is promised.',
 });
 
 export const HISTORIES = ['full', 'failures'] as const;
@@ -65,9 +90,11 @@ const history = z.enum(HISTORIES, { message: 'must be "full" or "failures"' }).m
 
 export const ON_DEAD = ['skip', 'hold'] as const;
 
+export const ON_DEAD_NEEDS_ORDER = 'holds a row (or group) behind its dead letter: needs ordering "row" or {"by": [columns]}';
+
 const onDead = z.enum(ON_DEAD, { message: 'must be "skip" or "hold"' }).meta({
   description:
-    'With `ordering: "row"`: what a dead letter does to its row. `skip` (default): the row\'s later changes go on. `hold`: they wait behind it until it is replayed and delivered, or discarded (`POST …/deliveries/{deliveryId}/discard`).',
+    'With `ordering: "row"` or a group: what a dead letter does to its row (or group). `skip` (default): the later changes go on. `hold`: they wait behind it until it is replayed and delivered, or discarded (`POST …/deliveries/{deliveryId}/discard`).',
 });
 
 /** Batching's bounds (sql/075_batches.sql checks the same): a batch is one request, in memory whole. */
@@ -102,10 +129,18 @@ const batch = z
       'Batched delivery: one POST carries `{"events": [...]}`, up to `maxEvents` changes, signed over the whole body, with one `webhook-id` (the batch id, the same on every retry of the batch, with the same events). A 2xx acknowledges all of them; any other answer retries the whole batch (docs/webhooks.md: Batching). `null` on update turns it off.',
   });
 
-/** Messages (`_messages`, docs/outbox.md) are INSERT events only: a subscription on them without INSERT would get nothing. */
+/**
+ * Messages (`_messages`, docs/outbox.md) and the feeds (`_auth_events`, `_operations`) are INSERT
+ * events only: a subscription on them without INSERT would get nothing.
+ */
 const messagesTakeInserts = [
-  (b: { table?: string; events?: readonly string[] }) => b.table !== MESSAGES_TABLE || !b.events || b.events.includes('INSERT'),
-  { message: `messages arrive as INSERT events: a subscription on ${MESSAGES_TABLE} must include INSERT`, path: ['events'] as string[] },
+  (b: { table?: string; events?: readonly string[] }) =>
+    !(b.table === MESSAGES_TABLE || (b.table !== undefined && isFeed(b.table))) || !b.events || b.events.includes('INSERT'),
+  {
+    message:
+      'messages and walgate’s own events arrive as INSERT events: a subscription on _messages, _auth_events or _operations must include INSERT',
+    path: ['events'] as string[],
+  },
 ] as const;
 
 export const createBody = z
@@ -124,10 +159,11 @@ export const createBody = z
     onDead: onDead.default('skip'),
     batch: batch.nullish(),
     headers: headersSchema.nullish(),
+    retry: retryPolicy.nullish(),
   })
   .refine(...messagesTakeInserts)
-  .refine((b) => b.onDead === 'skip' || b.ordering === 'row', {
-    message: 'holds a row behind its dead letter: needs ordering "row"',
+  .refine((b) => b.onDead === 'skip' || b.ordering !== 'none', {
+    message: ON_DEAD_NEEDS_ORDER,
     path: ['onDead'],
   });
 
@@ -147,6 +183,7 @@ export const updateBody = z
     onDead: onDead.optional(),
     batch: batch.nullish(),
     headers: headersSchema.nullish(),
+    retry: retryPolicy.nullish(),
   })
   .refine((b) => Object.keys(b).length > 0, 'must change at least one field')
   .refine(...messagesTakeInserts);

@@ -37,6 +37,7 @@ import * as store from './store.js';
 import { columnViolations, primaryKeyColumns, schemaTables, tableColumns, urlViolations, type TableInfo } from './validation.js';
 import { webhookView, type WebhookHealth, type WebhookView } from './view.js';
 import { webhookProblems } from './problems.js';
+import { groupViolations, patchedOrdering, storedOrdering, type Ordering } from './ordering.js';
 
 // The rules of webhook subscriptions. Writes go through one transaction with the publication
 // change, so a subscription exists exactly when the tailer can see its table.
@@ -50,6 +51,8 @@ interface BodyFacts {
   select?: string[] | null;
   /** Set when the body asks for row ordering (or moves a row-ordered subscription to another table): the table needs a primary key. */
   rowOrdered?: boolean;
+  /** The ordering it will have: a group's columns must be columns of the table. */
+  ordering?: Ordering;
 }
 
 /** Finished deliveries a deleted subscription sheds per statement. */
@@ -87,10 +90,11 @@ export class WebhookService {
         active: body.active,
         filter: body.filter ?? null,
         select: body.select ?? null,
-        ordering: body.ordering,
+        ...storedOrdering(body.ordering),
         history: body.history,
         onDead: body.onDead,
         batch: body.batch ?? BATCH_OFF,
+        retryDelaysMs: body.retry?.delaysMs ?? null,
         createdAt: now,
         updatedAt: now,
         previousSecret: null,
@@ -214,20 +218,11 @@ export class WebhookService {
       // filter/select: absent keeps, null clears; re-checked against the table either way.
       const filter = body.filter === undefined ? locked.filter : body.filter;
       const select = body.select === undefined ? locked.select : body.select;
-      const ordering = body.ordering ?? locked.ordering;
-      // A table without a primary key cannot be row-ordered: checked when the body asks for it or
-      // moves a row-ordered subscription to another table (not on every PATCH of one whose table
-      // lost its key since: its deliveries then go unordered, tailer/order-keys.ts).
-      const rowOrdered = body.ordering === 'row' || (ordering === 'row' && body.table !== undefined && body.table !== locked.table);
-      const onDead = body.onDead ?? (ordering === 'row' ? locked.onDead : 'skip');
-      const onDeadProblem =
-        onDead === 'hold' && ordering !== 'row'
-          ? [{ path: 'onDead', message: 'holds a row behind its dead letter: needs ordering "row"' }]
-          : [];
+      const { ordering, onDead, rowOrdered, violations: orderProblems } = patchedOrdering(body, locked);
       const violations = [
-        ...(await this.#bodyViolations(c, env, { ...body, table, filter, select, rowOrdered })),
+        ...(await this.#bodyViolations(c, env, { ...body, table, filter, select, rowOrdered, ordering })),
         ...urlProblems,
-        ...onDeadProblem,
+        ...orderProblems,
       ];
       if (violations.length) throw validationError(violations);
       const updated = await store.updateWebhook(c, {
@@ -247,11 +242,12 @@ export class WebhookService {
         active: body.active ?? locked.active,
         filter,
         select,
-        ordering,
+        ...storedOrdering(ordering),
         history: body.history ?? locked.history,
         onDead,
         // Absent keeps, null turns batching off; a body names the whole setting (omitted fields take their defaults).
         batch: body.batch === undefined ? locked.batch : (body.batch ?? BATCH_OFF),
+        retryDelaysMs: body.retry === undefined ? locked.retryDelaysMs : (body.retry?.delaysMs ?? null),
         updatedAt: now,
         // Replaced as a whole (the values are never shown, so there is nothing to merge with).
         ...(body.headers === undefined ? {} : sealedHeaders(sealHeaders(this.ctx.secrets, body.headers))),
@@ -348,7 +344,7 @@ export class WebhookService {
     const columns = await tableColumns(db, env.schemaName, body.table);
     if (!columns) violations.push({ path: 'table', message: `no table ${JSON.stringify(body.table)} in schema ${env.schemaName}` });
     else {
-      violations.push(...columnViolations(columns, body.filter, body.select));
+      violations.push(...columnViolations(columns, body.filter, body.select), ...groupViolations(body.ordering ?? 'none', columns));
       if (body.rowOrdered && (await primaryKeyColumns(db, env.schemaName, body.table)).length === 0) {
         violations.push({
           path: 'ordering',

@@ -17,10 +17,13 @@ export interface WebhookRow {
   active: boolean;
   filter: Record<string, unknown> | null;
   select: string[] | null;
-  ordering: 'none' | 'row';
+  /** 'group': the changes whose `orderingBy` values are equal go one at a time (webhooks/ordering.ts). */
+  ordering: 'none' | 'row' | 'group';
+  /** The group's columns, as sent; null unless `ordering` is 'group'. */
+  orderingBy: string[] | null;
   /** 'failures': a change delivered at its first attempt leaves no history row, only its count. */
   history: 'full' | 'failures';
-  /** With row ordering: 'hold' keeps a row's later changes behind its dead letter. */
+  /** With row or group ordering: 'hold' keeps a row's (a group's) later changes behind its dead letter. */
   onDead: 'skip' | 'hold';
   /** Batched delivery (maxEvents 1: off); always all three, the defaults when never set. */
   batch: BatchSettings;
@@ -35,6 +38,8 @@ export interface WebhookRow {
   /** Custom request headers: the names (lower case) in clear, the values sealed together (delivery/custom-headers.ts). */
   headerNames: string[];
   headerValues: Buffer | null;
+  /** The subscription's own retry schedule (retry-policy.ts); null: the environment's, else the platform's. */
+  retryDelaysMs: number[] | null;
 }
 
 const COLUMNS = selectList<WebhookRow>({
@@ -50,6 +55,7 @@ const COLUMNS = selectList<WebhookRow>({
   filter: 'filter',
   select: 'select_fields',
   ordering: 'ordering',
+  orderingBy: 'ordering_by',
   history: 'history',
   onDead: 'on_dead',
   batch: `json_build_object('maxEvents', batch_max_events, 'maxWaitMs', batch_max_wait_ms, 'maxBytes', batch_max_bytes)`,
@@ -61,14 +67,15 @@ const COLUMNS = selectList<WebhookRow>({
   previousSecretUntil: 'previous_secret_until',
   headerNames: 'header_names',
   headerValues: 'header_values',
+  retryDelaysMs: 'retry_delays_ms',
 });
 
 export async function insertWebhook(db: Queryable, w: WebhookRow): Promise<WebhookRow> {
   const { rows } = await db.query<WebhookRow>(
     `INSERT INTO walgate.webhooks (id, project_id, environment, schema_name, table_name, events, url, secret, active, filter, select_fields, ordering,
                                    created_at, updated_at, header_names, header_values, history, on_dead,
-                                   batch_max_events, batch_max_wait_ms, batch_max_bytes)
-     VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17, $18, $19, $20, $21) RETURNING ${COLUMNS}`,
+                                   batch_max_events, batch_max_wait_ms, batch_max_bytes, ordering_by, retry_delays_ms)
+     VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17, $18, $19, $20, $21, $22, $23) RETURNING ${COLUMNS}`,
     [
       w.id,
       w.projectId,
@@ -91,6 +98,8 @@ export async function insertWebhook(db: Queryable, w: WebhookRow): Promise<Webho
       w.batch.maxEvents,
       w.batch.maxWaitMs,
       w.batch.maxBytes,
+      w.orderingBy,
+      w.retryDelaysMs,
     ],
   );
   return rows[0]!;
@@ -141,7 +150,7 @@ export async function updateWebhook(db: Queryable, w: WebhookRow): Promise<Webho
     `UPDATE walgate.webhooks SET table_name = $2, events = $3, url = $4, secret = $5, active = $6, filter = $7, select_fields = $8, updated_at = $9, ordering = $12,
             disabled_reason = CASE WHEN $6 THEN NULL ELSE disabled_reason END, disabled_at = CASE WHEN $6 THEN NULL ELSE disabled_at END,
             previous_secret = $10, previous_secret_until = $11, header_names = $13, header_values = $14,
-            history = $15, on_dead = $16, batch_max_events = $17, batch_max_wait_ms = $18, batch_max_bytes = $19
+            history = $15, on_dead = $16, batch_max_events = $17, batch_max_wait_ms = $18, batch_max_bytes = $19, ordering_by = $20, retry_delays_ms = $21
       WHERE id = $1 RETURNING ${COLUMNS}`,
     [
       w.id,
@@ -163,6 +172,8 @@ export async function updateWebhook(db: Queryable, w: WebhookRow): Promise<Webho
       w.batch.maxEvents,
       w.batch.maxWaitMs,
       w.batch.maxBytes,
+      w.orderingBy,
+      w.retryDelaysMs,
     ],
   );
   return rows[0]!;

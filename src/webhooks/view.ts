@@ -2,6 +2,7 @@ import type { BreakerView } from '../delivery/breaker.js';
 import { subscriptionState, type SubscriptionState } from '../delivery/subscription-state.js';
 import type { DeliveryHealth } from '../delivery/sql/history.js';
 import type { BatchSettings } from '../delivery/batch.js';
+import { orderingOf, type Ordering } from './ordering.js';
 import type { Problem } from './problems.js';
 import type { WebhookRow } from './store.js';
 
@@ -23,11 +24,11 @@ export interface WebhookView {
   state: SubscriptionState;
   filter: Record<string, unknown> | null;
   select: string[] | null;
-  /** 'row': a row's changes are delivered one at a time, in commit order. */
-  ordering: 'none' | 'row';
+  /** 'row': a row's changes are delivered one at a time, in commit order; `{by}`: a group's. */
+  ordering: Ordering;
   /** 'failures': changes delivered at their first attempt are counted, not listed. */
   history: 'full' | 'failures';
-  /** With row ordering: 'hold' keeps a row's later changes behind its dead letter. */
+  /** With row or group ordering: 'hold' keeps a row's (a group's) later changes behind its dead letter. */
   onDead: 'skip' | 'hold';
   /** Batched delivery: maxEvents 1 is off (docs/webhooks.md: Batching). */
   batch: BatchSettings;
@@ -40,6 +41,8 @@ export interface WebhookView {
   problems: Problem[];
   /** The names of its custom request headers; their values are never returned. */
   headers: string[];
+  /** Its own retry schedule; null: the environment's default, else the platform's. */
+  retry: { delaysMs: number[] } | null;
 }
 
 /** `breaker`: its endpoint's (the shared row; closed and counting nothing when omitted). */
@@ -53,7 +56,7 @@ export function webhookView(w: WebhookRow, problems: Problem[] = [], breaker?: B
     state: subscriptionState(w.active, breaker ?? { state: 'closed', consecutiveFailures: 0 }),
     filter: w.filter,
     select: w.select,
-    ordering: w.ordering,
+    ordering: orderingOf(w),
     history: w.history,
     onDead: w.onDead,
     batch: w.batch,
@@ -63,5 +66,6 @@ export function webhookView(w: WebhookRow, problems: Problem[] = [], breaker?: B
     disabledAt: w.disabledAt?.toISOString() ?? null,
     problems,
     headers: w.headerNames,
+    retry: w.retryDelaysMs ? { delaysMs: w.retryDelaysMs } : null,
   };
 }

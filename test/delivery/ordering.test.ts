@@ -263,6 +263,21 @@ describe('delivery: row ordering', function () {
     expect(byRow(list).accepted.get(1)).to.deep.equal([2, 3]);
     expect(byRow(list).accepted.get(2)).to.deep.equal([1, 2, 3]);
 
+    // previous_event_id: each change names its row's change sent before it. A receiver that keeps
+    // the last id it accepted per row sees the gap the dead letter left: row 1's version 2 names
+    // an id it never accepted.
+    const seen = new Map<string, { id: string; previous_event_id: string | null; record: { id: number } }>();
+    p.receiver.requests.forEach((r, i) => {
+      const body = JSON.parse(r.body);
+      if (answered[i]) seen.set(body.id, body);
+    });
+    const chain = (row: number) => [...seen.values()].filter((b) => b.record.id === row).sort((a, b) => (a.id < b.id ? -1 : 1));
+    const row2 = chain(2);
+    expect(row2.map((b) => b.previous_event_id)).to.deep.equal([null, row2[0]!.id, row2[1]!.id]);
+    const row1 = chain(1);
+    expect(row1.map((b) => b.previous_event_id)).to.deep.equal([dead.event_id, row1[0]!.id]);
+    expect(seen.has(dead.event_id), 'the receiver never accepted the change it is told came before').to.equal(false);
+
     // Replayed, it is sent at once, and while it fails again a new change of its row is not held back.
     expect(await replayDeadDeliveries(p.t.ctx.pool, { webhookId: wh }, new Date())).to.equal(1);
     const replayed = (await p.t.ctx.pool.query('SELECT order_key, order_key_old FROM walgate.deliveries WHERE id = $1', [dead.id])).rows[0];

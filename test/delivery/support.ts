@@ -2,7 +2,7 @@ import pg from 'pg';
 import { systemClock } from '../../src/core/clock.js';
 import type { Context, ContextOverrides } from '../../src/core/context.js';
 import { DeliveryEngine, type DeliveryEngineOptions } from '../../src/delivery/engine.js';
-import type { WalTailer } from '../../src/tailer/tailer.js';
+import type { WalTailer, WalTailerOptions } from '../../src/tailer/tailer.js';
 import { startTestApi, type TestApi } from '../support/api.js';
 import { TestReceiver } from '../support/receiver.js';
 import { insertSubscription, type TestSubscription } from '../support/subscriptions.js';
@@ -44,6 +44,7 @@ export async function startPipeline(
   env: Record<string, string> = {},
   workerOptions: Partial<DeliveryEngineOptions> = {},
   overrides: ContextOverrides = {},
+  tailerOptions: Partial<WalTailerOptions> = {},
 ): Promise<Pipeline> {
   const t = await startTestApi({
     env: { WEBHOOK_ALLOW_PRIVATE_NETWORKS: 'true', WEBHOOK_RETRY_DELAYS_MS: '0,40,80,120,160', WEBHOOK_TIMEOUT_MS: '1000', ...env },
@@ -63,7 +64,7 @@ export async function startPipeline(
   const receiver = await newReceiver();
   const worker = await testWorker(t.ctx, workerOptions);
   worker.start();
-  const tailer = startTailer(t.ctx, t.database.url, { sink: worker });
+  const tailer = startTailer(t.ctx, t.database.url, { sink: worker, ...tailerOptions });
   await waitForLeader(tailer);
   return {
     t,

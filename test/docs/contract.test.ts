@@ -135,6 +135,11 @@ describe('OpenAPI document: the api answers as documented', function () {
     expect((await manager.call('updateWebhook', { params: { id }, body: { active: false, select: ['id'] } })).body.webhook.active).to.equal(false);
     expect((await manager.call('updateWebhook', { params: { id }, body: { ordering: 'row' } })).body.webhook.ordering).to.equal('row');
     expect((await manager.call('updateWebhook', { params: { id }, body: { ordering: 'rows' } })).body.error).to.equal('VALIDATION_ERROR');
+    expect((await manager.call('updateWebhook', { params: { id }, body: { ordering: { by: ['id'] } } })).body.webhook.ordering).to.deep.equal({
+      by: ['id'],
+    });
+    expect((await manager.call('getWebhook', { params: { id } })).body.webhook.ordering).to.deep.equal({ by: ['id'] });
+    expect((await manager.call('updateWebhook', { params: { id }, body: { ordering: { by: [] } } })).body.error).to.equal('VALIDATION_ERROR');
     expect((await manager.call('replayWebhook', { params: { id }, body: { dryRun: true } })).body).to.deep.equal({ replayed: 1 });
     const replayed = (await manager.call('replayWebhook', { params: { id }, body: {} })).body;
     expect(replayed).to.deep.include({ replayed: 1 });

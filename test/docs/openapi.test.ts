@@ -242,12 +242,20 @@ describe('OpenAPI document: /openapi.json', function () {
     const op = (id: string) => operations.find((o) => o.id === id)!.operation;
     const resolve = (schema: Record<string, any>): Record<string, any> =>
       schema.$ref ? resolve(doc.components.schemas[schema.$ref.split('/').pop()]) : schema;
+    // "none" | "row" | {by: [1 to 8 column names]} (a group, docs/webhooks.md).
+    const isOrdering = (schema: Record<string, any>, where: string) => {
+      const [kinds, group] = schema.anyOf.map(resolve);
+      expect(kinds, where).to.deep.include({ enum: ['none', 'row'] });
+      expect(group, where).to.deep.include({ type: 'object', required: ['by'], additionalProperties: false });
+      expect(group.properties.by, where).to.deep.include({ type: 'array', minItems: 1, maxItems: 8 });
+    };
     const createSchema = resolve(op('createWebhook').requestBody.content['application/json'].schema);
-    expect(createSchema.properties.ordering).to.deep.include({ enum: ['none', 'row'], default: 'none' });
-    expect(createSchema.properties.ordering.description).to.contain('primary key');
+    isOrdering(createSchema.properties.ordering, 'create');
+    expect(createSchema.properties.ordering).to.deep.include({ default: 'none' });
+    expect(createSchema.properties.ordering.description).to.contain('primary key').and.contain('{by: [columns]}');
     expect(createSchema.required).not.to.include('ordering');
     const updateSchema = resolve(op('updateWebhook').requestBody.content['application/json'].schema);
-    expect(updateSchema.properties.ordering).to.deep.include({ enum: ['none', 'row'] });
+    isOrdering(updateSchema.properties.ordering, 'update');
     for (const [id, path] of [
       ['createWebhook', ['webhook']],
       ['updateWebhook', ['webhook']],
@@ -256,7 +264,7 @@ describe('OpenAPI document: /openapi.json', function () {
     ] as const) {
       let schema = resolve(op(id).responses[id === 'createWebhook' ? '201' : '200'].content['application/json'].schema);
       for (const step of path) schema = resolve(step === 'items' ? schema.items : schema.properties[step]);
-      expect(schema.properties.ordering, id).to.deep.include({ enum: ['none', 'row'] });
+      isOrdering(schema.properties.ordering, id);
       expect(schema.required, id).to.include('ordering');
     }
   });

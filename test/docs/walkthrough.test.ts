@@ -1,21 +1,17 @@
-import { spawn, type ChildProcess } from 'node:child_process';
-import { chmodSync, existsSync, readdirSync, readFileSync, symlinkSync } from 'node:fs';
-import { mkdtemp, rm } from 'node:fs/promises';
-import { tmpdir } from 'node:os';
+import { existsSync, readdirSync, readFileSync } from 'node:fs';
+import { rm } from 'node:fs/promises';
 import path from 'node:path';
-import { fileURLToPath } from 'node:url';
 import { expect } from 'chai';
 import { freePort } from '../../src/core/db/embedded.js';
+import { background, checkoutLikeDirectory, cleanEnv, ROOT, ShellSession, startService as start, stop, until, type Background } from '../support/shell-session.js';
 
 // The README's five-minute walkthrough, run as written: every ```sh block of the section in order,
-// in one bash session, in a fresh directory, against `npm start` (its compiled entry) on a fresh
+// in one POSIX shell session (`sh`: dash here, so that bash-only syntax a newcomer on another shell
+// would trip on fails the test), in a fresh directory, against `npm start` (its compiled entry) on a fresh
 // data directory. What differs from a newcomer's run, and only that: ports are free ones instead
 // of 3000 and 8443 (the machine is shared), the Postgres URL line gets the URL the banner printed
 // (the README says to paste it), and `npx walgate` is `node bin/walgate.js` (npx finds the project's
 // own bin only inside its checkout; this directory links to it).
-
-const ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '../../..');
-const DEV = path.join(ROOT, 'dist/src/main/dev.js');
 
 function walkthroughBlocks(): string[] {
   const readme = readFileSync(path.join(ROOT, 'README.md'), 'utf8');
@@ -25,53 +21,19 @@ function walkthroughBlocks(): string[] {
   return [...section.matchAll(/```sh\n([\s\S]*?)```/g)].map((m) => m[1]!);
 }
 
-/** The environment of a newcomer's shell: nothing of the test suite's database, Redis or mail. */
-function cleanEnv(): NodeJS.ProcessEnv {
-  const env: NodeJS.ProcessEnv = { ...process.env, LOG_LEVEL: 'warn' };
-  for (const name of ['DATABASE_URL', 'TEST_DATABASE_URL', 'REDIS_URL', 'SMTP_URL', 'DATA_DIR', 'KEY_ENCRYPTION_KEY', 'PORT', 'TAILER_PORT'])
-    delete env[name];
-  return env;
-}
-
-async function until<T>(what: string, probe: () => T | undefined, timeoutMs = 60_000): Promise<T> {
-  for (const end = Date.now() + timeoutMs; Date.now() < end; await new Promise((r) => setTimeout(r, 100))) {
-    const value = probe();
-    if (value !== undefined) return value;
-  }
-  throw new Error(`timed out waiting for ${what}`);
-}
-
-/** A long-running command of the walkthrough, with its output collected. */
-function background(command: string, args: string[], cwd: string, env: NodeJS.ProcessEnv): { child: ChildProcess; output: () => string } {
-  const child = spawn(command, args, { cwd, env, stdio: ['ignore', 'pipe', 'pipe'] });
-  let output = '';
-  child.stdout!.on('data', (d: Buffer) => (output += d));
-  child.stderr!.on('data', (d: Buffer) => (output += d));
-  return { child, output: () => output };
-}
-
-async function stop(p: { child: ChildProcess } | undefined): Promise<void> {
-  if (!p || p.child.exitCode !== null || p.child.signalCode !== null) return;
-  const exited = new Promise((r) => p.child.once('exit', r));
-  p.child.kill('SIGINT');
-  await exited;
-}
-
 describe('README: the five-minute walkthrough, run as written', function () {
   this.timeout(240_000);
   let dir: string;
-  let service: ReturnType<typeof background> | undefined;
-  let receiver: ReturnType<typeof background> | undefined;
-  let shell: ChildProcess | undefined;
+  let service: Background | undefined;
+  let receiver: Background | undefined;
+  let shell: ShellSession | undefined;
   before(async () => {
-    dir = await mkdtemp(path.join(tmpdir(), 'walgate-walkthrough-'));
-    chmodSync(dir, 0o755); // under root the embedded Postgres runs as another user, which must reach .data
-    for (const entry of ['package.json', 'node_modules', 'bin', 'dist']) symlinkSync(path.join(ROOT, entry), path.join(dir, entry));
+    dir = await checkoutLikeDirectory('walgate-walkthrough-');
   });
   after(async () => {
     await stop(receiver);
     await stop(service);
-    shell?.kill();
+    shell?.close();
     await rm(dir, { recursive: true, force: true });
   });
 
@@ -83,30 +45,14 @@ describe('README: the five-minute walkthrough, run as written', function () {
       await stop(service);
       const assignments = Object.fromEntries([...line.matchAll(/(\w+)=(\S+)\s/g)].map((m) => [m[1]!, m[2]!]));
       expect(line.trim()).to.match(/npm start$/);
-      service = background(process.execPath, [DEV], dir, { ...cleanEnv(), ...assignments, PORT: String(port), TAILER_PORT: String(await freePort()) });
-      const banner = await until('walgate ready', () => {
-        if (service!.child.exitCode !== null) throw new Error(`npm start exited:\n${service!.output()}`);
-        return service!.output().includes('walgate ready') ? service!.output() : undefined;
-      });
-      postgresUrl = /postgres: (postgres:\/\/\S+)/.exec(banner)![1]!;
+      const started = await start(dir, { ...cleanEnv(), ...assignments, PORT: String(port), TAILER_PORT: String(await freePort()) });
+      service = started;
+      postgresUrl = started.postgresUrl;
     };
 
-    // One bash session, as in a terminal: each block's variables stay for the next.
-    shell = spawn('bash', ['--norc', '--noprofile'], { cwd: dir, env: cleanEnv(), stdio: ['pipe', 'pipe', 'pipe'] });
-    let out = '';
-    shell.stdout!.on('data', (d: Buffer) => (out += d));
-    shell.stderr!.on('data', (d: Buffer) => (out += d));
-    let marker = 0;
-    const run = async (script: string): Promise<{ output: string; status: number }> => {
-      const done = `__block_${++marker}__`;
-      const from = out.length;
-      shell!.stdin!.write(`${script}\necho "${done} $?"\n`);
-      const status = await until(`the block ${script.slice(0, 60)}`, () => {
-        const m = new RegExp(`${done} (\\d+)`).exec(out.slice(from));
-        return m ? Number(m[1]) : undefined;
-      });
-      return { output: out.slice(from, out.indexOf(done, from)), status };
-    };
+    // One shell session, as in a terminal: each block's variables and functions stay for the next.
+    shell = new ShellSession(dir, cleanEnv());
+    const run = (script: string) => shell!.run(script);
 
     await startService('npm start');
     const outputs: string[] = [];

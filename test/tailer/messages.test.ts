@@ -120,6 +120,50 @@ describe('tailer: outbox messages (`_messages`)', function () {
     }
   });
 
+  it('orders by prefix with ordering {by: ["prefix"]}: one prefix\'s messages one at a time in commit order, another prefix not held', async () => {
+    const url = `${p.receiver.url}/by-prefix`;
+    const refused = await subscribeMessages(p, url, { ordering: { by: ['topic'] } });
+    expect(refused.res.status).to.equal(400);
+    expect(JSON.stringify(refused.res.body)).to.contain('ordering.by.0');
+    const { res, api } = await subscribeMessages(p, url, { ordering: { by: ['prefix'] } });
+    expect(res.status, JSON.stringify(res.body)).to.equal(201);
+    expect(res.body.webhook.ordering).to.deep.equal({ by: ['prefix'] });
+    // The first "paid" message is refused twice, asking for 2 s each time.
+    const attempts = new Map<string, number>();
+    const start = p.receiver.requests.length;
+    p.receiver.behave = (req) => {
+      if (req.path !== '/by-prefix') return { status: 200 };
+      const body = JSON.parse(req.body);
+      const n = (attempts.get(body.id) ?? 0) + 1;
+      attempts.set(body.id, n);
+      return body.record.content.n === 1 && n <= 2 ? { status: 503, headers: { 'retry-after': '2' } } : { status: 200 };
+    };
+    for (const [prefix, n] of [
+      ['shop_master.paid', 1],
+      ['shop_master.paid', 2],
+      ['shop_master.shipped', 3],
+      ['shop_master.paid', 4],
+    ] as const) {
+      await p.writer.query('SELECT pg_logical_emit_message(true, $1, $2)', [prefix, JSON.stringify({ n })]);
+    }
+    const ok = () =>
+      p.receiver.requests
+        .slice(start)
+        .filter((r) => r.path === '/by-prefix')
+        .map((r) => ({ n: JSON.parse(r.body).record.content.n as number, at: r.at }));
+    for (let waited = 0; new Set(ok().map((x) => x.n)).size < 4 || ok().length < 6; waited += 50) {
+      if (waited > 20_000) throw new Error(`not delivered: ${JSON.stringify(ok())}`);
+      await sleep(50);
+    }
+    const got = ok();
+    // "paid": 1 (refused twice, then accepted), then 2, then 4 — nothing of it before 1 got through.
+    expect(got.filter((x) => x.n !== 3).map((x) => x.n)).to.deep.equal([1, 1, 1, 2, 4]);
+    // "shipped" did not wait for "paid".
+    expect(got.find((x) => x.n === 3)!.at).to.be.below(got.filter((x) => x.n === 1).at(-1)!.at);
+    p.receiver.behave = () => ({ status: 200 });
+    await api.delete(`/api/rest/_webhooks/${res.body.webhook.id}`);
+  });
+
   it('weighs a huge message by its bytes: with a budget smaller than one, one at a time, each whole', async () => {
     const q = await startPipeline({ TAILER_MAX_HELD_BYTES: String(1024 * 1024) });
     try {

@@ -73,8 +73,9 @@ describe('webhook management API', function () {
       'disabledAt',
       'problems',
       'headers',
+      'retry',
     );
-    expect(w).to.include({ disabledReason: null, disabledAt: null, ordering: 'none', history: 'full', state: 'healthy' });
+    expect(w).to.include({ disabledReason: null, disabledAt: null, ordering: 'none', history: 'full', state: 'healthy', retry: null });
     expect(w.id).to.match(/^wh_[0-9a-f]{32}$/);
     expect(w).to.deep.include({
       table: 'orders',

@@ -26,10 +26,9 @@ export class OrganizationService {
 
   async create(env: Environment, authorization: string | undefined, input: { name: string }, client: EventOrigin) {
     const claims = await this.sessions.authenticate(env, authorization);
+    const by = await actor(this.sessions, claims, client);
     const now = this.ctx.clock();
-    const organization = await withTransaction(this.ctx.pool, (c) =>
-      changes.createOrganization(c, env, input.name, claims.sub, actor(claims, client), now),
-    );
+    const organization = await withTransaction(this.ctx.pool, (c) => changes.createOrganization(c, env, input.name, claims.sub, by, now));
     return { organization: organizationView(organization, 'owner') };
   }
 
@@ -59,12 +58,13 @@ export class OrganizationService {
 
   async rename(env: Environment, authorization: string | undefined, id: string, input: { name: string }, client: EventOrigin) {
     const claims = await this.sessions.authenticate(env, authorization);
+    const by = await actor(this.sessions, claims, client);
     const now = this.ctx.clock();
     return withTransaction(this.ctx.pool, async (c) => {
       const { org, me } = await this.#membership(c, env, id, claims.sub, true);
       requireMay(me.role, 'update');
       return {
-        organization: organizationView(await changes.renameOrganization(c, env, org, input.name, actor(claims, client), now), me.role),
+        organization: organizationView(await changes.renameOrganization(c, env, org, input.name, by, now), me.role),
       };
     });
   }
@@ -72,11 +72,12 @@ export class OrganizationService {
   /** Owners only; every member's tokens that carry it are refused from the next request. */
   async delete(env: Environment, authorization: string | undefined, id: string, client: EventOrigin) {
     const claims = await this.sessions.authenticate(env, authorization);
+    const by = await actor(this.sessions, claims, client);
     const now = this.ctx.clock();
     const revoked = await withTransaction(this.ctx.pool, async (c) => {
       const { org, me } = await this.#membership(c, env, id, claims.sub, true);
       requireMay(me.role, 'delete');
-      return changes.deleteOrganization(c, env, org, actor(claims, client), now, changes.revokeUntil(this.ctx, env, now));
+      return changes.deleteOrganization(c, env, org, by, now, changes.revokeUntil(this.ctx, env, now));
     });
     await changes.revokeMemberships(this.ctx, env, revoked, now);
   }
@@ -89,13 +90,14 @@ export class OrganizationService {
     client: EventOrigin,
   ) {
     const claims = await this.sessions.authenticate(env, authorization);
+    const by = await actor(this.sessions, claims, client);
     requireKnownRole(env.settings, input.role);
     const now = this.ctx.clock();
     const invitation = await withTransaction(this.ctx.pool, async (c) => {
       const { org, me } = await this.#membership(c, env, id, claims.sub, true);
       requireMay(me.role, 'invite');
       requireMayGrant(me.role, input.role);
-      return changes.sendInvitation(c, this.ctx.secrets, this.ctx.config.publicUrl, env, org, input, actor(claims, client), now);
+      return changes.sendInvitation(c, this.ctx.secrets, this.ctx.config.publicUrl, env, org, input, by, now);
     });
     this.ctx.courier.nudge();
     return { invitation: invitationView(invitation, now) };
@@ -103,13 +105,14 @@ export class OrganizationService {
 
   async revokeInvitation(env: Environment, authorization: string | undefined, id: string, invitationId: string, client: EventOrigin) {
     const claims = await this.sessions.authenticate(env, authorization);
+    const by = await actor(this.sessions, claims, client);
     const now = this.ctx.clock();
     return withTransaction(this.ctx.pool, async (c) => {
       const { me } = await this.#membership(c, env, id, claims.sub, true);
       requireMay(me.role, 'invite');
       const revoked = await revokeInvitation(c, id, invitationId, now);
       if (!revoked) throw new AppError('INVITATION_NOT_FOUND');
-      await changes.recordInvitationRevoked(c, env, revoked, actor(claims, client), now);
+      await changes.recordInvitationRevoked(c, env, revoked, by, now);
       return { invitation: invitationView(revoked, now) };
     });
   }
@@ -121,6 +124,7 @@ export class OrganizationService {
    */
   async accept(env: Environment, authorization: string | undefined, input: { token: string }, client: EventOrigin) {
     const claims = await this.sessions.authenticate(env, authorization);
+    const by = await actor(this.sessions, claims, client);
     const now = this.ctx.clock();
     return withTransaction(this.ctx.pool, async (c) => {
       const user = await findUserById(c, env, claims.sub);
@@ -134,7 +138,7 @@ export class OrganizationService {
         throw new AppError('INVITATION_INVALID', 'The role of this invitation no longer exists.');
       const org = await store.findOrganization(c, env, invitation.organizationId, true);
       if (!org) throw new AppError('INVITATION_INVALID');
-      const who = actor(claims, client);
+      const who = by;
       await markAccepted(c, invitation.id, user.id, now);
       await changes.recordInvitationAccepted(c, env, invitation, who, now);
       await changes.addMember(c, env, org, user.id, invitation.role, who, now, { invitationId: invitation.id });
@@ -151,6 +155,7 @@ export class OrganizationService {
     client: EventOrigin,
   ) {
     const claims = await this.sessions.authenticate(env, authorization);
+    const by = await actor(this.sessions, claims, client);
     requireKnownRole(env.settings, input.role);
     const now = this.ctx.clock();
     return withTransaction(this.ctx.pool, async (c) => {
@@ -158,7 +163,7 @@ export class OrganizationService {
       requireMay(me.role, 'manageMembers');
       const member = await this.#member(c, id, userId);
       requireMayGrant(me.role, input.role, member.role);
-      await changes.changeRole(c, env, org, member, input.role, actor(claims, client), now);
+      await changes.changeRole(c, env, org, member, input.role, by, now);
       return { member: memberView({ ...member, role: input.role }) };
     });
   }
@@ -166,12 +171,13 @@ export class OrganizationService {
   /** Removes a member, or the caller leaves (their own user id); the member's tokens that carry it stop at once. */
   async removeMember(env: Environment, authorization: string | undefined, id: string, userId: string, client: EventOrigin) {
     const claims = await this.sessions.authenticate(env, authorization);
+    const by = await actor(this.sessions, claims, client);
     const now = this.ctx.clock();
     const revoked = await withTransaction(this.ctx.pool, async (c) => {
       const { org, me } = await this.#membership(c, env, id, claims.sub, true);
       const member = userId === claims.sub ? me : await this.#member(c, id, userId);
       requireMayRemove(me.role, member.role, userId === claims.sub);
-      return changes.removeMember(c, env, org, member, actor(claims, client), now, changes.revokeUntil(this.ctx, env, now));
+      return changes.removeMember(c, env, org, member, by, now, changes.revokeUntil(this.ctx, env, now));
     });
     await changes.revokeMemberships(this.ctx, env, [revoked], now);
   }
@@ -184,16 +190,14 @@ export class OrganizationService {
   async switchActive(env: Environment, authorization: string | undefined, input: { organizationId: string | null }) {
     const claims = await this.sessions.authenticate(env, authorization);
     const now = this.ctx.clock();
-    return withTransaction(this.ctx.pool, async (c) => {
-      let organization: ActiveOrganization | undefined;
-      if (input.organizationId) {
-        // Locked: a removal that commits meanwhile waits, then revokes the membership named here.
-        const org = await store.findOrganization(c, env, input.organizationId, true);
-        const me = org && (await store.findMember(c, org.id, claims.sub));
-        if (!org || !me) throw new AppError('ORGANIZATION_FORBIDDEN', 'You are not a member of this organization.');
-        organization = { id: org.id, role: me.role, permissions: permissionsOf(env.settings, me.role) ?? [], membershipId: me.id };
-      }
-      return this.sessions.switchOrganization(env, claims, organization, c, now);
+    return this.sessions.switchOrganization(env, claims, now, async (c) => {
+      if (!input.organizationId) return undefined;
+      // Locked for share: a removal that commits meanwhile waits, then revokes the membership
+      // named here; other members switching at the same moment do not wait for each other.
+      const org = await store.findOrganization(c, env, input.organizationId, 'share');
+      const me = org && (await store.findMember(c, org.id, claims.sub));
+      if (!org || !me) throw new AppError('ORGANIZATION_FORBIDDEN', 'You are not a member of this organization.');
+      return { id: org.id, role: me.role, permissions: permissionsOf(env.settings, me.role) ?? [], membershipId: me.id };
     });
   }
 
@@ -224,6 +228,8 @@ export class OrganizationService {
   }
 }
 
-function actor(claims: AccessClaims, client: EventOrigin): changes.Actor {
-  return { userId: claims.sub, clientAddress: client.clientAddress ?? null, userAgent: client.userAgent ?? null };
+/** Who acts: the user, and in an impersonation session also the operator's management token. */
+async function actor(sessions: SessionService, claims: AccessClaims, client: EventOrigin): Promise<changes.Actor> {
+  const operator = await sessions.operatorOf(claims);
+  return { userId: claims.sub, actor: operator, clientAddress: client.clientAddress ?? null, userAgent: client.userAgent ?? null };
 }

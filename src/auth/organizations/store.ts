@@ -43,10 +43,21 @@ export async function insertOrganization(db: Queryable, scope: Scope, name: stri
  * which serialises every change of its members — so two owners who remove each other at once
  * cannot both see another owner left, and the member limit holds under concurrent joins.
  */
-export async function findOrganization(db: Queryable, scope: Scope, id: string, lock = false): Promise<Organization | undefined> {
+/**
+ * `lock`: true holds the row against every other lock until the transaction ends (a change of the
+ * organization or its members); 'share' only against those changes, so that many members can
+ * switch to it at once.
+ */
+export async function findOrganization(
+  db: Queryable,
+  scope: Scope,
+  id: string,
+  lock: boolean | 'share' = false,
+): Promise<Organization | undefined> {
+  const rowLock = lock === 'share' ? ' FOR SHARE' : lock ? ' FOR UPDATE' : '';
   const { rows } = await db.query<Organization>(
     `SELECT ${ORGANIZATION} FROM walgate.organizations o
-      WHERE o.id = $1 AND o.project_id = $2 AND o.environment = $3 AND o.deleted_at IS NULL${lock ? ' FOR UPDATE' : ''}`,
+      WHERE o.id = $1 AND o.project_id = $2 AND o.environment = $3 AND o.deleted_at IS NULL${rowLock}`,
     [id, scope.projectId, scope.name],
   );
   return rows[0];

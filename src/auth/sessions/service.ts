@@ -9,6 +9,7 @@ import { AUTH_EVENT, type AuthEventType } from '../events/kinds.js';
 import type { AuthMethod } from '../assurance.js';
 import { isTokenRevoked, type ActiveOrganization, type ActiveOrganizationLookup } from '../active-organization.js';
 import { acceptedIssuers, issuerOf } from '../issuer.js';
+import { isImpersonation } from '../impersonation.js';
 import type { KeyRing } from '../keyring.js';
 import { spendLimit } from '../limits.js';
 import { accessPayload, bearerToken, signAccessToken, verifyAccessToken, type AccessClaims } from '../tokens.js';
@@ -20,6 +21,7 @@ import {
   exchangeRefreshToken,
   findGraceSuccessor,
   findRefreshToken,
+  impersonatingOperator,
   listUserSessions,
   revokeOwnSession,
   revokeSessionRow,
@@ -203,12 +205,21 @@ export class SessionService {
     return claims;
   }
 
+  /**
+   * The operator acting through an impersonation session (its management token), for the audit
+   * rows of what the session does; null for the user's own sessions.
+   */
+  async operatorOf(claims: Pick<AccessClaims, 'sub' | 'sid' | 'amr'>): Promise<string | null> {
+    return isImpersonation(claims) ? impersonatingOperator(this.ctx.pool, claims.sub, claims.sid) : null;
+  }
+
   /** `local`: this session; `others`: every other session of the user; `global`: all of them. */
   async logout(env: Environment, authorization: string | undefined, scope: LogoutScope = 'local', client: EventOrigin = {}) {
     const claims = await this.authenticate(env, authorization, { firstFactorEnough: true });
     const now = this.ctx.clock();
+    const actor = await this.operatorOf(claims);
     const ended = await withTransaction(this.ctx.pool, async (c) => {
-      const event = { type: AUTH_EVENT.loggedOut, userId: claims.sub, sessionId: claims.sid, ...origin(client), details: { scope } };
+      const event = { type: AUTH_EVENT.loggedOut, userId: claims.sub, sessionId: claims.sid, ...origin(client), actor, details: { scope } };
       await append(c, env, event, now);
       if (scope !== 'local')
         return revokeUserSessions(c, claims.sub, `logout (${scope})`, now, scope === 'others' ? claims.sid : undefined);
@@ -251,9 +262,10 @@ export class SessionService {
   async end(env: Environment, authorization: string | undefined, sessionId: string, client: EventOrigin = {}) {
     const claims = await this.authenticate(env, authorization);
     const now = this.ctx.clock();
+    const actor = await this.operatorOf(claims);
     const ended = await withTransaction(this.ctx.pool, async (c) => {
       if (!(await revokeOwnSession(c, claims.sub, sessionId, 'ended by the user', now))) return false;
-      const event = { type: AUTH_EVENT.sessionRevoked, userId: claims.sub, sessionId, ...origin(client) };
+      const event = { type: AUTH_EVENT.sessionRevoked, userId: claims.sub, sessionId, ...origin(client), actor };
       await append(c, env, { ...event, details: { reason: 'ended by the user' } }, now);
       return true;
     });
@@ -264,17 +276,20 @@ export class SessionService {
   }
 
   /**
-   * A new pair for the caller's session, switched to `organization` (undefined: to none) — whose
-   * membership the caller checked in the transaction `db`, which this joins.
+   * A new pair for the caller's session, switched to the organization `membership` finds (undefined:
+   * to none) in the switch's transaction. The token is signed after the commit, so that no
+   * connection is held while the claims function or the key store answers.
    */
   async switchOrganization(
     env: Environment,
     claims: AccessClaims,
-    organization: ActiveOrganization | undefined,
-    db: Queryable,
     now: Date,
+    membership: (db: Queryable) => Promise<ActiveOrganization | undefined>,
   ): Promise<TokenPair> {
-    const switched = await switchSessionOrganization(db, claims.sid, claims.sub, env, organization?.id ?? null, now);
+    const { switched, organization } = await withTransaction(this.ctx.pool, async (c) => {
+      const organization = await membership(c);
+      return { organization, switched: await switchSessionOrganization(c, claims.sid, claims.sub, env, organization?.id ?? null, now) };
+    });
     if (!switched) throw new AppError('AUTH_TOKEN_INVALID', 'The session has ended.');
     this.#profiles.delete(switched.sessionId);
     return this.#pair(env, { ...switched, organization }, switched.refreshToken, now);

@@ -375,3 +375,15 @@ export async function undoExchange(db: Queryable, presented: string, issued: str
     [hashToken(presented), hashToken(issued), usedAt],
   );
 }
+
+/**
+ * The management token acting in an impersonation session: its start's audit row names it (the
+ * user's rows by the user index; an impersonation session lives an hour at most).
+ */
+export async function impersonatingOperator(db: Queryable, userId: string, sessionId: string): Promise<string | null> {
+  const { rows } = await db.query<{ actor: string | null }>(
+    `SELECT actor FROM walgate.auth_events WHERE user_id = $1 AND session_id = $2 AND type = 'user.impersonation_started' LIMIT 1`,
+    [userId, sessionId],
+  );
+  return rows[0]?.actor ?? null;
+}

@@ -2,6 +2,7 @@ import { randomBytes } from 'node:crypto';
 import type { Pool } from '../../core/db/pool.js';
 import { PAYLOAD_COLUMNS, type PayloadRow } from '../payload.js';
 import type { KeptRequest } from '../attempt.js';
+import { RETRY_DELAYS_MS } from './retry-delays.js';
 
 // The retry queue's statements on walgate.deliveries and walgate.delivery_attempts (the stream
 // parks into it through journal.ts).
@@ -37,6 +38,8 @@ export interface ClaimedDelivery extends PayloadRow {
   held_bytes: number;
   /** When its schedule began (capture, or an operator's retry or replay): the breaker-wait bound counts from it. */
   schedule_started_at: Date;
+  /** Its subscription's retry schedule, or its environment's; null: the platform's (retry-delays.ts). */
+  retry_delays_ms: number[] | null;
   /** Its event row is gone and no body was kept: it cannot be sent (endUnsendable). */
   payload_gone: boolean;
   /** The batch it was sent in (its members are claimed together), or null: sent alone or not yet (batch-claims.ts). */
@@ -250,7 +253,7 @@ export async function claimDue(pool: Pool, o: ClaimOptions): Promise<ClaimedDeli
 }
 
 /** What a claim's UPDATE … RETURNING hands on (as `d`) to CLAIMED_COLUMNS; sql/chains.ts claims with it too. */
-export const LEASED_RETURNING = `d.id, d.webhook_id, d.batch_id, d.event_id, d.event_type, d.attempts, d.select_fields, d.next_attempt_at AS lease,
+export const LEASED_RETURNING = `d.id, d.webhook_id, d.batch_id, d.event_id, d.event_type, d.attempts, d.select_fields, d.previous_event_id, d.next_attempt_at AS lease,
                  d.order_key IS NOT NULL AS ordered, d.order_key, d.order_key_old, d.payload AS kept_payload,
                  coalesce(d.payload_bytes, 1024) + coalesce(octet_length(d.payload), 0) AS held_bytes,
                  coalesce(d.schedule_started_at, d.created_at) AS schedule_started_at`;
@@ -258,7 +261,8 @@ export const LEASED_RETURNING = `d.id, d.webhook_id, d.batch_id, d.event_id, d.e
 /** A ClaimedDelivery, from the leased rows `d` joined with their event `e` and subscription `w`; `now` the claim's time parameter. */
 export const CLAIMED_COLUMNS = (now: string) =>
   `d.id, d.webhook_id, d.batch_id, w.batch_max_events, w.batch_max_bytes, d.attempts, d.lease, d.ordered, d.order_key, d.order_key_old,
-   w.url, w.secret, w.header_values, d.event_type, d.kept_payload, d.held_bytes, d.schedule_started_at, d.event_id AS delivery_event_id,
+   w.url, w.secret, w.header_values, d.event_type, d.kept_payload, d.held_bytes, d.schedule_started_at, ${RETRY_DELAYS_MS} AS retry_delays_ms,
+   d.event_id AS delivery_event_id,
    CASE WHEN w.previous_secret_until > ${now} THEN w.previous_secret END AS previous_secret, ${PAYLOAD_COLUMNS}
    -- Neither its event nor a kept body: nothing to send. Returned all the same, so that the
    -- worker ends it (payloadGone); left out, it stayed leased and was leased again forever,

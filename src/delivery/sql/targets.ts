@@ -1,5 +1,6 @@
 import type { Pool } from '../../core/db/pool.js';
 import type { BatchSettings } from '../batch.js';
+import { RETRY_DELAYS_MS } from './retry-delays.js';
 
 // A subscription as delivery needs it (targets.ts caches it).
 
@@ -14,15 +15,17 @@ export interface TargetRow {
   header_values: Buffer | null;
   history: 'full' | 'failures';
   batch: BatchSettings;
+  /** Its own retry schedule, else its environment's; null: the platform's (retry-delays.ts). */
+  retry_delays_ms: number[] | null;
 }
 
 export async function readTarget(pool: Pool, webhookId: string): Promise<TargetRow | undefined> {
   const { rows } = await pool.query<TargetRow>(
-    `SELECT project_id, environment, url, active, secret, header_values, history,
+    `SELECT project_id, environment, url, active, secret, header_values, history, ${RETRY_DELAYS_MS} AS retry_delays_ms,
             json_build_object('maxEvents', batch_max_events, 'maxWaitMs', batch_max_wait_ms, 'maxBytes', batch_max_bytes) AS batch,
             CASE WHEN previous_secret_until > now() THEN previous_secret END AS previous_secret,
             CASE WHEN previous_secret_until > now() THEN previous_secret_until END AS previous_secret_until
-       FROM walgate.webhooks WHERE id = $1`,
+       FROM walgate.webhooks w WHERE id = $1`,
     [webhookId],
   );
   return rows[0];

@@ -78,7 +78,8 @@ export function authRouter(service: AuthService, environments: EnvironmentCache,
     const e = await env(req);
     const { userMetadata } = parse(op.updateMe.body, req.body);
     const claims = await service.authenticate(e, req.get('authorization'));
-    const user = await users.setUserMetadata(e, claims.sub, userMetadata, meta(req));
+    const actor = await sessions.operatorOf(claims);
+    const user = await users.setUserMetadata(e, claims.sub, userMetadata, { ...meta(req), actor });
     service.forgetProfile(claims.sid);
     reply(res, op.updateMe, { user: userView(user) });
   });

@@ -30,6 +30,14 @@ export const deliveryPayload = z
       description: 'The columns an UPDATE changed (of the selected ones).',
       examples: [['total']],
     }),
+    previous_event_id: z
+      .string()
+      .nullable()
+      .meta({
+        description:
+          'With `ordering: "row"`: the id of the change of this row sent to this subscription before this one, so a receiver can tell a gap (a change passed over as dead, with `onDead: "skip"`). Null when not known (the first change of a row since the tailer started, a row not changed for long) and for unordered subscriptions.',
+        examples: ['evt_0000000001A2B3C4_000002'],
+      }),
   })
   .meta({ title: 'Delivery' });
 

@@ -1,6 +1,7 @@
+import { retryPolicy } from '../../webhooks/retry-policy.js';
 import { z } from 'zod';
 import { timestamp } from '../timestamp.js';
-import { EVENTS, HISTORIES, ON_DEAD, ORDERINGS } from '../../webhooks/schemas.js';
+import { EVENTS, HISTORIES, ON_DEAD, ORDERINGS, orderingGroup } from '../../webhooks/schemas.js';
 import { SUBSCRIPTION_STATES } from '../../delivery/subscription-state.js';
 import { filterDocument } from '../../webhooks/filter-schema.js';
 
@@ -22,8 +23,9 @@ const webhook = z
     }),
     filter: filterDocument.nullable(),
     select: z.array(z.string()).nullable(),
-    ordering: z.enum(ORDERINGS).meta({
-      description: "`row`: a row's changes are delivered one at a time, in commit order (docs/webhooks.md: Ordering); `none`: no order.",
+    ordering: z.union([z.enum(ORDERINGS), orderingGroup]).meta({
+      description:
+        "`row`: a row's changes are delivered one at a time, in commit order (docs/webhooks.md: Ordering); `{by: [columns]}`: a group's (the columns as sent); `none`: no order.",
     }),
     history: z.enum(HISTORIES).meta({
       description:
@@ -31,7 +33,7 @@ const webhook = z
     }),
     onDead: z.enum(ON_DEAD).meta({
       description:
-        'With `ordering: "row"`: `hold` — a row\'s later changes wait behind its dead letter until it is replayed and delivered, or discarded; `skip` — they go on.',
+        'With `ordering: "row"` or a group: `hold` — a row\'s (a group\'s) later changes wait behind its dead letter until it is replayed and delivered, or discarded; `skip` — they go on.',
     }),
     batch: z.object({ maxEvents: z.number().int(), maxWaitMs: z.number().int(), maxBytes: z.number().int() }).meta({
       description:
@@ -47,7 +49,13 @@ const webhook = z
     problems: z
       .array(
         z.object({
-          code: z.enum(['TABLE_MISSING', 'FILTER_COLUMN_MISSING', 'SELECT_COLUMN_MISSING', 'REPLICA_IDENTITY_CHANGED']),
+          code: z.enum([
+            'TABLE_MISSING',
+            'FILTER_COLUMN_MISSING',
+            'SELECT_COLUMN_MISSING',
+            'ORDERING_COLUMN_MISSING',
+            'REPLICA_IDENTITY_CHANGED',
+          ]),
           message: z.string(),
           since: timestamp.meta({ description: 'When walgate first saw it.' }),
         }),
@@ -56,6 +64,7 @@ const webhook = z
     headers: z
       .array(z.string())
       .meta({ description: 'The names of its custom request headers (lower case); their values are never returned.' }),
+    retry: retryPolicy.nullable(),
   })
   .meta({ description: 'A subscription. The secret and the custom header values are never returned.' });
 

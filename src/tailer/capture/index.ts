@@ -6,10 +6,10 @@
 import type { Queryable } from '../../core/db/pool.js';
 import { lockPublication, unwatchTable, watchTable } from '../publication.js';
 import { ensureSlot } from '../slot.js';
-import { AUTH_EVENTS_SOURCE, AUTH_EVENTS_TABLE } from '../auth-events.js';
+import { AUTH_EVENTS_TABLE, feedSource, isFeed, OPERATIONS_TABLE } from '../feeds.js';
 import { MESSAGES_TABLE } from '../messages.js';
 
-export { AUTH_EVENTS_TABLE, MESSAGES_TABLE };
+export { AUTH_EVENTS_TABLE, isFeed, MESSAGES_TABLE, OPERATIONS_TABLE };
 
 /**
  * The columns of a table name that is no table (`_messages`: outbox messages, tailer/messages.ts),
@@ -24,9 +24,9 @@ export function messageColumns(table: string): Array<{ name: string; type: strin
     : undefined;
 }
 
-/** Where a subscription's table really is: `_auth_events` is walgate's audit table (tailer/auth-events.ts), any other the environment's. */
+/** Where a subscription's table really is: a feed (`_auth_events`, `_operations`) is walgate's own table (tailer/feeds.ts), any other the environment's. */
 export function capturedRelation(schema: string, table: string): { schema: string; table: string } {
-  return table === AUTH_EVENTS_TABLE ? AUTH_EVENTS_SOURCE : { schema, table };
+  return isFeed(table) ? feedSource(table) : { schema, table };
 }
 
 export { WatchError as CaptureError } from '../publication.js';
@@ -39,12 +39,12 @@ export const lockCapturedTables = (db: Queryable): Promise<void> => lockPublicat
 
 /** Captures a table's changes from this transaction's commit on, with its old rows (replica identity full). */
 export const captureTable = (db: Queryable, schema: string, table: string): Promise<void> =>
-  // The audit table is in the publication from its migration on; messages are not published per table.
-  table === AUTH_EVENTS_TABLE || table === MESSAGES_TABLE ? Promise.resolve() : watchTable(db, schema, table);
+  // Feeds are in the publication from their migrations on; messages are not published per table.
+  isFeed(table) || table === MESSAGES_TABLE ? Promise.resolve() : watchTable(db, schema, table);
 
 /** Stops capturing a table that no subscription watches any more. */
 export const releaseTable = (db: Queryable, schema: string, table: string): Promise<void> =>
-  table === MESSAGES_TABLE ? Promise.resolve() : unwatchTable(db, schema, table);
+  isFeed(table) || table === MESSAGES_TABLE ? Promise.resolve() : unwatchTable(db, schema, table);
 
 /** Makes Postgres retain changes from now on, even before any tailer runs (creates the slot when missing). */
 export async function retainChanges(db: Queryable): Promise<void> {

@@ -113,6 +113,20 @@ describe('auth claims: the claims function', function () {
     expect(plain).to.not.have.any.keys('plan', 'permissions');
   });
 
+  it('what the user controls reaches the function as data, byte for byte: quotes, backslashes, dollars, a statement', async () => {
+    // The call is one simple query with its values inlined as escaped literals (call.ts).
+    const note = `O'Brien \\ \\' "x" $$ $q$ '; DROP TABLE claims_master.accounts; -- \u00e9 \n end`;
+    const b = await signUpAndConfirm(t, http);
+    expect((await http.patch('/auth/me', { userMetadata: { note } }, bearer(b.accessToken))).status).to.equal(200);
+    await q(`CREATE OR REPLACE FUNCTION claims_master.echo(u jsonb, claims jsonb) RETURNS jsonb LANGUAGE sql STABLE AS $$
+               SELECT jsonb_build_object('note', u->'userMetadata'->>'note', 'seen_sub', claims->>'sub') $$`);
+    expect((await setFunction('claims_master.echo')).status).to.equal(200);
+    const logged = await login(b);
+    expect(logged.status, JSON.stringify(logged.body)).to.equal(200);
+    expect(claimsOf(logged.body.accessToken)).to.include({ note, seen_sub: b.userId });
+    expect((await q('SELECT count(*) FROM claims_master.accounts')).rows[0].count).to.equal('1');
+  });
+
   it('the second factor’s completion mints through the function too', async () => {
     const b = await signUpAndConfirm(t, http);
     const factor = await enrolTotp(t, http, b);

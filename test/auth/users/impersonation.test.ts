@@ -95,6 +95,25 @@ describe('users: impersonation', function () {
     expect((await http.post('/auth/refresh-token', { refreshToken: started.body.refreshToken })).status).to.equal(401);
   });
 
+  it('what the session changes is in the audit trail naming the operator; the user’s own changes name no operator', async () => {
+    const e = await signUpAndConfirm(t, http);
+    const { accessToken } = (await impersonate(e.userId)).body;
+    const created = await http.post('/auth/organizations', { name: 'Made by support' }, bearer(accessToken));
+    expect(created.status, JSON.stringify(created.body)).to.equal(201);
+    const own = await http.post('/auth/organizations', { name: 'Made by the user' }, bearer(e.accessToken));
+    expect(own.status).to.equal(201);
+    expect((await http.patch('/auth/me', { userMetadata: { theme: 'dark' } }, bearer(accessToken))).status).to.equal(200);
+    expect((await http.post('/auth/logout', {}, bearer(accessToken))).status).to.equal(200);
+    const events = (await admin.get(`/api/rest/_users/${e.userId}/events`)).body.events as any[];
+    const by = (type: string, organizationId?: string) =>
+      events.filter((r) => r.type === type && (!organizationId || r.details.organizationId === organizationId)).map((r) => r.actor);
+    expect(by('organization.created', created.body.organization.id)).to.deep.equal([tokenId]);
+    expect(by('member.added', created.body.organization.id)).to.deep.equal([tokenId]);
+    expect(by('organization.created', own.body.organization.id)).to.deep.equal([null]);
+    expect(by('user.metadata_changed')).to.deep.equal([tokenId]);
+    expect(by('user.logged_out')).to.deep.equal([tokenId]);
+  });
+
   it('ends when its time is up, however it is refreshed', async () => {
     const r = await impersonate(a.userId, { durationSeconds: 120 });
     t.clock.advanceSeconds(60);

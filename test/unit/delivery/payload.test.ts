@@ -18,6 +18,7 @@ const UPDATE: PayloadRow = {
   project_id: 'proj_1',
   environment: 'production',
   select_fields: null,
+  previous_event_id: null,
 };
 
 describe('unit: payload building', () => {
@@ -29,9 +30,14 @@ describe('unit: payload building', () => {
         '"record":{"id":9007199254740993,"status":"paid","total":10.50,"card":"4242","meta":{"a": [1, 2.50]}},' +
         '"data":{"id":9007199254740993,"status":"paid","total":10.50,"card":"4242","meta":{"a": [1, 2.50]}},' +
         '"old_record":{"id":9007199254740993,"status":"open","total":10.50,"card":"4242","meta":null},' +
-        '"changed_fields":["status","meta"]}',
+        '"changed_fields":["status","meta"],"previous_event_id":null}',
     );
     expect(() => JSON.parse(body)).not.to.throw();
+  });
+
+  it('previous_event_id: the row-ordered delivery’s previous change, as stored on its row', () => {
+    const body = JSON.parse(renderPayload({ ...UPDATE, previous_event_id: 'evt_0000000001A2B3C4_000006' })) as Record<string, unknown>;
+    expect(body.previous_event_id).to.equal('evt_0000000001A2B3C4_000006');
   });
 
   it('is the same bytes every time it is rendered (retries sign the same body)', () => {

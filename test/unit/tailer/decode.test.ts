@@ -73,6 +73,7 @@ describe('unit: captured changes become payloads carrying to_jsonb rows', () => 
           'data',
           'old_record',
           'changed_fields',
+          'previous_event_id',
         ]);
         expect(d.payload).to.include({
           project_id: 'proj_unit',

@@ -73,6 +73,7 @@ describe('unit: which subscriptions take a change', () => {
     filter: null,
     select: null,
     ordering: 'none',
+    orderingBy: null,
     ...over,
   });
   const change = (operation: Change['operation'], record: Row = ORDER): Change => ({
