@@ -198,6 +198,12 @@ async function detailView(id, deliveryId) {
             ? `up to ${webhook.batch.maxEvents} changes per request, waiting at most ${webhook.batch.maxWaitMs} ms`
             : 'off: one request per change',
         ),
+        h('dt', {}, 'Throttle'),
+        h(
+          'dd',
+          { id: 'rate-limit' },
+          webhook.rateLimit ? `at most ${webhook.rateLimit.perSecond} requests a second (burst ${webhook.rateLimit.burst})` : 'none',
+        ),
         h('dt', {}, 'Retry schedule'),
         h('dd', { id: 'retry-schedule' }, webhook.retry ? `${webhook.retry.delaysMs.join(', ')} ms` : 'the environment’s default'),
         h('dt', {}, 'Custom headers'),

@@ -175,6 +175,15 @@ async function formView(id) {
     step: '1',
     value: String(w?.batch?.maxEvents ?? 1),
   });
+  // The throttle: requests a second at most; empty for none.
+  const rate = h('input', {
+    type: 'number',
+    id: 'rate-limit',
+    min: '0.01',
+    step: 'any',
+    placeholder: 'no limit',
+    value: w?.rateLimit ? String(w.rateLimit.perSecond) : '',
+  });
   // The retry schedule: waits in ms, comma-separated; empty for the environment's default.
   const retry = h('input', { id: 'retry', placeholder: "the environment's default", value: w?.retry ? w.retry.delaysMs.join(', ') : '' });
   const filterRows = h('div', { id: 'filter-rows' });
@@ -295,6 +304,8 @@ async function formView(id) {
       ...(w && w.history === history ? {} : { history }),
       ...((w ? w.batch?.maxEvents === maxEvents : maxEvents === 1) ? {} : { batch }),
       retry: delays ? { delaysMs: delays } : null,
+      // The burst is kept as it was (it is set through the API); a new throttle takes the default.
+      rateLimit: rate.value.trim() ? { perSecond: Number(rate.value), ...(w?.rateLimit ? { burst: w.rateLimit.burst } : {}) } : null,
       ...(replaceHeaders.checked && (w || Object.keys(sent).length) ? { headers: sent } : {}),
     };
     try {
@@ -398,6 +409,7 @@ async function formView(id) {
     ),
     h('label', { for: 'batch-max-events' }, 'Changes per request (batching; 1 = off, up to 1000)'),
     batchSize,
+    h('label', { for: 'rate-limit' }, 'Requests per second at most (throttle; empty: none)', rate),
     h('label', { for: 'retry' }, 'Retry schedule (ms before each attempt, the first 0)', retry),
     h('p', { class: 'help' }, 'For example 0, 1000, 5000: three attempts, then dead. Empty: the environment’s default.'),
     id ? null : h('p', { class: 'help' }, 'A whsec_ signing secret is generated when you create the subscription and shown once.'),

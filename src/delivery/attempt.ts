@@ -1,3 +1,4 @@
+import type { Throttle } from './throttle.js';
 import type { Clock } from '../core/clock.js';
 import type { Context } from '../core/context.js';
 import type { Operation } from '../tailer/sink.js';
@@ -64,6 +65,8 @@ export interface AttemptDeps {
   disableSubscription: (webhookId: string, reason: string, at: Date) => Promise<boolean>;
   /** Logs each change of a subscription's delivery state (subscription-state.ts). */
   states?: SubscriptionStateLog;
+  /** The throttles of subscriptions with a rateLimit: a gate before a send, asked by the stream and the worker (throttle.ts). */
+  throttle?: Throttle;
 }
 
 export async function attempt(deps: AttemptDeps, r: AttemptRequest): Promise<AttemptOutcome> {

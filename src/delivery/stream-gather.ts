@@ -1,6 +1,7 @@
 import type { Logger } from '../core/log.js';
 import { batchBytes, gather, isBatched, type Gathered } from './batch.js';
 import type { Lane } from './job.js';
+import type { Throttle } from './throttle.js';
 import { targetBody, type Targets } from './targets.js';
 
 /**
@@ -21,8 +22,11 @@ export class StreamGather {
   /** When the timer fires (performance.now()). */
   #timerAt = 0;
   #closed = false;
+  /** The throttles (throttle.ts): a request that would go waits for its subscription's turn. */
+  readonly #throttle: Throttle | undefined;
 
-  constructor(targets: Targets, clock: () => Date, log: Logger, pump: () => void) {
+  constructor(targets: Targets, clock: () => Date, log: Logger, pump: () => void, throttle?: Throttle) {
+    this.#throttle = throttle;
     this.#targets = targets;
     this.#clock = clock;
     this.#log = log;
@@ -39,7 +43,15 @@ export class StreamGather {
     return webhookId === undefined ? 1 : (this.#targets.peek(webhookId)?.batch.maxEvents ?? 1);
   }
 
+  /** What the lane's next request carries — once its subscription's throttle lets it go. */
   gather(webhookId: string, lane: Lane): Gathered {
+    const g = this.#gather(webhookId, lane);
+    if (!('take' in g)) return g;
+    const wait = this.#throttle?.take(webhookId, this.#targets.peek(webhookId)?.rateLimit ?? null) ?? 0;
+    return wait > 0 ? { waitMs: wait } : g;
+  }
+
+  #gather(webhookId: string, lane: Lane): Gathered {
     const target = this.#targets.peek(webhookId);
     if (target === undefined) {
       this.#load(webhookId);

@@ -49,6 +49,10 @@ export class StreamDelivery implements DeliveryStream {
   readonly #held: HeldDeliveries;
   #roomWaiters: Array<() => void> = [];
   #closed = false;
+  /** Whether this stream still sends: the leadership it was opened for holds (throttled subscriptions are its alone). */
+  get isOpen(): boolean {
+    return !this.#closed;
+  }
   /** A graceful stop is under way: nothing new is sent, what would be is parked (drain). */
   #draining = false;
   /** Parks of in-flight deliveries not written yet: told false if the stream closes first. */
@@ -65,7 +69,7 @@ export class StreamDelivery implements DeliveryStream {
     this.#targets = targets;
     this.#limits = limits;
     this.#lanes = new StreamLanes(limits);
-    this.#gather = new StreamGather(targets, ctx.clock, ctx.log.child({ component: 'delivery' }), () => this.#pump());
+    this.#gather = new StreamGather(targets, ctx.clock, ctx.log.child({ component: 'delivery' }), () => this.#pump(), deps.throttle);
     this.#held = limits.held ?? new HeldDeliveries(limits.maxHeld, ctx.config.tailerMaxHeldBytes);
     this.#journal = new Journal(fenced, onError);
     this.#order = new RowOrder<Job>(

@@ -1,3 +1,4 @@
+import type { RateLimitSettings } from './throttle.js';
 import type { Pool } from '../core/db/pool.js';
 import type { CapturedDelivery, CapturedEvent } from '../tailer/sink.js';
 import type { AttemptRequest } from './attempt.js';
@@ -34,6 +35,8 @@ export interface Target {
   batch: BatchSettings;
   /** Its retry schedule (its own or its environment's); null: the platform's. */
   retryDelaysMs: number[] | null;
+  /** Its throttle (throttle.ts); null: none. */
+  rateLimit: RateLimitSettings | null;
 }
 
 /** The stream's request for a change to a subscription: its payload as the target selects, signed with its secrets. */
@@ -114,6 +117,7 @@ export class Targets {
                 history: r.history,
                 batch: r.batch,
                 retryDelaysMs: r.retry_delays_ms,
+                rateLimit: r.rate_limit,
               }
             : null;
           // A change announced while this read ran may not be in it: keep it only if none was.

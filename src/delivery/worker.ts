@@ -7,6 +7,8 @@ import { listenForDueNotes } from './listen-due.js';
 import { count, fairShare } from './fair-share.js';
 import type { QueueStats } from './queue-result.js';
 import { endpointOf, sendClaimed } from './queue-send.js';
+import { SoonestTimer } from './soonest-timer.js';
+import { claimAhead } from './throttle.js';
 import { OpenedSecrets } from './secret.js';
 import { claimDue, endUnsendable, postpone, queueDepth, recordAttempts, type AttemptResult, type ClaimedDelivery } from './sql/queue.js';
 
@@ -35,6 +37,8 @@ export interface QueueWorkerOptions {
   onOrderedFinished?: () => void;
   /** A request of this worker to the subscription ended: the stream may use the slot. */
   onSlotFree?: (webhookId: string) => void;
+  /** Whether this process leads (its stream is open): only the leader claims throttled subscriptions (throttle.ts). Default true. */
+  leading?: () => boolean;
 }
 
 export type DisableSubscription = (webhookId: string, reason: string, at: Date) => Promise<boolean>;
@@ -78,6 +82,8 @@ export class QueueWorker {
   #listener: pg.Client | null = null;
   #loop: Promise<void> | undefined;
   #reporter: NodeJS.Timeout | undefined;
+  /** Pumps again at a throttled subscription's next turn. */
+  readonly #turn = new SoonestTimer(() => !this.#stopping && this.#pump());
   #stopping = false;
   /** Aborted by stop(): ends the LISTEN reconnect loop, also mid-backoff. */
   readonly #abort = new AbortController();
@@ -125,6 +131,7 @@ export class QueueWorker {
     await Promise.race([drained, sleep(timeoutMs)]);
     await this.#flush();
     clearInterval(this.#reporter);
+    this.#turn.stop();
     const listener = this.#listener;
     this.#listener = null;
     await listener?.end().catch(() => undefined);
@@ -157,6 +164,7 @@ export class QueueWorker {
           // round trip per finished delivery); until then it counts as full.
           inflight: this.#busy(),
           maxBytes: bytes,
+          throttled: this.#o.leading?.() ?? true,
         });
         const unsendable = claimed.filter((d) => d.payload_gone);
         if (unsendable.length > 0) {
@@ -205,7 +213,11 @@ export class QueueWorker {
     const busy = new Map(
       [...this.#held].map(([id, n]) => [
         id,
-        n > this.#refillAt || (this.#projectHeld.get(this.#projectOf.get(id)!) ?? 0) >= cap ? full : n,
+        n > this.#refillAt ||
+        n >= claimAhead(this.#queue.get(id)?.[0]?.deliveries[0]?.rate_limit) ||
+        (this.#projectHeld.get(this.#projectOf.get(id)!) ?? 0) >= cap
+          ? full
+          : n,
       ]),
     );
     for (const [id, n] of this.#o.streamLoad()) busy.set(id, Math.min(full, (busy.get(id) ?? 0) + n));
@@ -228,6 +240,12 @@ export class QueueWorker {
         (this.#running.get(webhookId) ?? 0) < room &&
         (this.#projectRunning.get(project) ?? 0) < share
       ) {
+        // The throttle before the send: no token, the request waits here (no slot held) for its turn.
+        const wait = this.#deps.throttle?.take(webhookId, queue[0]!.deliveries[0]!.rate_limit) ?? 0;
+        if (wait > 0) {
+          this.#turn.in(wait);
+          break;
+        }
         this.#dispatch(queue.shift()!);
       }
       if (queue.length === 0) this.#queue.delete(webhookId);

@@ -1,4 +1,5 @@
 import { z } from 'zod';
+import { rateLimit } from './rate-limit.js';
 import { retryPolicy } from './retry-policy.js';
 import { headersSchema } from './headers.js';
 import { isFeed, MESSAGES_TABLE } from '../tailer/capture/index.js';
@@ -160,6 +161,7 @@ export const createBody = z
     batch: batch.nullish(),
     headers: headersSchema.nullish(),
     retry: retryPolicy.nullish(),
+    rateLimit: rateLimit.nullish(),
   })
   .refine(...messagesTakeInserts)
   .refine((b) => b.onDead === 'skip' || b.ordering !== 'none', {
@@ -184,6 +186,7 @@ export const updateBody = z
     batch: batch.nullish(),
     headers: headersSchema.nullish(),
     retry: retryPolicy.nullish(),
+    rateLimit: rateLimit.nullish(),
   })
   .refine((b) => Object.keys(b).length > 0, 'must change at least one field')
   .refine(...messagesTakeInserts);

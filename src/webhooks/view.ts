@@ -43,6 +43,8 @@ export interface WebhookView {
   headers: string[];
   /** Its own retry schedule; null: the environment's default, else the platform's. */
   retry: { delaysMs: number[] } | null;
+  /** Its throttle; null: none. */
+  rateLimit: { perSecond: number; burst: number } | null;
 }
 
 /** `breaker`: its endpoint's (the shared row; closed and counting nothing when omitted). */
@@ -67,5 +69,6 @@ export function webhookView(w: WebhookRow, problems: Problem[] = [], breaker?: B
     problems,
     headers: w.headerNames,
     retry: w.retryDelaysMs ? { delaysMs: w.retryDelaysMs } : null,
+    rateLimit: w.rateLimitPerSecond === null ? null : { perSecond: w.rateLimitPerSecond, burst: w.rateLimitBurst ?? 1 },
   };
 }

@@ -3,6 +3,7 @@ import type { Pool } from '../../core/db/pool.js';
 import { PAYLOAD_COLUMNS, type PayloadRow } from '../payload.js';
 import type { KeptRequest } from '../attempt.js';
 import { RETRY_DELAYS_MS } from './retry-delays.js';
+import type { RateLimitSettings } from '../throttle.js';
 
 // The retry queue's statements on walgate.deliveries and walgate.delivery_attempts (the stream
 // parks into it through journal.ts).
@@ -40,6 +41,8 @@ export interface ClaimedDelivery extends PayloadRow {
   schedule_started_at: Date;
   /** Its subscription's retry schedule, or its environment's; null: the platform's (retry-delays.ts). */
   retry_delays_ms: number[] | null;
+  /** Its subscription's throttle (delivery/throttle.ts); null: none. */
+  rate_limit: RateLimitSettings | null;
   /** Its event row is gone and no body was kept: it cannot be sent (endUnsendable). */
   payload_gone: boolean;
   /** The batch it was sent in (its members are claimed together), or null: sent alone or not yet (batch-claims.ts). */
@@ -89,6 +92,8 @@ export interface ClaimOptions {
   startKey?: string;
   /** At most this many row keys visited from the start on, and as many from the first key on (the wrap); default MAX_KEYS_PER_CLAIM. */
   maxKeys?: number;
+  /** Whether throttled subscriptions may be claimed: only by the leading tailer's worker (throttle.ts). Default true. */
+  throttled?: boolean;
 }
 
 /**
@@ -115,6 +120,8 @@ export async function claimDue(pool: Pool, o: ClaimOptions): Promise<ClaimedDeli
          FROM walgate.webhooks w
          LEFT JOIN unnest($5::text[], $6::int[]) AS busy(webhook_id, n) ON busy.webhook_id = w.id
         WHERE w.active AND $4 - coalesce(busy.n, 0) > 0
+          -- A throttled subscription is sent by one process, whose bucket is its whole budget (throttle.ts).
+          AND (w.rate_limit_per_second IS NULL OR $10)
      ), candidates AS (
        -- Each subscription's oldest claimable deliveries, up to its room (index ranges per
        -- subscription). Not the oldest due deliveries overall: a hanging endpoint's backlog is the
@@ -247,6 +254,7 @@ export async function claimDue(pool: Pool, o: ClaimOptions): Promise<ClaimedDeli
       o.maxBytes ?? Number.MAX_SAFE_INTEGER,
       o.startKey ?? randomBytes(3).toString('base64url'),
       o.maxKeys ?? MAX_KEYS_PER_CLAIM,
+      o.throttled ?? true,
     ],
   );
   return rows;
@@ -262,6 +270,8 @@ export const LEASED_RETURNING = `d.id, d.webhook_id, d.batch_id, d.event_id, d.e
 export const CLAIMED_COLUMNS = (now: string) =>
   `d.id, d.webhook_id, d.batch_id, w.batch_max_events, w.batch_max_bytes, d.attempts, d.lease, d.ordered, d.order_key, d.order_key_old,
    w.url, w.secret, w.header_values, d.event_type, d.kept_payload, d.held_bytes, d.schedule_started_at, ${RETRY_DELAYS_MS} AS retry_delays_ms,
+   CASE WHEN w.rate_limit_per_second IS NULL THEN NULL
+   ELSE json_build_object('perSecond', w.rate_limit_per_second, 'burst', coalesce(w.rate_limit_burst, 1)) END AS rate_limit,
    d.event_id AS delivery_event_id,
    CASE WHEN w.previous_secret_until > ${now} THEN w.previous_secret END AS previous_secret, ${PAYLOAD_COLUMNS}
    -- Neither its event nor a kept body: nothing to send. Returned all the same, so that the

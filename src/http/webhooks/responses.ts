@@ -1,3 +1,4 @@
+import { rateLimit } from '../../webhooks/rate-limit.js';
 import { retryPolicy } from '../../webhooks/retry-policy.js';
 import { z } from 'zod';
 import { timestamp } from '../timestamp.js';
@@ -65,6 +66,7 @@ const webhook = z
       .array(z.string())
       .meta({ description: 'The names of its custom request headers (lower case); their values are never returned.' }),
     retry: retryPolicy.nullable(),
+    rateLimit: rateLimit.nullable(),
   })
   .meta({ description: 'A subscription. The secret and the custom header values are never returned.' });
 
