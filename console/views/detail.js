@@ -190,6 +190,20 @@ async function detailView(id, deliveryId) {
             ? 'failures only: changes delivered at their first attempt are counted, not listed'
             : 'full: every delivery is listed',
         ),
+        h('dt', {}, 'Batching'),
+        h(
+          'dd',
+          { id: 'batch-mode' },
+          webhook.batch && webhook.batch.maxEvents > 1
+            ? `up to ${webhook.batch.maxEvents} changes per request, waiting at most ${webhook.batch.maxWaitMs} ms`
+            : 'off: one request per change',
+        ),
+        h('dt', {}, 'Throttle'),
+        h(
+          'dd',
+          { id: 'rate-limit' },
+          webhook.rateLimit ? `at most ${webhook.rateLimit.perSecond} requests a second (burst ${webhook.rateLimit.burst})` : 'none',
+        ),
         h('dt', {}, 'Retry schedule'),
         h('dd', { id: 'retry-schedule' }, webhook.retry ? `${webhook.retry.delaysMs.join(', ')} ms` : 'the environment’s default'),
         h('dt', {}, 'Custom headers'),

@@ -4,7 +4,7 @@ import { go, registerRoute } from '../routing.js';
 import { notFound, problem, say, show } from '../shell.js';
 import { generateSecret, secretOnce } from './secret.js';
 
-// Creating and editing a subscription: table, events, URL, filter, columns, ordering, history and custom
+// Creating and editing a subscription: table, events, URL, filter, columns, ordering, history, batching and custom
 // request headers. Header values are typed into password fields and sent once; the API never
 // returns them, so editing shows the names and replaces the whole set only when asked to.
 
@@ -166,6 +166,24 @@ async function formView(id) {
     oninput: () => (groupOrdered.checked = true),
   });
   const failuresOnly = h('input', { type: 'checkbox', id: 'history', checked: w?.history === 'failures' });
+  // Changes per request (batch.maxEvents): 1 is off. The wait and byte bounds keep what they are (defaults on create).
+  const batchSize = h('input', {
+    type: 'number',
+    id: 'batch-max-events',
+    min: '1',
+    max: '1000',
+    step: '1',
+    value: String(w?.batch?.maxEvents ?? 1),
+  });
+  // The throttle: requests a second at most; empty for none.
+  const rate = h('input', {
+    type: 'number',
+    id: 'rate-limit',
+    min: '0.01',
+    step: 'any',
+    placeholder: 'no limit',
+    value: w?.rateLimit ? String(w.rateLimit.perSecond) : '',
+  });
   // The retry schedule: waits in ms, comma-separated; empty for the environment's default.
   const retry = h('input', { id: 'retry', placeholder: "the environment's default", value: w?.retry ? w.retry.delaysMs.join(', ') : '' });
   const filterRows = h('div', { id: 'filter-rows' });
@@ -269,6 +287,9 @@ async function formView(id) {
           }
         : 'none';
     const history = failuresOnly.checked ? 'failures' : 'full';
+    // Sent as typed (a value out of range comes back as a 400 naming batch.maxEvents); the other bounds kept.
+    const maxEvents = Number(batchSize.value);
+    const batch = { ...(w?.batch ?? {}), maxEvents };
     const delays = retry.value.trim() ? retry.value.split(',').map((v) => Number(v.trim())) : null;
     const sent = headers.collect();
     const body = {
@@ -281,7 +302,10 @@ async function formView(id) {
       // Sent when it changes: a PATCH that names "row" re-checks the table's primary key.
       ...(w && JSON.stringify(w.ordering) === JSON.stringify(ordering) ? {} : { ordering }),
       ...(w && w.history === history ? {} : { history }),
+      ...((w ? w.batch?.maxEvents === maxEvents : maxEvents === 1) ? {} : { batch }),
       retry: delays ? { delaysMs: delays } : null,
+      // The burst is kept as it was (it is set through the API); a new throttle takes the default.
+      rateLimit: rate.value.trim() ? { perSecond: Number(rate.value), ...(w?.rateLimit ? { burst: w.rateLimit.burst } : {}) } : null,
       ...(replaceHeaders.checked && (w || Object.keys(sent).length) ? { headers: sent } : {}),
     };
     try {
@@ -383,6 +407,9 @@ async function formView(id) {
       failuresOnly,
       ' History of failures only: changes delivered at their first attempt are counted, not listed in the delivery log',
     ),
+    h('label', { for: 'batch-max-events' }, 'Changes per request (batching; 1 = off, up to 1000)'),
+    batchSize,
+    h('label', { for: 'rate-limit' }, 'Requests per second at most (throttle; empty: none)', rate),
     h('label', { for: 'retry' }, 'Retry schedule (ms before each attempt, the first 0)', retry),
     h('p', { class: 'help' }, 'For example 0, 1000, 5000: three attempts, then dead. Empty: the environment’s default.'),
     id ? null : h('p', { class: 'help' }, 'A whsec_ signing secret is generated when you create the subscription and shown once.'),

@@ -80,11 +80,15 @@ async function retainedWal(b: Bench): Promise<number> {
   return Number(rows[0]?.bytes ?? 0);
 }
 
-async function outage(b: Bench): Promise<void> {
+/** BENCH_OUTAGE_BATCH_MAX_EVENTS: the subscription's batch.maxEvents in the `outage-batched` row (default 100). */
+const OUTAGE_BATCH = Number(process.env.BENCH_OUTAGE_BATCH_MAX_EVENTS ?? 100);
+
+async function outage(b: Bench, maxEvents = 1): Promise<void> {
   await b.pool.query(`CREATE TABLE IF NOT EXISTS bench_master.outage (id int PRIMARY KEY, version int NOT NULL, payload text)`);
   await b.pool.query(`INSERT INTO bench_master.outage SELECT g, 0, $1 FROM generate_series(1, ${ROWS}) g ON CONFLICT DO NOTHING`, [PAYLOAD]);
   const sub = await insertSubscription(b.ctx, {
     projectId: 'bench', environment: 'master', schema: 'bench_master', table: 'outage', events: ['UPDATE'], url: `${b.receiver.url}${PATH}`, secret: b.secret, ordering: 'row',
+    batch: { maxEvents },
   });
   const settings = outageSettings();
   const tailer = await b.startTailer(settings);
@@ -134,7 +138,7 @@ async function outage(b: Bench): Promise<void> {
     const missing = written - s.unique;
     const met = caughtUp && catchUpMs <= CATCH_UP_TARGET_MS && missing === 0 && s.regressions === 0;
     b.record({
-      path: `receiver outage of ${OUTAGE_SECONDS} s at ${RATE.toLocaleString('en')} changes/s (ordering "row"): catch-up after its return`,
+      path: `receiver outage of ${OUTAGE_SECONDS} s at ${RATE.toLocaleString('en')} changes/s (ordering "row"${maxEvents > 1 ? `, batch maxEvents ${maxEvents}` : ''}): catch-up after its return`,
       unit: 's',
       value: summarize([round(catchUpMs / 1000, 1)]),
       target: 'caught up within 120 s of the return; nothing lost; no row goes back to an older version',
@@ -151,6 +155,7 @@ async function outage(b: Bench): Promise<void> {
         orderRegressions: s.regressions,
         peakWalRetainedMb: round(peakWal / 1024 ** 2, 1),
         writerFellBehindMs: w.behindMs,
+        requests: s.requests,
         retryEveryMs: RETRY_EVERY_MS,
         breakerCooldownMs: BREAKER_COOLDOWN_MS,
       },
@@ -167,5 +172,9 @@ async function outage(b: Bench): Promise<void> {
 }
 
 export function outagePaths(b: Bench): Array<[string, () => Promise<void>]> {
-  return [['outage', () => outage(b)]];
+  // BENCH_ONLY=outage-batched runs the batched one alone (each takes the outage and its catch-up).
+  return [
+    ['outage', () => outage(b)],
+    ['outage-batched', () => outage(b, OUTAGE_BATCH)],
+  ];
 }

@@ -8,6 +8,8 @@ const secret = process.env.BENCH_SECRET!;
 // The certificate the parent made with its test CA (the sender trusts that CA).
 const { cert, key } = JSON.parse(process.env.BENCH_TLS!) as { cert: string; key: string };
 let received = 0;
+/** Requests counted (a batch is one request carrying several of `received`). */
+let requests = 0;
 let badSignatures = 0;
 let ids = new Set<string>();
 let latencies: number[] = [];
@@ -34,7 +36,10 @@ const server = createServer({ cert, key }, (req, res) => {
       res.writeHead(401, { 'content-length': '0' }).end();
       return;
     }
-    const event = JSON.parse(body.toString('utf8')) as { id: string; timestamp: string; record?: { id?: unknown; version?: unknown } };
+    type Event = { id: string; timestamp: string; record?: { id?: unknown; version?: unknown } };
+    const parsed = JSON.parse(body.toString('utf8')) as Event | { events: Event[] };
+    // A batched subscription's request carries {"events": [...]}: each event counts as a delivery.
+    const events = 'events' in parsed ? parsed.events : [parsed];
     if (down.some((p) => req.url?.startsWith(p))) {
       res.writeHead(503, { 'content-length': '0' }).end();
       return;
@@ -45,14 +50,17 @@ const server = createServer({ cert, key }, (req, res) => {
     if (req.url?.startsWith('/slow')) setTimeout(() => res.writeHead(200, { 'content-length': '2' }).end('ok'), 50);
     else res.writeHead(200, { 'content-length': '2' }).end('ok');
     if (!counted.some((p) => req.url?.startsWith(p))) return;
-    received++;
-    ids.add(`${req.url} ${event.id}`);
-    if (recordLatency) latencies.push(Date.now() - Date.parse(event.timestamp));
-    if (typeof event.record?.version === 'number') {
-      const row = `${req.url} ${String(event.record.id)}`;
-      const seen = versions.get(row) ?? -1;
-      if (event.record.version < seen) regressions++;
-      else versions.set(row, event.record.version);
+    requests++;
+    for (const event of events) {
+      received++;
+      ids.add(`${req.url} ${event.id}`);
+      if (recordLatency) latencies.push(Date.now() - Date.parse(event.timestamp));
+      if (typeof event.record?.version === 'number') {
+        const row = `${req.url} ${String(event.record.id)}`;
+        const seen = versions.get(row) ?? -1;
+        if (event.record.version < seen) regressions++;
+        else versions.set(row, event.record.version);
+      }
     }
   });
 });
@@ -71,6 +79,7 @@ function behind(): number {
 process.on('message', (m: { cmd: string; paths?: string[]; seq: number; target?: Array<[string, number]> }) => {
   if (m.cmd === 'reset') {
     received = 0;
+    requests = 0;
     badSignatures = 0;
     ids = new Set();
     latencies = [];
@@ -83,5 +92,5 @@ process.on('message', (m: { cmd: string; paths?: string[]; seq: number; target?:
   if (m.cmd === 'down') down = m.paths ?? [];
   if (m.cmd === 'target') target = new Map(m.target);
   if (m.cmd === 'latency') recordLatency = true;
-  process.send!({ seq: m.seq, received, unique: ids.size, badSignatures, latencies: recordLatency ? latencies : [], regressions, behind: behind() });
+  process.send!({ seq: m.seq, received, requests, unique: ids.size, badSignatures, latencies: recordLatency ? latencies : [], regressions, behind: behind() });
 });

@@ -8,7 +8,10 @@ import { track, withDeadline } from './processes.js';
 // not go astray.
 
 export interface ReceiverStats {
+  /** Deliveries (events) received: a batch counts each of its events. */
   received: number;
+  /** Requests received (fewer than `received` when batched). */
+  requests: number;
   unique: number;
   badSignatures: number;
   latencies: number[];

@@ -36,6 +36,12 @@ export class Metrics {
     registers: [this.registry],
   });
 
+  readonly throttleWaits = new Counter({
+    name: 'walgate_delivery_throttle_waits_total',
+    help: "Times a throttled subscription's next request had to wait for its turn (its rateLimit); a wait is never an attempt",
+    registers: [this.registry],
+  });
+
   readonly webhooksDisabled = new Counter({
     name: 'walgate_webhooks_disabled_total',
     help: 'Subscriptions disabled by delivery because their receiver answered 410 Gone',

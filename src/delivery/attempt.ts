@@ -1,3 +1,4 @@
+import type { Throttle } from './throttle.js';
 import type { Clock } from '../core/clock.js';
 import type { Context } from '../core/context.js';
 import type { Operation } from '../tailer/sink.js';
@@ -21,8 +22,10 @@ export interface AttemptRequest {
   url: URL;
   /** Signing secrets, newest first. */
   secrets: string[];
+  /** The event id, or a batch's id (batch.ts): `webhook-id` and `X-Service-Delivery`. */
   eventId: string;
-  operation: Operation;
+  /** `X-Service-Event`: the change's operation, or BATCH for a batch of changes. */
+  operation: Operation | 'BATCH';
   body: string;
   /** The subscription's custom request headers (names lower case). */
   headers?: Readonly<Record<string, string>>;
@@ -62,6 +65,8 @@ export interface AttemptDeps {
   disableSubscription: (webhookId: string, reason: string, at: Date) => Promise<boolean>;
   /** Logs each change of a subscription's delivery state (subscription-state.ts). */
   states?: SubscriptionStateLog;
+  /** The throttles of subscriptions with a rateLimit: a gate before a send, asked by the stream and the worker (throttle.ts). */
+  throttle?: Throttle;
 }
 
 export async function attempt(deps: AttemptDeps, r: AttemptRequest): Promise<AttemptOutcome> {
@@ -125,7 +130,8 @@ export async function conclude(
   ctx: Context,
   deps: AttemptDeps,
   sent: SentAttempt,
-  a: { webhookId: string; attemptNo: number; delaysMs: readonly number[]; committedAt: Date },
+  // `deliveries`: how many the request carried (a batch: batch.ts), each counted as finished.
+  a: { webhookId: string; attemptNo: number; delaysMs: readonly number[]; committedAt: Date; deliveries?: number },
 ): Promise<Concluded> {
   const { result } = sent;
   const at = ctx.clock();
@@ -134,7 +140,7 @@ export async function conclude(
   const state = stateAfterAttempt({ ok: result.ok, disabled: step.disable !== null, breaker: sent.breaker });
   deps.states?.observe(a.webhookId, state, step.disable ?? (result.ok ? 'delivered' : (result.error ?? `HTTP ${result.status}`)));
   const m = ctx.metrics;
-  m.deliveriesFinished.inc({ status: step.status });
+  m.deliveriesFinished.inc({ status: step.status }, a.deliveries ?? 1);
   m.attemptDuration.observe({ outcome: result.ok ? 'success' : 'failure' }, result.durationMs / 1000);
   if (result.ok) m.commitToDelivery.observe(Math.max(0, at.getTime() - a.committedAt.getTime()) / 1000);
   return { step, at };

@@ -1,3 +1,4 @@
+import { Throttle } from './throttle.js';
 import type { ConnectionOptions } from 'node:tls';
 import type { Context } from '../core/context.js';
 import type { Queryable } from '../core/db/pool.js';
@@ -90,6 +91,7 @@ export class DeliveryEngine implements DeliverySink {
       clock: ctx.clock,
       disableSubscription: options.disableSubscription,
       states: new SubscriptionStateLog(ctx.log, ctx.clock),
+      throttle: new Throttle(() => ctx.metrics.throttleWaits.inc()),
     };
     this.#worker = new QueueWorker(ctx, this.#deps, {
       concurrency: Math.max(1, Math.floor(this.#o.concurrency / 2)),
@@ -104,6 +106,7 @@ export class DeliveryEngine implements DeliverySink {
       openSecret,
       onOrderedFinished: () => this.#stream?.orderedFinished(),
       onSlotFree: (id) => this.#stream?.slotFree(id),
+      leading: () => this.#stream?.isOpen ?? false,
     });
   }
 

@@ -45,6 +45,13 @@ export interface Job {
    * was lost, and the change was sent again once the lease ran out.
    */
   parkWritten?: Promise<boolean>;
+  /** Its body, rendered once when its lane gathers a batch (batch.ts: its bytes count). */
+  body?: string;
+  /**
+   * Once taken into a batch: the batch's id and its members. Every park of it carries the id, so
+   * the retry queue sends the batch again whole (batch-claims.ts); the members are parked together.
+   */
+  batch?: { id: string; jobs: Job[] };
   settled: () => void;
 }
 

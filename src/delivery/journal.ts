@@ -25,6 +25,8 @@ export interface DeliveredEntry {
   /** The request as sent (WEBHOOK_KEEP_PAYLOADS), in the history row itself. */
   kept: KeptRequest | null;
   deliveredAt: Date;
+  /** The batch it went in (its webhook-id, batch.ts); null when it went alone. */
+  batchId?: string | null;
   done: () => void;
 }
 
@@ -48,6 +50,8 @@ export interface ParkedEntry {
     responseBody: string | null;
     kept: KeptRequest | null;
   } | null;
+  /** The batch it was sent in: the retry queue sends it again in that batch (batch-claims.ts); null when sent alone or not sent. */
+  batchId?: string | null;
   done: () => void;
 }
 

@@ -1,5 +1,6 @@
 import { count, fairShare, tenantsOf } from './fair-share.js';
 import type { Job, Lane, StreamLimits } from './job.js';
+import type { Gathered } from './batch.js';
 
 /**
  * The stream's lanes (stream.ts): one per subscription with deliveries waiting, in flight or
@@ -89,11 +90,15 @@ export class StreamLanes {
 
   /**
    * Starts waiting deliveries (`send`) while there is room, a fair turn for each subscription: at
-   * most perWebhook of one subscription, and no project beyond its fair share of the budget while
-   * another has work — so a project whose endpoints hang holds its share, not every slot.
+   * most perWebhook requests of one subscription, and no project beyond its fair share of the
+   * budget while another has work — so a project whose endpoints hang holds its share, not every
+   * slot. `gather` says how many of a lane's waiting deliveries go in its next request (1, or a
+   * batch: batch.ts), or how long the lane waits for its batch to fill; the shortest such wait
+   * is returned (Infinity: none), for the caller to pump again then.
    */
-  pump(stopped: () => boolean, send: (job: Job, lane: Lane) => void): void {
+  pump(stopped: () => boolean, send: (jobs: Job[], lane: Lane) => void, gather: (id: string, lane: Lane) => Gathered): number {
     const share = fairShare(this.#limits.concurrency, this.#tenantActive, tenantsOf(this.#ready, this.#lanes));
+    let wake = Number.POSITIVE_INFINITY;
     while (this.#ready.size > 0 && this.#active < this.#limits.concurrency && !stopped()) {
       let started = false;
       for (const id of this.#ready) {
@@ -104,14 +109,20 @@ export class StreamLanes {
         }
         const endpointBusy = lane.active + (this.#limits.queueActive?.(id) ?? 0) >= this.#limits.perWebhook;
         if (endpointBusy || (this.#tenantActive.get(lane.tenant) ?? 0) >= share) continue;
-        const job = lane.waiting.shift()!;
+        const g = gather(id, lane);
+        if ('waitMs' in g) {
+          wake = Math.min(wake, g.waitMs);
+          continue;
+        }
+        const jobs = lane.waiting.splice(0, g.take);
         if (lane.waiting.length === 0) this.#ready.delete(id);
         started = true;
-        send(job, lane);
-        if (this.#active >= this.#limits.concurrency) return;
+        send(jobs, lane);
+        if (this.#active >= this.#limits.concurrency) return wake;
       }
-      if (!started) return;
+      if (!started) return wake;
     }
+    return wake;
   }
 
   /** A request of the lane starts: counted for it and its tenant as it is now (returned, for ended). */
@@ -122,10 +133,10 @@ export class StreamLanes {
     return lane.tenant;
   }
 
-  /** A request of the lane ended. */
-  ended(lane: Lane, tenant: string): void {
+  /** A request of the lane ended, carrying `deliveries` (its pace counts deliveries, a batch as many). */
+  ended(lane: Lane, tenant: string, deliveries = 1): void {
     lane.active--;
-    lane.finished++;
+    lane.finished += deliveries;
     this.#active--;
     count(this.#tenantActive, tenant, -1);
   }

@@ -1,7 +1,7 @@
 import type { Pool } from '../core/db/pool.js';
 import type { Logger } from '../core/log.js';
 import type { CapturedDelivery } from '../tailer/sink.js';
-import { unfinishedOrderKeyCounts, unfinishedOrderKeys, unfinishedOrderKeysOf } from './sql/queue.js';
+import { unfinishedOrderKeyCounts, unfinishedOrderKeys, unfinishedOrderKeysOf } from './sql/order-keys.js';
 
 /**
  * Row ordering in the stream (a subscription's `ordering: "row"`; docs/webhooks.md, Ordering). The

@@ -2,7 +2,10 @@ import { setTimeout as sleep } from 'node:timers/promises';
 import type { Context } from '../core/context.js';
 import type { Queryable } from '../core/db/pool.js';
 import type { CapturedDelivery, CapturedEvent, DeliveryStream } from '../tailer/sink.js';
-import { attempt, attemptRecord, BREAKER_OPEN, conclude, keptRequest, waitRecord, type AttemptDeps } from './attempt.js';
+import { attempt, conclude, keptRequest, type AttemptDeps } from './attempt.js';
+import { newBatchId } from './batch.js';
+import { StreamGather } from './stream-gather.js';
+import { settleAnswer, settleWait, type ParkState, type Settlement } from './stream-settle.js';
 import { move, type Job, type Lane, type StreamLimits } from './job.js';
 import { Journal, type ParkedEntry } from './journal.js';
 import { spillThreshold } from './spill.js';
@@ -11,8 +14,7 @@ import { StreamLanes } from './lanes.js';
 import { PendingParks } from './pending-parks.js';
 import { RowOrder } from './row-order.js';
 import { recordAttempts } from './sql/queue.js';
-import { targetRequest, type Target, type Targets } from './targets.js';
-import type { WaitedAttempt } from './attempt.js';
+import { targetBatchRequest, targetBody, targetRequest, type Target, type Targets } from './targets.js';
 
 /**
  * The stream: deliveries from the WAL reader straight to the receivers, nothing written first.
@@ -47,12 +49,18 @@ export class StreamDelivery implements DeliveryStream {
   readonly #held: HeldDeliveries;
   #roomWaiters: Array<() => void> = [];
   #closed = false;
+  /** Whether this stream still sends: the leadership it was opened for holds (throttled subscriptions are its alone). */
+  get isOpen(): boolean {
+    return !this.#closed;
+  }
   /** A graceful stop is under way: nothing new is sent, what would be is parked (drain). */
   #draining = false;
   /** Parks of in-flight deliveries not written yet: told false if the stream closes first. */
   readonly #pendingParks = new PendingParks();
   readonly #sweeper: NodeJS.Timeout;
   readonly #ticker: NodeJS.Timeout;
+  /** What each request carries: one delivery, or a batch (stream-gather.ts). */
+  readonly #gather: StreamGather;
   stats = { delivered: 0, parked: 0, spilled: 0, late: 0 };
 
   constructor(ctx: Context, deps: AttemptDeps, targets: Targets, limits: StreamLimits, fenced: Queryable, onError: (err: Error) => void) {
@@ -61,6 +69,7 @@ export class StreamDelivery implements DeliveryStream {
     this.#targets = targets;
     this.#limits = limits;
     this.#lanes = new StreamLanes(limits);
+    this.#gather = new StreamGather(targets, ctx.clock, ctx.log.child({ component: 'delivery' }), () => this.#pump(), deps.throttle);
     this.#held = limits.held ?? new HeldDeliveries(limits.maxHeld, ctx.config.tailerMaxHeldBytes);
     this.#journal = new Journal(fenced, onError);
     this.#order = new RowOrder<Job>(
@@ -171,6 +180,7 @@ export class StreamDelivery implements DeliveryStream {
     this.#pendingParks.close();
     clearInterval(this.#sweeper);
     clearInterval(this.#ticker);
+    this.#gather.close();
     this.#journal.close();
     this.#order.close();
     this.#lanes.clear();
@@ -184,7 +194,9 @@ export class StreamDelivery implements DeliveryStream {
   /** What a lane may queue before its deliveries spill to the retry queue (spill.ts). */
   #spillAt(lane: Lane): number {
     const head = lane.waiting[0];
-    return spillThreshold({
+    // A batched lane holds at least two batches' worth: spilled sooner, its batches never filled.
+    const batch = this.#gather.batchSize(lane.waiting[0]?.delivery.webhookId);
+    const threshold = spillThreshold({
       sharing: this.#limits.sharing(),
       held: this.#held.pressure,
       maxHeld: this.#limits.maxHeld,
@@ -193,6 +205,7 @@ export class StreamDelivery implements DeliveryStream {
       recentlyFinished: lane.finishedBefore + lane.finished,
       headWaitedMs: head ? this.#ctx.clock().getTime() - (head.deadline - this.#limits.parkAfterMs) : 0,
     });
+    return Math.max(threshold, batch * 2);
   }
 
   /**
@@ -222,124 +235,103 @@ export class StreamDelivery implements DeliveryStream {
 
   /** Starts waiting deliveries while there is room, a fair turn for each subscription (lanes.ts). */
   #pump(): void {
-    this.#lanes.pump(
+    const wake = this.#lanes.pump(
       () => this.#closed || this.#draining,
-      (job, lane) => this.#send(job, lane),
+      (jobs, lane) => this.#send(jobs, lane),
+      (id, lane) => this.#gather.gather(id, lane),
     );
+    this.#gather.wakeIn(wake); // a batch still filling goes when its oldest change has waited maxWaitMs
   }
 
-  #send(job: Job, lane: Lane): void {
-    move(job, 'sending');
+  /** One request: a delivery alone, or a batched subscription's batch (its members share its id and its fate). */
+  #send(jobs: Job[], lane: Lane): void {
+    const batch = this.#gather.batched(jobs[0]!.delivery.webhookId) ? { id: newBatchId(), jobs } : undefined;
+    for (const job of jobs) {
+      move(job, 'sending');
+      job.batch = batch;
+      this.#sending.add(job);
+    }
     const tenant = this.#lanes.started(lane);
-    this.#sending.add(job);
-    void this.#attempt(job)
+    void this.#attempt(jobs)
       .catch((err: unknown) => {
         // Not an answer from the receiver but a fault here: park it, so it is not lost.
-        this.#ctx.log.error({ err, delivery: job.delivery.id }, 'delivery attempt failed unexpectedly; parked');
-        if (job.state === 'sending') this.#park(job, { status: 'pending', attempts: 0, nextAttemptAt: this.#ctx.clock() });
+        this.#ctx.log.error({ err, delivery: jobs[0]!.delivery.id, batch: batch?.id }, 'delivery attempt failed unexpectedly; parked');
+        for (const job of jobs) {
+          if (job.state === 'sending') this.#park(job, { status: 'pending', attempts: 0, nextAttemptAt: this.#ctx.clock() });
+        }
       })
       .finally(() => {
-        this.#sending.delete(job);
-        this.#lanes.ended(lane, tenant);
+        for (const job of jobs) this.#sending.delete(job);
+        this.#lanes.ended(lane, tenant, jobs.length);
         this.#pump();
       });
   }
 
-  async #attempt(job: Job): Promise<void> {
-    const { delivery, event } = job;
-    const target: Target | null = this.#targets.peek(delivery.webhookId) ?? (await this.#targets.load(delivery.webhookId));
-    if (this.#closed || job.state !== 'sending') return; // parked meanwhile: the retry queue has it
+  async #attempt(jobs: Job[]): Promise<void> {
+    const first = jobs[0]!;
+    const webhookId = first.delivery.webhookId;
+    const target: Target | null = this.#targets.peek(webhookId) ?? (await this.#targets.load(webhookId));
+    // Parked meanwhile (a batch's members are parked together): the retry queue has it.
+    if (this.#closed || first.state !== 'sending') return;
     if (!target) {
-      this.#released(job, false);
-      return this.#finish(job); // deleted since: it gets nothing
+      for (const job of jobs) {
+        this.#released(job, false);
+        this.#finish(job); // deleted since: it gets nothing
+      }
+      return;
     }
-    const lane = this.#lanes.get(delivery.webhookId);
+    const lane = this.#lanes.get(webhookId);
     if (lane) lane.tenant = target.projectId; // counted as such from its next request
     const now = this.#ctx.clock();
     // Paused now: it waits in the retry queue, which takes only active subscriptions.
-    if (!target.active) return this.#park(job, { status: 'pending', attempts: 0, nextAttemptAt: now });
-    const request = targetRequest(target, delivery, event);
+    if (!target.active) {
+      for (const job of jobs) this.#park(job, { status: 'pending', attempts: 0, nextAttemptAt: now });
+      return;
+    }
+    const request = first.batch
+      ? targetBatchRequest(
+          target,
+          first.batch.id,
+          jobs.map((j) => (j.body ??= targetBody(target, j.delivery, j.event))),
+        )
+      : targetRequest(target, first.delivery, first.event);
     const outcome = await attempt(this.#deps, request);
     if (this.#closed) return;
-    if (outcome.kind === 'waited') return this.#waited(job, outcome);
-    const { result, startedAt } = outcome;
-    // Kept in the write this delivery makes anyway (its history row, or its parked row): no extra row.
-    const kept = keptRequest(this.#ctx.config.webhooks.keepPayloads, request.body, outcome);
+    if (outcome.kind === 'waited') {
+      await Promise.all(jobs.map((job) => this.#settle(job, settleWait(job, outcome))));
+      return;
+    }
     const concluded = await conclude(this.#ctx, this.#deps, outcome, {
-      webhookId: delivery.webhookId,
+      webhookId,
       attemptNo: 1,
       delaysMs: target.retryDelaysMs ?? this.#limits.retryDelaysMs,
-      committedAt: event.committedAt,
+      committedAt: first.event.committedAt,
+      deliveries: jobs.length,
     });
-    const { step, at: done } = concluded;
-    if (job.lease !== null) {
-      // Parked while in flight: its row is in the retry queue, leased to this attempt; record the
-      // attempt there unless a worker has taken the row since (the lease is the token).
+    const keep = this.#ctx.config.webhooks.keepPayloads;
+    // Each member keeps its own body (what it adds to the batch): the retry queue rebuilds the batch from them.
+    const kept = (job: Job) => keptRequest(keep, first.batch ? job.body! : request.body, outcome);
+    await Promise.all(jobs.map((job) => this.#settle(job, settleAnswer(job, target, outcome, concluded, kept(job)))));
+  }
+
+  /** Applies what an outcome means for one delivery (stream-settle.ts). */
+  async #settle(job: Job, s: Settlement): Promise<void> {
+    if (s.kind === 'late') {
       this.stats.late++;
       if (!(await job.parkWritten)) return; // the stream closed first: the lease runs out, it is sent again
-      await recordAttempts(this.#ctx.pool, [attemptRecord(delivery.id, job.lease, 1, outcome, concluded, kept)]);
-      if (delivery.orderKeys && step.status !== 'retrying') this.#order.refreshSoon();
+      await recordAttempts(this.#ctx.pool, [s.record]);
+      if (job.delivery.orderKeys && s.finished) this.#order.refreshSoon();
       return;
     }
-    if (result.ok) {
-      // The receiver has it: the next change of its row may go now (before the history row commits).
-      this.#released(job, false);
-      this.stats.delivered++;
-      move(job, 'settling');
-      this.#journal.delivered({
-        delivery,
-        history: target.history,
-        createdAt: job.createdAt,
-        httpStatus: result.status,
-        startedAt,
-        durationMs: result.durationMs,
-        responseBody: result.responseBody,
-        kept,
-        deliveredAt: done,
-        done: () => this.#finish(job),
-      });
-      return;
-    }
-    this.#park(
-      job,
-      {
-        status: step.status === 'dead' ? 'dead' : 'retrying',
-        attempts: 1,
-        nextAttemptAt: step.nextAttemptAt ?? done,
-        httpStatus: result.status,
-        lastError: result.error,
-      },
-      { startedAt, durationMs: result.durationMs, httpStatus: result.status, error: result.error, responseBody: result.responseBody, kept },
-    );
+    if (s.kind === 'park') return this.#park(job, s.state, s.attempt);
+    // The receiver has it: the next change of its row may go now (before the history row commits).
+    this.#released(job, false);
+    this.stats.delivered++;
+    move(job, 'settling');
+    this.#journal.delivered({ ...s.entry, done: () => this.#finish(job) });
   }
 
-  /**
-   * The endpoint's breaker holds this delivery: parked with no attempt spent, due when the breaker
-   * lets a request go (sooner when it closes: a retry slot, catch-up.ts), its wait in the log.
-   */
-  async #waited(job: Job, waited: WaitedAttempt): Promise<void> {
-    if (job.lease !== null) {
-      // Parked while it was being admitted: its row is leased to this attempt; the wait is recorded there.
-      const { delivery } = job;
-      if (!(await job.parkWritten)) return;
-      await recordAttempts(this.#ctx.pool, [
-        waitRecord({ deliveryId: delivery.id, lease: job.lease, spent: 0, scheduleStartedAt: job.createdAt }, waited, Infinity),
-      ]);
-      if (delivery.orderKeys) this.#order.refreshSoon();
-      return;
-    }
-    this.#park(
-      job,
-      { status: 'pending', attempts: 0, nextAttemptAt: waited.until, lastError: BREAKER_OPEN },
-      { kind: 'wait', startedAt: waited.startedAt, durationMs: 0, httpStatus: null, error: BREAKER_OPEN, responseBody: null, kept: null },
-    );
-  }
-
-  #park(
-    job: Job,
-    state: { status: ParkedEntry['status']; attempts: number; nextAttemptAt: Date; httpStatus?: number | null; lastError?: string | null },
-    attemptMade: ParkedEntry['attempt'] = null,
-  ): void {
+  #park(job: Job, state: ParkState, attemptMade: ParkedEntry['attempt'] = null): void {
     this.stats.parked++;
     let committed: (() => void) | null = null;
     if (job.state === 'sending' && !attemptMade) {
@@ -359,6 +351,7 @@ export class StreamDelivery implements DeliveryStream {
       lastError: state.lastError ?? null,
       nextAttemptAt: state.nextAttemptAt,
       attempt: attemptMade,
+      batchId: job.batch?.id ?? null,
       done: () => {
         if (job.delivery.orderKeys) this.#order.parkCommitted(job);
         committed?.();
@@ -389,7 +382,11 @@ export class StreamDelivery implements DeliveryStream {
     for (const job of this.#sending) {
       if (job.deadline > t || job.state !== 'sending') continue;
       // Its answer comes within the sender's time-out: the retry queue leaves it alone until then.
-      this.#park(job, { status: 'pending', attempts: 0, nextAttemptAt: new Date(t + this.#limits.timeoutMs + 5000) });
+      // A batch's members go together, under one lease: the retry queue claims them as one.
+      const lease = new Date(t + this.#limits.timeoutMs + 5000);
+      for (const member of job.batch?.jobs ?? [job]) {
+        if (member.state === 'sending') this.#park(member, { status: 'pending', attempts: 0, nextAttemptAt: lease });
+      }
     }
   }
 }

@@ -1,9 +1,11 @@
+import type { RateLimitSettings } from './throttle.js';
 import type { Pool } from '../core/db/pool.js';
 import type { CapturedDelivery, CapturedEvent } from '../tailer/sink.js';
 import type { AttemptRequest } from './attempt.js';
 import type { BreakerKey } from './breaker.js';
 import { buildPayload } from './payload.js';
 import { readTarget } from './sql/targets.js';
+import { batchBody, type BatchSettings } from './batch.js';
 
 // Where a subscription's deliveries go and how they are signed, as walgate.webhooks says now
 // (the retry queue joins the same row when it claims). The stream asks per delivery, so this is a
@@ -29,8 +31,12 @@ export interface Target {
    * Read here, with what the stream looks up per delivery anyway: no per-delivery cost.
    */
   history: 'full' | 'failures';
+  /** Batched delivery (maxEvents 1: off): the stream's lanes gather by it (batch.ts). */
+  batch: BatchSettings;
   /** Its retry schedule (its own or its environment's); null: the platform's. */
   retryDelaysMs: number[] | null;
+  /** Its throttle (throttle.ts); null: none. */
+  rateLimit: RateLimitSettings | null;
 }
 
 /** The stream's request for a change to a subscription: its payload as the target selects, signed with its secrets. */
@@ -42,13 +48,32 @@ export function targetRequest(target: Target, delivery: CapturedDelivery, event:
     secrets: target.secrets,
     eventId: event.id,
     operation: event.operation,
-    body: buildPayload(
-      { projectId: target.projectId, environment: target.environment, select: delivery.select },
-      event,
-      delivery.previousEventId ?? null,
-    ),
+    body: targetBody(target, delivery, event),
     headers: target.headers,
   };
+}
+
+/** The stream's request for a batch of changes to a subscription (batch.ts): their bodies as they would go alone, in order. */
+export function targetBatchRequest(target: Target, batchId: string, bodies: readonly string[]): AttemptRequest {
+  return {
+    endpoint: target.endpoint,
+    pool: target.webhookId,
+    url: target.url,
+    secrets: target.secrets,
+    eventId: batchId,
+    operation: 'BATCH',
+    body: batchBody(bodies),
+    headers: target.headers,
+  };
+}
+
+/** A delivery's body as the target renders it (the same bytes alone or in a batch). */
+export function targetBody(target: Target, delivery: CapturedDelivery, event: CapturedEvent): string {
+  return buildPayload(
+    { projectId: target.projectId, environment: target.environment, select: delivery.select },
+    event,
+    delivery.previousEventId ?? null,
+  );
 }
 
 export class Targets {
@@ -90,7 +115,9 @@ export class Targets {
                 secretsChangeAt: r.previous_secret_until,
                 headers: this.openHeaders(r.header_values),
                 history: r.history,
+                batch: r.batch,
                 retryDelaysMs: r.retry_delays_ms,
+                rateLimit: r.rate_limit,
               }
             : null;
           // A change announced while this read ran may not be in it: keep it only if none was.

@@ -1,24 +1,16 @@
 import { setTimeout as sleep } from 'node:timers/promises';
 import pg from 'pg';
 import type { Context } from '../core/context.js';
-import { attempt as attemptOnce, type AttemptDeps } from './attempt.js';
-import type { BreakerKey } from './breaker.js';
+import type { AttemptDeps } from './attempt.js';
+import { claimedSends, type ClaimedSend } from './batch-claims.js';
 import { listenForDueNotes } from './listen-due.js';
 import { count, fairShare } from './fair-share.js';
-import { renderPayload } from './payload.js';
-import { openHeaders } from './custom-headers.js';
-import { queueResult, type QueueStats } from './queue-result.js';
+import type { QueueStats } from './queue-result.js';
+import { endpointOf, sendClaimed } from './queue-send.js';
+import { SoonestTimer } from './soonest-timer.js';
+import { claimAhead } from './throttle.js';
 import { OpenedSecrets } from './secret.js';
-import {
-  claimDue,
-  endUnsendable,
-  postpone,
-  queueDepth,
-  recordAttempts,
-  renewLease,
-  type AttemptResult,
-  type ClaimedDelivery,
-} from './sql/queue.js';
+import { claimDue, endUnsendable, postpone, queueDepth, recordAttempts, type AttemptResult, type ClaimedDelivery } from './sql/queue.js';
 
 export interface QueueWorkerOptions {
   /** Attempts in flight at once, over all endpoints. */
@@ -45,6 +37,8 @@ export interface QueueWorkerOptions {
   onOrderedFinished?: () => void;
   /** A request of this worker to the subscription ended: the stream may use the slot. */
   onSlotFree?: (webhookId: string) => void;
+  /** Whether this process leads (its stream is open): only the leader claims throttled subscriptions (throttle.ts). Default true. */
+  leading?: () => boolean;
 }
 
 export type DisableSubscription = (webhookId: string, reason: string, at: Date) => Promise<boolean>;
@@ -73,7 +67,8 @@ export class QueueWorker {
   readonly #projectRunning = new Map<string, number>();
   readonly #projectHeld = new Map<string, number>();
   readonly #projectOf = new Map<string, string>();
-  readonly #queue = new Map<string, ClaimedDelivery[]>();
+  /** Claimed requests waiting for a slot, per subscription: a delivery alone, or a batch (batch-claims.ts). */
+  readonly #queue = new Map<string, ClaimedSend[]>();
   #heldTotal = 0;
   /** The payload bytes of what this worker has claimed and not finished (payload-bytes.ts). */
   #heldBytes = 0;
@@ -87,6 +82,8 @@ export class QueueWorker {
   #listener: pg.Client | null = null;
   #loop: Promise<void> | undefined;
   #reporter: NodeJS.Timeout | undefined;
+  /** Pumps again at a throttled subscription's next turn. */
+  readonly #turn = new SoonestTimer(() => !this.#stopping && this.#pump());
   #stopping = false;
   /** Aborted by stop(): ends the LISTEN reconnect loop, also mid-backoff. */
   readonly #abort = new AbortController();
@@ -127,13 +124,14 @@ export class QueueWorker {
     this.#nudge();
     await this.#loop;
     // Claimed but not started: hand them back now rather than when their leases run out.
-    const unsent = [...this.#queue.values()].flat();
+    const unsent = [...this.#queue.values()].flat().flatMap((s) => s.deliveries);
     this.#queue.clear();
     await postpone(this.#ctx.pool, unsent, this.#ctx.clock()).catch(() => undefined);
     const drained = Promise.all(this.#inflight.values());
     await Promise.race([drained, sleep(timeoutMs)]);
     await this.#flush();
     clearInterval(this.#reporter);
+    this.#turn.stop();
     const listener = this.#listener;
     this.#listener = null;
     await listener?.end().catch(() => undefined);
@@ -154,6 +152,7 @@ export class QueueWorker {
         continue;
       }
       let claimed: ClaimedDelivery[];
+      let sends: ClaimedSend[];
       try {
         const now = this.#ctx.clock();
         claimed = await claimDue(this.#ctx.pool, {
@@ -165,6 +164,7 @@ export class QueueWorker {
           // round trip per finished delivery); until then it counts as full.
           inflight: this.#busy(),
           maxBytes: bytes,
+          throttled: this.#o.leading?.() ?? true,
         });
         const unsendable = claimed.filter((d) => d.payload_gone);
         if (unsendable.length > 0) {
@@ -174,20 +174,26 @@ export class QueueWorker {
           if (unsendable.some((d) => d.ordered)) this.#o.onOrderedFinished?.();
         }
         if (claimed.length) await this.#deps.breakers.refresh(claimed.map(endpointOf));
+        // Row chains (batch-claims.ts) take what the claim left of the byte budget.
+        const left = bytes - claimed.reduce((sum, d) => sum + d.held_bytes, 0);
+        sends = await claimedSends(this.#ctx.pool, claimed, { now, maxBytes: left });
       } catch (err) {
         log.error({ err }, 'could not claim deliveries; retrying');
         await this.#idle(this.#o.pollMs * 4);
         continue;
       }
-      for (const d of claimed) {
-        this.#held.set(d.webhook_id, (this.#held.get(d.webhook_id) ?? 0) + 1);
-        this.#projectOf.set(d.webhook_id, d.project_id);
-        count(this.#projectHeld, d.project_id, 1);
-        this.#heldTotal++;
-        this.#heldBytes += d.held_bytes;
-        const q = this.#queue.get(d.webhook_id);
-        if (q) q.push(d);
-        else this.#queue.set(d.webhook_id, [d]);
+      for (const send of sends) {
+        const { webhook_id: webhookId, project_id: projectId } = send.deliveries[0]!;
+        for (const d of send.deliveries) {
+          this.#held.set(webhookId, (this.#held.get(webhookId) ?? 0) + 1);
+          count(this.#projectHeld, projectId, 1);
+          this.#heldTotal++;
+          this.#heldBytes += d.held_bytes;
+        }
+        this.#projectOf.set(webhookId, projectId);
+        const q = this.#queue.get(webhookId);
+        if (q) q.push(send);
+        else this.#queue.set(webhookId, [send]);
       }
       this.#pump();
       if (claimed.length < room) await this.#idle(this.#o.pollMs);
@@ -207,7 +213,11 @@ export class QueueWorker {
     const busy = new Map(
       [...this.#held].map(([id, n]) => [
         id,
-        n > this.#refillAt || (this.#projectHeld.get(this.#projectOf.get(id)!) ?? 0) >= cap ? full : n,
+        n > this.#refillAt ||
+        n >= claimAhead(this.#queue.get(id)?.[0]?.deliveries[0]?.rate_limit) ||
+        (this.#projectHeld.get(this.#projectOf.get(id)!) ?? 0) >= cap
+          ? full
+          : n,
       ]),
     );
     for (const [id, n] of this.#o.streamLoad()) busy.set(id, Math.min(full, (busy.get(id) ?? 0) + n));
@@ -230,6 +240,12 @@ export class QueueWorker {
         (this.#running.get(webhookId) ?? 0) < room &&
         (this.#projectRunning.get(project) ?? 0) < share
       ) {
+        // The throttle before the send: no token, the request waits here (no slot held) for its turn.
+        const wait = this.#deps.throttle?.take(webhookId, queue[0]!.deliveries[0]!.rate_limit) ?? 0;
+        if (wait > 0) {
+          this.#turn.in(wait);
+          break;
+        }
         this.#dispatch(queue.shift()!);
       }
       if (queue.length === 0) this.#queue.delete(webhookId);
@@ -237,57 +253,44 @@ export class QueueWorker {
     }
   }
 
-  #dispatch(d: ClaimedDelivery): void {
-    this.#running.set(d.webhook_id, (this.#running.get(d.webhook_id) ?? 0) + 1);
-    count(this.#projectRunning, d.project_id, 1);
-    const task = this.#attempt(d)
+  /** Starts one request: a delivery, or a batch (one slot; its deliveries stay held until it ends). */
+  #dispatch(send: ClaimedSend): void {
+    const { webhook_id: webhookId, project_id: projectId, id } = send.deliveries[0]!;
+    const n = send.deliveries.length;
+    this.#running.set(webhookId, (this.#running.get(webhookId) ?? 0) + 1);
+    count(this.#projectRunning, projectId, 1);
+    const task = this.#attempt(send)
       .catch((err: unknown) =>
-        this.#ctx.log.error({ err, delivery: d.id }, 'delivery attempt failed unexpectedly; it will be retried after its lease'),
+        this.#ctx.log.error(
+          { err, delivery: id, batch: send.batchId },
+          'delivery attempt failed unexpectedly; it will be retried after its lease',
+        ),
       )
       .finally(() => {
-        this.#inflight.delete(d.id);
-        count(this.#running, d.webhook_id, -1);
-        count(this.#held, d.webhook_id, -1);
-        count(this.#projectRunning, d.project_id, -1);
-        count(this.#projectHeld, d.project_id, -1);
-        if (!this.#held.has(d.webhook_id)) this.#projectOf.delete(d.webhook_id);
-        this.#heldTotal--;
-        this.#heldBytes -= d.held_bytes;
+        this.#inflight.delete(id);
+        count(this.#running, webhookId, -1);
+        count(this.#held, webhookId, -n);
+        count(this.#projectRunning, projectId, -1);
+        count(this.#projectHeld, projectId, -n);
+        if (!this.#held.has(webhookId)) this.#projectOf.delete(webhookId);
+        this.#heldTotal -= n;
+        for (const d of send.deliveries) this.#heldBytes -= d.held_bytes;
         this.#pump();
-        this.#o.onSlotFree?.(d.webhook_id);
-        if ((this.#held.get(d.webhook_id) ?? 0) <= this.#refillAt) this.#nudge();
+        this.#o.onSlotFree?.(webhookId);
+        if ((this.#held.get(webhookId) ?? 0) <= this.#refillAt) this.#nudge();
       });
-    this.#inflight.set(d.id, task);
+    this.#inflight.set(id, task);
   }
 
-  async #attempt(d: ClaimedDelivery): Promise<void> {
-    // The lease counts from the send: renew it (with the claim's lease as the token) unless it
-    // still covers a whole attempt; a renewal that finds another worker's claim sends nothing.
-    let lease = d.lease;
-    const timeoutMs = this.#ctx.config.webhooks.timeoutMs;
-    if (lease.getTime() - this.#ctx.clock().getTime() < timeoutMs + LEASE_MARGIN_MS) {
-      const renewed = await renewLease(this.#ctx.pool, d.id, lease, new Date(this.#ctx.clock().getTime() + this.#leaseMs));
-      if (!renewed) return;
-      lease = renewed;
+  async #attempt(send: ClaimedSend): Promise<void> {
+    const results = await sendClaimed(this.#ctx, this.#deps, send, { leaseMs: this.#leaseMs, opened: this.#opened, stats: this.stats });
+    if (!results) return; // the claim was lost before the send: another worker has it
+    for (const [i, { record, finished, retryAt }] of results.entries()) {
+      if (send.deliveries[i]!.ordered && finished) this.#releasing.add(record.deliveryId);
+      // A retry due before the next poll: look for it then (a row-ordered row waits on it).
+      if (retryAt) this.#nudgeAt(retryAt.getTime());
+      this.#results.push(record);
     }
-    // The event rendered as on the first attempt; once its event row is gone (delivered at its
-    // first attempt, then retried by hand), the body kept on the delivery's row.
-    const body = d.event_id === null ? d.kept_payload! : renderPayload(d);
-    const outcome = await attemptOnce(this.#deps, {
-      endpoint: endpointOf(d),
-      pool: d.webhook_id,
-      url: new URL(d.url),
-      secrets: d.previous_secret ? [this.#opened.open(d.secret), this.#opened.open(d.previous_secret)] : [this.#opened.open(d.secret)],
-      eventId: d.delivery_event_id,
-      operation: (d.operation ?? d.event_type) as ClaimedDelivery['operation'],
-      body,
-      headers: openHeaders(this.#ctx.secrets, d.header_values),
-    });
-    const { record, finished, retryAt } = await queueResult(this.#ctx, this.#deps, d, { lease, body, outcome }, this.stats);
-    if (d.ordered && finished) this.#releasing.add(d.id);
-    // A retry due before the next poll: look for it then (a row-ordered row waits on it).
-    if (retryAt) this.#nudgeAt(retryAt.getTime());
-    this.#results.push(record);
     // The slot frees as soon as the receiver has answered; results are written behind, many per
     // statement. Until its result is written a delivery stays leased, so a crash means another
     // attempt (at least once), never a lost one. A database slower than the receivers makes
@@ -384,10 +387,3 @@ const MAX_UNWRITTEN = 1000;
  * deliveries stay within TAILER_MAX_HELD_BYTES whatever this is; requests within perWebhook.
  */
 const CLAIM_AHEAD = 16;
-
-/** A lease must outlast the time-out by this much when a request starts. */
-const LEASE_MARGIN_MS = 5000;
-
-function endpointOf(d: ClaimedDelivery): BreakerKey {
-  return { projectId: d.project_id, environment: d.environment, url: d.url };
-}

@@ -1,4 +1,5 @@
 import { z } from 'zod';
+import { rateLimit } from './rate-limit.js';
 import { retryPolicy } from './retry-policy.js';
 import { headersSchema } from './headers.js';
 import { isFeed, MESSAGES_TABLE } from '../tailer/capture/index.js';
@@ -97,6 +98,38 @@ const onDead = z.enum(ON_DEAD, { message: 'must be "skip" or "hold"' }).meta({
     'With `ordering: "row"` or a group: what a dead letter does to its row (or group). `skip` (default): the later changes go on. `hold`: they wait behind it until it is replayed and delivered, or discarded (`POST …/deliveries/{deliveryId}/discard`).',
 });
 
+/** Batching's bounds (sql/075_batches.sql checks the same): a batch is one request, in memory whole. */
+export const BATCH_LIMITS = {
+  maxEvents: { min: 1, max: 1000, default: 1 },
+  maxWaitMs: { min: 0, max: 10_000, default: 100 },
+  maxBytes: { min: 1024, max: 10 * 1024 * 1024, default: 1024 * 1024 },
+} as const;
+
+const bounded = (b: { min: number; max: number }) =>
+  z
+    .number({ message: 'must be a number' })
+    .int('must be a whole number')
+    .min(b.min, `must be at least ${b.min}`)
+    .max(b.max, `must be at most ${b.max}`);
+
+const batch = z
+  .strictObject({
+    maxEvents: bounded(BATCH_LIMITS.maxEvents)
+      .default(BATCH_LIMITS.maxEvents.default)
+      .meta({ description: 'Changes per request at most, 1–1000. `1` (default): no batching, one request per change.' }),
+    maxWaitMs: bounded(BATCH_LIMITS.maxWaitMs)
+      .default(BATCH_LIMITS.maxWaitMs.default)
+      .meta({ description: 'How long a change may wait for others to fill its batch, 0–10000 ms (default 100).' }),
+    maxBytes: bounded(BATCH_LIMITS.maxBytes).default(BATCH_LIMITS.maxBytes.default).meta({
+      description:
+        "The batch's events' bodies together at most, 1024–10485760 bytes (default 1 MiB); a single larger change still goes, alone in its batch.",
+    }),
+  })
+  .meta({
+    description:
+      'Batched delivery: one POST carries `{"events": [...]}`, up to `maxEvents` changes, signed over the whole body, with one `webhook-id` (the batch id, the same on every retry of the batch, with the same events). A 2xx acknowledges all of them; any other answer retries the whole batch (docs/webhooks.md: Batching). `null` on update turns it off.',
+  });
+
 /**
  * Messages (`_messages`, docs/outbox.md) and the feeds (`_auth_events`, `_operations`) are INSERT
  * events only: a subscription on them without INSERT would get nothing.
@@ -125,8 +158,10 @@ export const createBody = z
     ordering: ordering.default('none'),
     history: history.default('full'),
     onDead: onDead.default('skip'),
+    batch: batch.nullish(),
     headers: headersSchema.nullish(),
     retry: retryPolicy.nullish(),
+    rateLimit: rateLimit.nullish(),
   })
   .refine(...messagesTakeInserts)
   .refine((b) => b.onDead === 'skip' || b.ordering !== 'none', {
@@ -148,8 +183,10 @@ export const updateBody = z
     ordering: ordering.optional(),
     history: history.optional(),
     onDead: onDead.optional(),
+    batch: batch.nullish(),
     headers: headersSchema.nullish(),
     retry: retryPolicy.nullish(),
+    rateLimit: rateLimit.nullish(),
   })
   .refine((b) => Object.keys(b).length > 0, 'must change at least one field')
   .refine(...messagesTakeInserts);

@@ -27,6 +27,7 @@ import type { CreateBody, UpdateBody } from './schemas.js';
 import { decodeCursor, encodeCursor } from './cursor.js';
 import { DeliveryLog, type DeliveryPage, type DeliveryPageQuery } from './delivery-log.js';
 import { sealWebhookSecret } from '../delivery/secret.js';
+import { deliverySettings } from './delivery-settings.js';
 import { sealHeaders } from '../delivery/custom-headers.js';
 import { breakerStates, endpointHealth, eventDeliveries, type EventDelivery, type HealthWindow } from '../delivery/sql/health.js';
 import { queueTestEvent } from '../delivery/sql/test-events.js';
@@ -92,7 +93,7 @@ export class WebhookService {
         ...storedOrdering(body.ordering),
         history: body.history,
         onDead: body.onDead,
-        retryDelaysMs: body.retry?.delaysMs ?? null,
+        ...deliverySettings(body),
         createdAt: now,
         updatedAt: now,
         previousSecret: null,
@@ -243,7 +244,7 @@ export class WebhookService {
         ...storedOrdering(ordering),
         history: body.history ?? locked.history,
         onDead,
-        retryDelaysMs: body.retry === undefined ? locked.retryDelaysMs : (body.retry?.delaysMs ?? null),
+        ...deliverySettings(body, locked),
         updatedAt: now,
         // Replaced as a whole (the values are never shown, so there is nothing to merge with).
         ...(body.headers === undefined ? {} : sealedHeaders(sealHeaders(this.ctx.secrets, body.headers))),

@@ -1,5 +1,6 @@
 import { selectList } from '../core/db/columns.js';
 import type { Queryable } from '../core/db/pool.js';
+import type { BatchSettings } from '../delivery/batch.js';
 
 // Every statement on walgate.webhooks. The tailer reads this table's changes from the WAL, so every
 // change writes updated_at, and the secret is only ever stored sealed.
@@ -24,6 +25,8 @@ export interface WebhookRow {
   history: 'full' | 'failures';
   /** With row or group ordering: 'hold' keeps a row's (a group's) later changes behind its dead letter. */
   onDead: 'skip' | 'hold';
+  /** Batched delivery (maxEvents 1: off); always all three, the defaults when never set. */
+  batch: BatchSettings;
   createdAt: Date;
   updatedAt: Date;
   /** Why delivery disabled it (a receiver answered 410 Gone), and when; null while enabled by hand. */
@@ -37,6 +40,9 @@ export interface WebhookRow {
   headerValues: Buffer | null;
   /** The subscription's own retry schedule (retry-policy.ts); null: the environment's, else the platform's. */
   retryDelaysMs: number[] | null;
+  /** The throttle (rate-limit.ts): requests a second, and at once after a quiet spell; null: none. */
+  rateLimitPerSecond: number | null;
+  rateLimitBurst: number | null;
 }
 
 const COLUMNS = selectList<WebhookRow>({
@@ -55,6 +61,7 @@ const COLUMNS = selectList<WebhookRow>({
   orderingBy: 'ordering_by',
   history: 'history',
   onDead: 'on_dead',
+  batch: `json_build_object('maxEvents', batch_max_events, 'maxWaitMs', batch_max_wait_ms, 'maxBytes', batch_max_bytes)`,
   createdAt: 'created_at',
   updatedAt: 'updated_at',
   disabledReason: 'disabled_reason',
@@ -64,13 +71,17 @@ const COLUMNS = selectList<WebhookRow>({
   headerNames: 'header_names',
   headerValues: 'header_values',
   retryDelaysMs: 'retry_delays_ms',
+  rateLimitPerSecond: 'rate_limit_per_second',
+  rateLimitBurst: 'rate_limit_burst',
 });
 
 export async function insertWebhook(db: Queryable, w: WebhookRow): Promise<WebhookRow> {
   const { rows } = await db.query<WebhookRow>(
     `INSERT INTO walgate.webhooks (id, project_id, environment, schema_name, table_name, events, url, secret, active, filter, select_fields, ordering,
-                                   created_at, updated_at, header_names, header_values, history, on_dead, ordering_by, retry_delays_ms)
-     VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17, $18, $19, $20) RETURNING ${COLUMNS}`,
+                                   created_at, updated_at, header_names, header_values, history, on_dead,
+                                   batch_max_events, batch_max_wait_ms, batch_max_bytes, ordering_by, retry_delays_ms,
+                                   rate_limit_per_second, rate_limit_burst)
+     VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17, $18, $19, $20, $21, $22, $23, $24, $25) RETURNING ${COLUMNS}`,
     [
       w.id,
       w.projectId,
@@ -90,8 +101,13 @@ export async function insertWebhook(db: Queryable, w: WebhookRow): Promise<Webho
       w.headerValues,
       w.history,
       w.onDead,
+      w.batch.maxEvents,
+      w.batch.maxWaitMs,
+      w.batch.maxBytes,
       w.orderingBy,
       w.retryDelaysMs,
+      w.rateLimitPerSecond,
+      w.rateLimitBurst,
     ],
   );
   return rows[0]!;
@@ -142,7 +158,8 @@ export async function updateWebhook(db: Queryable, w: WebhookRow): Promise<Webho
     `UPDATE walgate.webhooks SET table_name = $2, events = $3, url = $4, secret = $5, active = $6, filter = $7, select_fields = $8, updated_at = $9, ordering = $12,
             disabled_reason = CASE WHEN $6 THEN NULL ELSE disabled_reason END, disabled_at = CASE WHEN $6 THEN NULL ELSE disabled_at END,
             previous_secret = $10, previous_secret_until = $11, header_names = $13, header_values = $14,
-            history = $15, on_dead = $16, ordering_by = $17, retry_delays_ms = $18
+            history = $15, on_dead = $16, batch_max_events = $17, batch_max_wait_ms = $18, batch_max_bytes = $19, ordering_by = $20, retry_delays_ms = $21,
+            rate_limit_per_second = $22, rate_limit_burst = $23
       WHERE id = $1 RETURNING ${COLUMNS}`,
     [
       w.id,
@@ -161,8 +178,13 @@ export async function updateWebhook(db: Queryable, w: WebhookRow): Promise<Webho
       w.headerValues,
       w.history,
       w.onDead,
+      w.batch.maxEvents,
+      w.batch.maxWaitMs,
+      w.batch.maxBytes,
       w.orderingBy,
       w.retryDelaysMs,
+      w.rateLimitPerSecond,
+      w.rateLimitBurst,
     ],
   );
   return rows[0]!;

@@ -1,6 +1,7 @@
 import type { BreakerView } from '../delivery/breaker.js';
 import { subscriptionState, type SubscriptionState } from '../delivery/subscription-state.js';
 import type { DeliveryHealth } from '../delivery/sql/history.js';
+import type { BatchSettings } from '../delivery/batch.js';
 import { orderingOf, type Ordering } from './ordering.js';
 import type { Problem } from './problems.js';
 import type { WebhookRow } from './store.js';
@@ -29,6 +30,8 @@ export interface WebhookView {
   history: 'full' | 'failures';
   /** With row or group ordering: 'hold' keeps a row's (a group's) later changes behind its dead letter. */
   onDead: 'skip' | 'hold';
+  /** Batched delivery: maxEvents 1 is off (docs/webhooks.md: Batching). */
+  batch: BatchSettings;
   createdAt: string;
   updatedAt: string;
   /** Set when delivery disabled it (its receiver answered 410 Gone); cleared when re-activated. */
@@ -40,6 +43,8 @@ export interface WebhookView {
   headers: string[];
   /** Its own retry schedule; null: the environment's default, else the platform's. */
   retry: { delaysMs: number[] } | null;
+  /** Its throttle; null: none. */
+  rateLimit: { perSecond: number; burst: number } | null;
 }
 
 /** `breaker`: its endpoint's (the shared row; closed and counting nothing when omitted). */
@@ -56,6 +61,7 @@ export function webhookView(w: WebhookRow, problems: Problem[] = [], breaker?: B
     ordering: orderingOf(w),
     history: w.history,
     onDead: w.onDead,
+    batch: w.batch,
     createdAt: w.createdAt.toISOString(),
     updatedAt: w.updatedAt.toISOString(),
     disabledReason: w.disabledReason ?? null,
@@ -63,5 +69,6 @@ export function webhookView(w: WebhookRow, problems: Problem[] = [], breaker?: B
     problems,
     headers: w.headerNames,
     retry: w.retryDelaysMs ? { delaysMs: w.retryDelaysMs } : null,
+    rateLimit: w.rateLimitPerSecond === null ? null : { perSecond: w.rateLimitPerSecond, burst: w.rateLimitBurst ?? 1 },
   };
 }

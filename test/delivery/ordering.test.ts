@@ -3,13 +3,8 @@ import { expect } from 'chai';
 import pg from 'pg';
 import type { Pool } from '../../src/core/db/pool.js';
 import { replayDeadDeliveries } from '../../src/delivery/sql/history.js';
-import {
-  claimDue,
-  PAYLOAD_GONE,
-  unfinishedOrderKeyCounts,
-  unfinishedOrderKeys,
-  unfinishedOrderKeysOf,
-} from '../../src/delivery/sql/queue.js';
+import { claimDue, PAYLOAD_GONE } from '../../src/delivery/sql/queue.js';
+import { unfinishedOrderKeyCounts, unfinishedOrderKeys, unfinishedOrderKeysOf } from '../../src/delivery/sql/order-keys.js';
 import type { ReceivedRequest } from '../support/receiver.js';
 import { createTestDatabase, type TestDatabase } from '../support/database.js';
 import { deliveriesSeqScans, explaining as explainingPool } from '../support/plans.js';

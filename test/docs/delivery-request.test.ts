@@ -44,6 +44,27 @@ describe('OpenAPI document: the delivery request walgate sends (webhooks)', func
     expect(validate(withoutRecord)).to.equal(false);
   });
 
+  it("a batched subscription's request validates against the second message (deliveryBatch), headers and all", async () => {
+    const post = ((await p.t.http.get('/openapi.json')).body as Record<string, any>).webhooks.deliveryBatch.post;
+    const ajv = new Ajv2020.default({ allErrors: true, strict: true, allowUnionTypes: true });
+    addFormats.default(ajv);
+    const validate = ajv.compile(post.requestBody.content['application/json'].schema);
+    p.receiver.requests.length = 0;
+    await p.t.ctx.pool.query('DELETE FROM walgate.webhooks');
+    await p.subscribe({ secret: 'whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw', batch: { maxEvents: 10 } });
+    await p.writer.query(`INSERT INTO shop_master.orders SELECT g, 'new', g FROM generate_series(10, 12) g`);
+    const [r] = await p.receiver.waitFor(1);
+    const body = JSON.parse(r!.body);
+    expect(validate(body), JSON.stringify(validate.errors)).to.equal(true);
+    expect(body.events.length).to.be.at.least(1);
+    for (const h of post.parameters as Array<{ name: string; in: string }>) {
+      expect(r!.headers[h.name.toLowerCase()], `header ${h.name}`).to.be.a('string').and.not.equal('');
+    }
+    expect(r!.headers['x-service-event']).to.equal('BATCH');
+    // A single delivery's body is not a batch.
+    expect(validate(body.events[0])).to.equal(false);
+  });
+
   it('every timestamp in the document has a realistic example (Swagger UI would otherwise invent one from the pattern)', () => {
     const missing: string[] = [];
     // A parameter carries its example itself, beside its schema.

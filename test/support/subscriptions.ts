@@ -20,6 +20,8 @@ export interface TestSubscription {
   ordering?: 'none' | 'row' | { by: string[] };
   history?: 'full' | 'failures';
   onDead?: 'skip' | 'hold';
+  /** Batched delivery (sql/075): omitted fields take the column defaults. */
+  batch?: { maxEvents?: number; maxWaitMs?: number; maxBytes?: number };
 }
 
 /**
@@ -31,8 +33,9 @@ export async function insertSubscription(ctx: Pick<Context, 'pool' | 'secrets'>,
   await ensureSlot(ctx.pool);
   await withTransaction(ctx.pool, async (c) => {
     await c.query(
-      `INSERT INTO walgate.webhooks (id, project_id, environment, schema_name, table_name, events, url, secret, active, filter, select_fields, ordering, history, on_dead, ordering_by)
-       VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15)`,
+      `INSERT INTO walgate.webhooks (id, project_id, environment, schema_name, table_name, events, url, secret, active, filter, select_fields, ordering, history, on_dead,
+                                     batch_max_events, batch_max_wait_ms, batch_max_bytes, ordering_by)
+       VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17, $18)`,
       [
         id,
         s.projectId,
@@ -48,6 +51,9 @@ export async function insertSubscription(ctx: Pick<Context, 'pool' | 'secrets'>,
         typeof s.ordering === 'object' ? 'group' : (s.ordering ?? 'none'),
         s.history ?? 'full',
         s.onDead ?? 'skip',
+        s.batch?.maxEvents ?? 1,
+        s.batch?.maxWaitMs ?? 100,
+        s.batch?.maxBytes ?? 1024 * 1024,
         typeof s.ordering === 'object' ? s.ordering.by : null,
       ],
     );

@@ -66,6 +66,7 @@ describe('webhook management API', function () {
       'ordering',
       'history',
       'onDead',
+      'batch',
       'createdAt',
       'updatedAt',
       'disabledReason',
@@ -73,8 +74,17 @@ describe('webhook management API', function () {
       'problems',
       'headers',
       'retry',
+      'rateLimit',
     );
-    expect(w).to.include({ disabledReason: null, disabledAt: null, ordering: 'none', history: 'full', state: 'healthy', retry: null });
+    expect(w).to.include({
+      disabledReason: null,
+      disabledAt: null,
+      ordering: 'none',
+      history: 'full',
+      state: 'healthy',
+      retry: null,
+      rateLimit: null,
+    });
     expect(w.id).to.match(/^wh_[0-9a-f]{32}$/);
     expect(w).to.deep.include({
       table: 'orders',

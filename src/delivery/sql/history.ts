@@ -209,7 +209,7 @@ export async function retryDelivery(
              -- A dead letter that holds its row (onDead "hold") stays its row's head: sent again
              -- first, its row's later changes still behind it. Any other goes behind nothing.
              order_key = CASE WHEN d.holds_row THEN d.order_key END, order_key_old = CASE WHEN d.holds_row THEN d.order_key_old END,
-             holds_row = false
+             holds_row = false, batch_id = NULL -- alone (or in a new batch): never under its batch's id with fewer events
       WHERE d.id = $1 AND d.webhook_id = $2 AND d.status IN ('delivered', 'dead')
         AND (d.payload IS NOT NULL OR EXISTS (SELECT 1 FROM walgate.events e WHERE e.id = d.event_id))
       RETURNING ${DELIVERY_COLUMNS}`,

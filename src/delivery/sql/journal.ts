@@ -77,21 +77,22 @@ function countValues(rows: DeliveredEntry[]): [string[], number[], number[]] {
 // Any body round-trips byte for byte; one that is not valid UTF-8 text fails its batch.
 const INSERT_HISTORY = `INSERT INTO walgate.deliveries (id, webhook_id, event_id, event_type, select_fields, status, attempts, http_status,
                                      next_attempt_at, created_at, delivered_at, first_attempt_started_at, first_attempt_duration_ms,
-                                     first_attempt_response_body, payload, request_headers, response_headers, previous_event_id)
+                                     first_attempt_response_body, payload, request_headers, response_headers, batch_id, previous_event_id)
      SELECT d.id, d.webhook_id, d.event_id, d.event_type, d.select_fields, 'delivered', 1, d.http_status,
             to_timestamp(d.created_at / 1000.0), to_timestamp(d.created_at / 1000.0), to_timestamp(d.delivered_at / 1000.0),
             to_timestamp(d.started_at / 1000.0), d.duration_ms, d.response_body,
             convert_from(substring($2::bytea FROM d.body_offset + 1 FOR d.body_length), 'UTF8'), d.request_headers, d.response_headers,
+            d.batch_id,
             d.previous_event_id
        FROM ROWS FROM (
               json_to_recordset($1::json)
                 AS (id text, webhook_id text, event_id text, event_type text, select_fields text[], http_status int, created_at float8,
                     delivered_at float8, started_at float8, duration_ms int, response_body text, request_headers json, response_headers json,
-                    previous_event_id text),
+                    batch_id text, previous_event_id text),
               unnest($3::int[]),
               unnest($4::int[])
             ) AS d(id, webhook_id, event_id, event_type, select_fields, http_status, created_at, delivered_at, started_at, duration_ms,
-                   response_body, request_headers, response_headers, previous_event_id, body_offset, body_length)
+                   response_body, request_headers, response_headers, batch_id, previous_event_id, body_offset, body_length)
        JOIN walgate.webhooks w ON w.id = d.webhook_id
      ON CONFLICT (id) DO NOTHING`;
 
@@ -123,6 +124,7 @@ function historyValues(rows: DeliveredEntry[]): [string, Buffer, number[], Array
       response_body: r.responseBody,
       request_headers: r.kept?.requestHeaders,
       response_headers: r.kept?.responseHeaders,
+      batch_id: r.batchId ?? null,
       previous_event_id: r.delivery.previousEventId ?? null,
     }),
   );
@@ -147,14 +149,14 @@ export async function writeParked(db: Queryable, rows: ParkedEntry[]): Promise<v
      ), d AS (
        SELECT * FROM unnest($10::text[], $11::text[], $12::text[], $13::text[], $14::text[], $15::text[], $16::int[], $17::int[], $18::text[],
                             $19::timestamptz[], $20::timestamptz[], $21::timestamptz[], $22::int[], $23::text[], $24::text[], $25::text[],
-                            $26::text[], $27::text[], $28::text[], $29::int[], $30::text[], $31::text[])
+                            $26::text[], $27::text[], $28::text[], $29::int[], $30::text[], $31::text[], $32::text[])
               AS d(id, webhook_id, event_id, event_type, select_fields, status, attempts, http_status, last_error,
                    next_attempt_at, created_at, started_at, duration_ms, response_body, order_key, order_key_old, payload, request_headers,
-                   response_headers, payload_bytes, kind, previous_event_id)
+                   response_headers, payload_bytes, kind, batch_id, previous_event_id)
      ), inserted AS (
        INSERT INTO walgate.deliveries (id, webhook_id, event_id, event_type, select_fields, status, attempts, http_status, last_error, next_attempt_at, created_at,
                                        order_key, order_key_old, payload, request_headers, response_headers, payload_bytes, retry_slot, holds_row,
-                                       previous_event_id)
+                                       batch_id, previous_event_id)
        SELECT d.id, d.webhook_id, d.event_id, d.event_type, d.select_fields::text[], d.status, d.attempts, d.http_status, d.last_error, d.next_attempt_at, d.created_at,
               d.order_key, d.order_key_old, d.payload, d.request_headers::json, d.response_headers::json, d.payload_bytes,
               -- Retrying: its first attempt failed and set a retry slot; so did a wait on the breaker.
@@ -162,6 +164,7 @@ export async function writeParked(db: Queryable, rows: ParkedEntry[]): Promise<v
               -- brought forward).
               d.status = 'retrying' OR d.kind IS NOT DISTINCT FROM 'wait',
               d.status = 'dead' AND d.order_key IS NOT NULL AND w.on_dead = 'hold',
+              d.batch_id,
               d.previous_event_id
          FROM d JOIN walgate.webhooks w ON w.id = d.webhook_id
        ON CONFLICT (id) DO NOTHING
@@ -207,6 +210,8 @@ export async function writeParked(db: Queryable, rows: ParkedEntry[]): Promise<v
       // Its weight once the retry queue claims it (the claim's byte budget, queue.ts).
       rows.map((r) => payloadBytes(r.event)),
       rows.map((r) => (r.attempt ? (r.attempt.kind ?? 'request') : null)),
+      // The batch it was sent in (batch.ts): the retry queue sends the batch again whole.
+      rows.map((r) => r.batchId ?? null),
       rows.map((r) => r.delivery.previousEventId ?? null),
     ],
   );

@@ -1,8 +1,9 @@
 import { randomBytes } from 'node:crypto';
-import type { Pool, Queryable } from '../../core/db/pool.js';
+import type { Pool } from '../../core/db/pool.js';
 import { PAYLOAD_COLUMNS, type PayloadRow } from '../payload.js';
 import type { KeptRequest } from '../attempt.js';
 import { RETRY_DELAYS_MS } from './retry-delays.js';
+import type { RateLimitSettings } from '../throttle.js';
 
 // The retry queue's statements on walgate.deliveries and walgate.delivery_attempts (the stream
 // parks into it through journal.ts).
@@ -40,8 +41,18 @@ export interface ClaimedDelivery extends PayloadRow {
   schedule_started_at: Date;
   /** Its subscription's retry schedule, or its environment's; null: the platform's (retry-delays.ts). */
   retry_delays_ms: number[] | null;
+  /** Its subscription's throttle (delivery/throttle.ts); null: none. */
+  rate_limit: RateLimitSettings | null;
   /** Its event row is gone and no body was kept: it cannot be sent (endUnsendable). */
   payload_gone: boolean;
+  /** The batch it was sent in (its members are claimed together), or null: sent alone or not yet (batch-claims.ts). */
+  batch_id: string | null;
+  /** The subscription's batch settings now: unbatched deliveries of a batched subscription are sent in new batches. */
+  batch_max_events: number;
+  batch_max_bytes: number;
+  /** Row ordering's keys (tailer/order-keys.ts): a batched subscription's row head takes its row's next changes along (sql/chains.ts). */
+  order_key: string | null;
+  order_key_old: string | null;
 }
 
 /** What a delivery that cannot be sent any more says in its log. */
@@ -81,6 +92,8 @@ export interface ClaimOptions {
   startKey?: string;
   /** At most this many row keys visited from the start on, and as many from the first key on (the wrap); default MAX_KEYS_PER_CLAIM. */
   maxKeys?: number;
+  /** Whether throttled subscriptions may be claimed: only by the leading tailer's worker (throttle.ts). Default true. */
+  throttled?: boolean;
 }
 
 /**
@@ -107,20 +120,28 @@ export async function claimDue(pool: Pool, o: ClaimOptions): Promise<ClaimedDeli
          FROM walgate.webhooks w
          LEFT JOIN unnest($5::text[], $6::int[]) AS busy(webhook_id, n) ON busy.webhook_id = w.id
         WHERE w.active AND $4 - coalesce(busy.n, 0) > 0
+          -- A throttled subscription is sent by one process, whose bucket is its whole budget (throttle.ts).
+          AND (w.rate_limit_per_second IS NULL OR $10)
      ), candidates AS (
        -- Each subscription's oldest claimable deliveries, up to its room (index ranges per
        -- subscription). Not the oldest due deliveries overall: a hanging endpoint's backlog is the
        -- oldest, and a window over all of them would hold nothing but its rows while the healthy
        -- subscriptions' deliveries waited behind it (head-of-line blocking).
-       SELECT d.id, d.next_attempt_at, d.bytes FROM quota q CROSS JOIN LATERAL (
-         SELECT c.id, c.next_attempt_at, c.bytes
+       SELECT d.id, d.next_attempt_at, d.bytes, d.members, d.batch_id FROM quota q CROSS JOIN LATERAL (
+         SELECT c.id, c.next_attempt_at, c.bytes, c.members, c.batch_id
            -- Which deliveries are examined: the subscription's oldest due unordered ones, and the
            -- due heads of its rows (the first unfinished delivery of each row key). Only a head can
            -- be claimable — any other delivery of its key waits for it — and after an outage the
            -- due range holds mostly blocked successors (parked when their row's head failed, so
            -- "due" since), so a walk of that range grew with the backlog. The conditions below
            -- decide, as before; this only narrows what they are asked about.
-           FROM unnest(ARRAY(
+           -- A member of a batch stands for its batch's lead (its first unfinished member), which
+           -- alone is claimed, bringing the others: found through any member, a batch larger than
+           -- the room is reached whichever of its members the ranges below meet first.
+           FROM unnest(ARRAY(SELECT DISTINCT coalesce(
+                  (SELECT s.id FROM walgate.deliveries s WHERE s.batch_id = x.batch_id AND s.batch_id IS NOT NULL
+                      AND s.status IN ('pending', 'retrying') ORDER BY s.id LIMIT 1), x.id)
+                FROM walgate.deliveries x WHERE x.id = ANY (ARRAY(
                   (SELECT u.id FROM walgate.deliveries u
                     -- Unfinished spelled as in sql/035's index, which alone it then matches: not
                     -- deliveries_due, every subscription's due range, filtered down to this one's.
@@ -154,13 +175,25 @@ export async function claimDue(pool: Pool, o: ClaimOptions): Promise<ClaimedDeli
                       WHERE k.visited < $9
                    )
                    SELECT heads.id FROM (SELECT * FROM from_start UNION ALL SELECT * FROM wrapped) heads
-                    WHERE heads.next_attempt_at <= $1 LIMIT q.n))) AS candidate(id)
+                    WHERE heads.next_attempt_at <= $1 LIMIT q.n))))) AS candidate(id)
            -- Each candidate read by its id alone (the primary key: no plan that ranges over the due
            -- deliveries to intersect with it), checked and locked.
            CROSS JOIN LATERAL (
-             SELECT c.id, c.next_attempt_at, coalesce(c.payload_bytes, 1024) + coalesce(octet_length(c.payload), 0) AS bytes
+             SELECT c.id, c.next_attempt_at, c.batch_id,
+                    -- A batch weighs (and counts) all its unfinished members: they are claimed with it, below.
+                    coalesce(b.bytes, coalesce(c.payload_bytes, 1024) + coalesce(octet_length(c.payload), 0)) AS bytes,
+                    coalesce(b.members, 1) AS members
                FROM walgate.deliveries c
+               LEFT JOIN LATERAL (
+                 SELECT sum(coalesce(s.payload_bytes, 1024) + coalesce(octet_length(s.payload), 0)) AS bytes, count(*) AS members
+                   FROM walgate.deliveries s
+                  WHERE s.batch_id = c.batch_id AND s.batch_id IS NOT NULL AND s.status IN ('pending', 'retrying')) b ON c.batch_id IS NOT NULL
               WHERE c.id = candidate.id AND c.status IN ('pending', 'retrying') AND c.next_attempt_at <= $1
+               -- A batch (batch_id, sql/075) is claimed through its first unfinished member, the
+               -- lead, and the others go with it: one worker holds the whole batch, which is sent
+               -- again as it was (same id, same events), never split between two workers.
+               AND (c.batch_id IS NULL OR NOT EXISTS (SELECT 1 FROM walgate.deliveries s WHERE s.batch_id = c.batch_id AND s.batch_id IS NOT NULL
+                                                         AND s.status IN ('pending', 'retrying') AND s.id < c.id))
                -- Row ordering: not before an earlier (smaller event_id, that is commit order)
                -- unfinished delivery that shares one of its row keys (a key names its subscription
                -- and row, tailer/order-keys.ts). That one is pending or retrying until it is
@@ -193,26 +226,22 @@ export async function claimDue(pool: Pool, o: ClaimOptions): Promise<ClaimedDeli
      ), within AS (
        -- The byte budget: the oldest candidates whose weight fits in what the worker may still
        -- hold (always the first: one delivery larger than the budget still goes, alone).
-       SELECT id FROM (SELECT id, sum(bytes) OVER (ORDER BY next_attempt_at, id) - bytes AS before FROM candidates) c
-        WHERE c.before < $7
+       SELECT id, batch_id FROM (SELECT id, batch_id, sum(bytes) OVER w - bytes AS before, sum(members) OVER w - members AS before_n
+                                   FROM candidates WINDOW w AS (ORDER BY next_attempt_at, id)) c
+        WHERE c.before < $7 AND c.before_n < $3
      ), leased AS (
        -- = ANY(ARRAY(...)): an index lookup per id. A join is planned as a scan of every delivery
        -- kept, which made claims slower as the history grew.
        -- A lease, not a retry slot (sql/044): a breaker's closing must not bring it forward.
-       UPDATE walgate.deliveries d SET next_attempt_at = $2, retry_slot = false WHERE d.id = ANY (ARRAY(SELECT id FROM within))
-       RETURNING d.id, d.webhook_id, d.event_id, d.event_type, d.attempts, d.select_fields, d.previous_event_id, d.next_attempt_at AS lease,
-                 d.order_key IS NOT NULL AS ordered, d.payload AS kept_payload,
-                 coalesce(d.payload_bytes, 1024) + coalesce(octet_length(d.payload), 0) AS held_bytes,
-                 coalesce(d.schedule_started_at, d.created_at) AS schedule_started_at
+       -- A batch's lead brings its other unfinished members (the lead rule above: no other claim takes them).
+       UPDATE walgate.deliveries d SET next_attempt_at = $2, retry_slot = false
+        WHERE d.id = ANY (ARRAY(SELECT id FROM within
+                                UNION SELECT s.id FROM walgate.deliveries s
+                                 WHERE s.batch_id = ANY (ARRAY(SELECT batch_id FROM within WHERE batch_id IS NOT NULL))
+                                   AND s.batch_id IS NOT NULL AND s.status IN ('pending', 'retrying')))
+       RETURNING ${LEASED_RETURNING}
      )
-     SELECT d.id, d.webhook_id, d.attempts, d.lease, d.ordered, w.url, w.secret, w.header_values, d.event_type, d.kept_payload, d.held_bytes,
-            d.schedule_started_at, ${RETRY_DELAYS_MS} AS retry_delays_ms,
-            d.event_id AS delivery_event_id,
-            CASE WHEN w.previous_secret_until > $1 THEN w.previous_secret END AS previous_secret, ${PAYLOAD_COLUMNS}
-            -- Neither its event nor a kept body: nothing to send. Returned all the same, so that the
-            -- worker ends it (payloadGone); left out, it stayed leased and was leased again forever,
-            -- holding back its row's later changes.
-            , e.id IS NULL AND d.kept_payload IS NULL AS payload_gone
+     SELECT ${CLAIMED_COLUMNS('$1')}
        FROM leased d LEFT JOIN walgate.events e ON e.id = d.event_id JOIN walgate.webhooks w ON w.id = d.webhook_id
       ORDER BY d.event_id`, // dispatched in WAL order, as far as concurrency allows (no order is promised)
     [
@@ -225,10 +254,30 @@ export async function claimDue(pool: Pool, o: ClaimOptions): Promise<ClaimedDeli
       o.maxBytes ?? Number.MAX_SAFE_INTEGER,
       o.startKey ?? randomBytes(3).toString('base64url'),
       o.maxKeys ?? MAX_KEYS_PER_CLAIM,
+      o.throttled ?? true,
     ],
   );
   return rows;
 }
+
+/** What a claim's UPDATE … RETURNING hands on (as `d`) to CLAIMED_COLUMNS; sql/chains.ts claims with it too. */
+export const LEASED_RETURNING = `d.id, d.webhook_id, d.batch_id, d.event_id, d.event_type, d.attempts, d.select_fields, d.previous_event_id, d.next_attempt_at AS lease,
+                 d.order_key IS NOT NULL AS ordered, d.order_key, d.order_key_old, d.payload AS kept_payload,
+                 coalesce(d.payload_bytes, 1024) + coalesce(octet_length(d.payload), 0) AS held_bytes,
+                 coalesce(d.schedule_started_at, d.created_at) AS schedule_started_at`;
+
+/** A ClaimedDelivery, from the leased rows `d` joined with their event `e` and subscription `w`; `now` the claim's time parameter. */
+export const CLAIMED_COLUMNS = (now: string) =>
+  `d.id, d.webhook_id, d.batch_id, w.batch_max_events, w.batch_max_bytes, d.attempts, d.lease, d.ordered, d.order_key, d.order_key_old,
+   w.url, w.secret, w.header_values, d.event_type, d.kept_payload, d.held_bytes, d.schedule_started_at, ${RETRY_DELAYS_MS} AS retry_delays_ms,
+   CASE WHEN w.rate_limit_per_second IS NULL THEN NULL
+   ELSE json_build_object('perSecond', w.rate_limit_per_second, 'burst', coalesce(w.rate_limit_burst, 1)) END AS rate_limit,
+   d.event_id AS delivery_event_id,
+   CASE WHEN w.previous_secret_until > ${now} THEN w.previous_secret END AS previous_secret, ${PAYLOAD_COLUMNS}
+   -- Neither its event nor a kept body: nothing to send. Returned all the same, so that the
+   -- worker ends it (payloadGone); left out, it stayed leased and was leased again forever,
+   -- holding back its row's later changes.
+   , e.id IS NULL AND d.kept_payload IS NULL AS payload_gone`;
 
 export interface AttemptResult {
   deliveryId: string;
@@ -328,57 +377,6 @@ export async function renewLease(pool: Pool, id: string, lease: Date, until: Dat
     [id, lease, until],
   );
   return rowCount ? until : null;
-}
-
-/** A row key of a subscription (row ordering; tailer/order-keys.ts). */
-export interface SubscriptionOrderKey {
-  webhookId: string;
-  key: string;
-}
-
-/**
- * Of these row keys, the ones with an unfinished (pending or retrying) delivery in the queue: the
- * stream keeps parking their changes behind it (delivery/row-order.ts). Index probes only (sql/009).
- */
-export async function unfinishedOrderKeys(db: Queryable, keys: SubscriptionOrderKey[]): Promise<SubscriptionOrderKey[]> {
-  if (keys.length === 0) return [];
-  const { rows } = await db.query<SubscriptionOrderKey>(
-    `SELECT k.webhook_id AS "webhookId", k.key FROM unnest($1::text[], $2::text[]) AS k(webhook_id, key)
-      WHERE EXISTS (SELECT 1 FROM walgate.deliveries d WHERE d.order_key = k.key AND d.order_key IS NOT NULL AND d.status IN ('pending', 'retrying'))
-         OR EXISTS (SELECT 1 FROM walgate.deliveries d WHERE d.order_key_old = k.key AND d.order_key_old IS NOT NULL AND d.status IN ('pending', 'retrying'))
-         OR EXISTS (SELECT 1 FROM walgate.deliveries d WHERE d.order_key = k.key AND d.holds_row)
-         OR EXISTS (SELECT 1 FROM walgate.deliveries d WHERE d.order_key_old = k.key AND d.holds_row AND d.order_key_old IS NOT NULL)`,
-    [keys.map((k) => k.webhookId), keys.map((k) => k.key)],
-  );
-  return rows;
-}
-
-/** Unfinished deliveries with row keys, per subscription (of these subscriptions, or all). */
-export async function unfinishedOrderKeyCounts(db: Queryable, webhookIds?: string[]): Promise<Map<string, number>> {
-  const { rows } = await db.query<{ webhook_id: string; n: number }>(
-    `SELECT webhook_id, count(*)::int AS n FROM walgate.deliveries
-      WHERE (status IN ('pending', 'retrying') OR holds_row) AND order_key IS NOT NULL AND ($1::text[] IS NULL OR webhook_id = ANY ($1))
-      GROUP BY webhook_id`,
-    [webhookIds ?? null],
-  );
-  return new Map(rows.map((r) => [r.webhook_id, r.n]));
-}
-
-/** The row keys of these subscriptions' unfinished deliveries, each once. */
-export async function unfinishedOrderKeysOf(db: Queryable, webhookIds: string[]): Promise<SubscriptionOrderKey[]> {
-  const { rows } = await db.query<SubscriptionOrderKey>(
-    `SELECT webhook_id AS "webhookId", order_key AS key FROM walgate.deliveries
-      WHERE status IN ('pending', 'retrying') AND order_key IS NOT NULL AND webhook_id = ANY ($1)
-     UNION
-     SELECT webhook_id, order_key_old FROM walgate.deliveries
-      WHERE status IN ('pending', 'retrying') AND order_key_old IS NOT NULL AND webhook_id = ANY ($1)
-     UNION
-     SELECT webhook_id, order_key FROM walgate.deliveries WHERE holds_row AND webhook_id = ANY ($1)
-     UNION
-     SELECT webhook_id, order_key_old FROM walgate.deliveries WHERE holds_row AND order_key_old IS NOT NULL AND webhook_id = ANY ($1)`,
-    [webhookIds],
-  );
-  return rows;
 }
 
 export async function queueDepth(pool: Pool): Promise<Record<string, number>> {

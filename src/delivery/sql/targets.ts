@@ -1,4 +1,6 @@
 import type { Pool } from '../../core/db/pool.js';
+import type { BatchSettings } from '../batch.js';
+import type { RateLimitSettings } from '../throttle.js';
 import { RETRY_DELAYS_MS } from './retry-delays.js';
 
 // A subscription as delivery needs it (targets.ts caches it).
@@ -13,13 +15,19 @@ export interface TargetRow {
   previous_secret_until: Date | null;
   header_values: Buffer | null;
   history: 'full' | 'failures';
+  batch: BatchSettings;
   /** Its own retry schedule, else its environment's; null: the platform's (retry-delays.ts). */
   retry_delays_ms: number[] | null;
+  /** Its throttle (delivery/throttle.ts); null: none. */
+  rate_limit: RateLimitSettings | null;
 }
 
 export async function readTarget(pool: Pool, webhookId: string): Promise<TargetRow | undefined> {
   const { rows } = await pool.query<TargetRow>(
     `SELECT project_id, environment, url, active, secret, header_values, history, ${RETRY_DELAYS_MS} AS retry_delays_ms,
+            json_build_object('maxEvents', batch_max_events, 'maxWaitMs', batch_max_wait_ms, 'maxBytes', batch_max_bytes) AS batch,
+            CASE WHEN w.rate_limit_per_second IS NULL THEN NULL
+              ELSE json_build_object('perSecond', w.rate_limit_per_second, 'burst', coalesce(w.rate_limit_burst, 1)) END AS rate_limit,
             CASE WHEN previous_secret_until > now() THEN previous_secret END AS previous_secret,
             CASE WHEN previous_secret_until > now() THEN previous_secret_until END AS previous_secret_until
        FROM walgate.webhooks w WHERE id = $1`,

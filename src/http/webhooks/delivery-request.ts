@@ -41,6 +41,15 @@ export const deliveryPayload = z
   })
   .meta({ title: 'Delivery' });
 
+/** A batched subscription's body (docs/webhooks.md: Batching): each event exactly as it is delivered alone. */
+export const deliveryBatchPayload = z
+  .object({
+    events: z.array(deliveryPayload).min(1).max(1000).meta({
+      description: "The batch's changes, in the order walgate took them (a row's changes in commit order), at most `batch.maxEvents`.",
+    }),
+  })
+  .meta({ title: 'Delivery batch' });
+
 const header = (description: string, example: string) => ({ description, required: true, schema: { type: 'string', examples: [example] } });
 
 const HEADERS = {
@@ -61,9 +70,20 @@ const HEADERS = {
   ),
 };
 
+/** A batch's headers: the same names, with the batch's id where a single delivery has its event id. */
+const BATCH_HEADERS = {
+  ...HEADERS,
+  'X-Service-Event': header('`BATCH`.', 'BATCH'),
+  'X-Service-Delivery': header('The batch id, as `webhook-id`.', 'bat_3f6c2a1e9b8d4c7e0a5b1d2c3e4f5a6b'),
+  'webhook-id': header(
+    'Standard Webhooks: the batch id — the same on every attempt of the batch, which always carries the same events. Deduplicate by it, or by each event `id`.',
+    'bat_3f6c2a1e9b8d4c7e0a5b1d2c3e4f5a6b',
+  ),
+};
+
 type JsonSchema = Record<string, unknown>;
 
-/** The `webhooks` entry: one POST per change a subscription takes. */
+/** The `webhooks` entry: one POST per change a subscription takes, or per batch of them (`batch.maxEvents` > 1). */
 export function deliveryWebhooks(jsonSchemaOf: (schema: z.ZodType, io: 'input' | 'output') => JsonSchema): JsonSchema {
   return {
     delivery: {
@@ -78,6 +98,21 @@ export function deliveryWebhooks(jsonSchemaOf: (schema: z.ZodType, io: 'input' |
         responses: {
           '2XX': { description: 'Delivered.' },
           default: { description: 'A failed attempt: retried later.' },
+        },
+      },
+    },
+    deliveryBatch: {
+      post: {
+        operationId: 'deliveryBatch',
+        tags: ['Deliveries (sent by walgate)'],
+        summary: 'A batch of changes, delivered to a batched subscription URL',
+        description:
+          'A subscription with `batch.maxEvents` > 1 POSTs its changes in batches: `{"events": [...]}`, up to `maxEvents` of them (and `maxBytes` of body), gathered for at most `maxWaitMs`. One `webhook-id` (the batch id), signed over the whole body exactly as a single delivery is. A 2xx acknowledges every event of the batch; any other answer (or none) retries the whole batch — the same id, the same events, the same bytes — with backoff, then keeps each of its deliveries as a dead letter.',
+        parameters: Object.entries(BATCH_HEADERS).map(([name, h]) => ({ name, in: 'header', ...h })),
+        requestBody: { required: true, content: { 'application/json': { schema: jsonSchemaOf(deliveryBatchPayload, 'output') } } },
+        responses: {
+          '2XX': { description: 'Every event of the batch is delivered.' },
+          default: { description: 'A failed attempt: the whole batch is retried later.' },
         },
       },
     },

@@ -1,3 +1,4 @@
+import { rateLimit } from '../../webhooks/rate-limit.js';
 import { retryPolicy } from '../../webhooks/retry-policy.js';
 import { z } from 'zod';
 import { timestamp } from '../timestamp.js';
@@ -35,6 +36,10 @@ const webhook = z
       description:
         'With `ordering: "row"` or a group: `hold` — a row\'s (a group\'s) later changes wait behind its dead letter until it is replayed and delivered, or discarded; `skip` — they go on.',
     }),
+    batch: z.object({ maxEvents: z.number().int(), maxWaitMs: z.number().int(), maxBytes: z.number().int() }).meta({
+      description:
+        'Batched delivery: up to `maxEvents` changes per POST as `{"events": [...]}` (`1`: off, one POST per change), gathered for at most `maxWaitMs`, the body within `maxBytes` (docs/webhooks.md: Batching).',
+    }),
     createdAt: timestamp,
     updatedAt: timestamp,
     disabledReason: z
@@ -61,6 +66,7 @@ const webhook = z
       .array(z.string())
       .meta({ description: 'The names of its custom request headers (lower case); their values are never returned.' }),
     retry: retryPolicy.nullable(),
+    rateLimit: rateLimit.nullable(),
   })
   .meta({ description: 'A subscription. The secret and the custom header values are never returned.' });
 
