@@ -96,7 +96,10 @@ describe(`backfill of ${ROWS} rows under a concurrent writer, with a SIGKILL of 
     const sample = async (child: ChildProcess) => (peak = Math.max(peak, await peakRss(child.pid)));
 
     const first = await launch();
-    // The writer: 20 random rows a transaction, until told to stop.
+    // The writer: 20 random rows a transaction, about 1,000 rows a second at most, until told to
+    // stop. Bounded: an unbounded writer outran a tailer starved of CPU by other work on the machine
+    // (the tailer reads the WAL in order, so each backfill page waited behind a growing backlog of
+    // updates — 7,000 rows in 300 s in one full run, 100,000 in 54 s alone).
     let writing = true;
     let updates = 0;
     const writes = (async () => {
@@ -109,7 +112,7 @@ describe(`backfill of ${ROWS} rows under a concurrent writer, with a SIGKILL of 
         }
         await writer.query('UPDATE shop_master.items SET version = version + 1 WHERE id = ANY ($1)', [[...ids]]);
         updates += ids.size;
-        await sleep(5);
+        await sleep(20);
       }
     })();
 
