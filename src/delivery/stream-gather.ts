@@ -1,5 +1,5 @@
 import type { Logger } from '../core/log.js';
-import { batchBytes, gather, isBatched, type Gathered } from './batch.js';
+import { batchBytes, gather, isBatched, withinBudget, type Gathered } from './batch.js';
 import type { Lane } from './job.js';
 import { targetBody, type Targets } from './targets.js';
 
@@ -15,6 +15,8 @@ export class StreamGather {
   readonly #clock: () => Date;
   readonly #log: Logger;
   readonly #pump: () => void;
+  /** TAILER_MAX_HELD_BYTES: no batch is larger than half of it (batch.ts withinBudget). */
+  readonly #heldBytes: number;
   /** Subscriptions whose target is being read. */
   readonly #loading = new Set<string>();
   #timer: NodeJS.Timeout | null = null;
@@ -22,8 +24,9 @@ export class StreamGather {
   #timerAt = 0;
   #closed = false;
 
-  constructor(targets: Targets, clock: () => Date, log: Logger, pump: () => void) {
+  constructor(targets: Targets, clock: () => Date, log: Logger, pump: () => void, heldBytes: number) {
     this.#targets = targets;
+    this.#heldBytes = heldBytes;
     this.#clock = clock;
     this.#log = log;
     this.#pump = pump;
@@ -54,7 +57,8 @@ export class StreamGather {
     const head = waiting[0]!;
     // Each body rendered once, here: the request sends these bytes (Job.body).
     const bytes = waiting.map((j) => batchBytes((j.body ??= targetBody(target, j.delivery, j.event))));
-    return gather(bytes, target.batch, now - head.createdAt.getTime(), head.deadline - now <= target.batch.maxWaitMs);
+    const settings = withinBudget(target.batch, this.#heldBytes);
+    return gather(bytes, settings, now - head.createdAt.getTime(), head.deadline - now <= settings.maxWaitMs);
   }
 
   /** The pump's shortest batch wait (lanes.ts): pump again then. */

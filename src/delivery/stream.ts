@@ -2,7 +2,7 @@ import { setTimeout as sleep } from 'node:timers/promises';
 import type { Context } from '../core/context.js';
 import type { Queryable } from '../core/db/pool.js';
 import type { CapturedDelivery, CapturedEvent, DeliveryStream } from '../tailer/sink.js';
-import { attempt, conclude, keptRequest, type AttemptDeps } from './attempt.js';
+import { attempt, conclude, keptRequest, type AttemptDeps, type AttemptOutcome, type AttemptRequest } from './attempt.js';
 import { newBatchId } from './batch.js';
 import { StreamGather } from './stream-gather.js';
 import { settleAnswer, settleWait, type ParkState, type Settlement } from './stream-settle.js';
@@ -65,8 +65,8 @@ export class StreamDelivery implements DeliveryStream {
     this.#targets = targets;
     this.#limits = limits;
     this.#lanes = new StreamLanes(limits);
-    this.#gather = new StreamGather(targets, ctx.clock, ctx.log.child({ component: 'delivery' }), () => this.#pump());
     this.#held = limits.held ?? new HeldDeliveries(limits.maxHeld, ctx.config.tailerMaxHeldBytes);
+    this.#gather = new StreamGather(targets, ctx.clock, ctx.log.child({ component: 'delivery' }), () => this.#pump(), this.#held.maxBytes);
     this.#journal = new Journal(fenced, onError);
     this.#order = new RowOrder<Job>(
       ctx.pool,
@@ -291,7 +291,7 @@ export class StreamDelivery implements DeliveryStream {
           jobs.map((j) => (j.body ??= targetBody(target, j.delivery, j.event))),
         )
       : targetRequest(target, first.delivery, first.event);
-    const outcome = await attempt(this.#deps, request);
+    const outcome = await this.#sendRequest(request, first.batch !== undefined);
     if (this.#closed) return;
     if (outcome.kind === 'waited') {
       await Promise.all(jobs.map((job) => this.#settle(job, settleWait(job, outcome))));
@@ -308,6 +308,19 @@ export class StreamDelivery implements DeliveryStream {
     // Each member keeps its own body (what it adds to the batch): the retry queue rebuilds the batch from them.
     const kept = (job: Job) => keptRequest(keep, first.batch ? job.body! : request.body, outcome);
     await Promise.all(jobs.map((job) => this.#settle(job, settleAnswer(job, target, outcome, concluded, kept(job)))));
+  }
+
+  /** Sends a request; a batch's body weighs on the byte budget while it is out (payload-bytes.ts). */
+  async #sendRequest(request: AttemptRequest, batch: boolean): Promise<AttemptOutcome> {
+    if (!batch) return attempt(this.#deps, request);
+    const weight = request.body.length;
+    this.#held.addBody(weight);
+    try {
+      return await attempt(this.#deps, request);
+    } finally {
+      this.#held.removeBody(weight);
+      if (this.#held.room && this.#roomWaiters.length > 0) for (const wake of this.#roomWaiters.splice(0)) wake();
+    }
   }
 
   /** Applies what an outcome means for one delivery (stream-settle.ts). */
