@@ -312,13 +312,11 @@ export class StreamDelivery implements DeliveryStream {
 
   /** Sends a request; a batch's body weighs on the byte budget while it is out (payload-bytes.ts). */
   async #sendRequest(request: AttemptRequest, batch: boolean): Promise<AttemptOutcome> {
-    if (!batch) return attempt(this.#deps, request);
-    const weight = request.body.length;
-    this.#held.addBody(weight);
+    this.#held.addBody(batch ? request.body.length : 0);
     try {
       return await attempt(this.#deps, request);
     } finally {
-      this.#held.removeBody(weight);
+      this.#held.removeBody(batch ? request.body.length : 0);
       if (this.#held.room && this.#roomWaiters.length > 0) for (const wake of this.#roomWaiters.splice(0)) wake();
     }
   }
