@@ -154,6 +154,8 @@ export async function openDelivery(slot, path, deliveryId, breaker) {
             ' ',
             copyButton('Event id', () => d.eventId, say),
           ),
+          h('dt', {}, 'Batch'),
+          h('dd', { id: 'batch-id' }, d.batchId ? h('code', {}, d.batchId) : 'sent alone'),
           h('dt', {}, 'Next attempt'),
           h('dd', {}, time(d.nextAttemptAt)),
           h('dt', {}, 'Delivered'),

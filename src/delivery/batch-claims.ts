@@ -1,5 +1,5 @@
 import type { Pool } from '../core/db/pool.js';
-import { batchBytes, newBatchId, pack } from './batch.js';
+import { batchBytes, newBatchId, pack, withinBudget } from './batch.js';
 import { renderPayload } from './payload.js';
 import { assignBatches } from './sql/batches.js';
 import { claimChains } from './sql/chains.js';
@@ -28,9 +28,14 @@ export function claimedBody(d: ClaimedDelivery): string {
 
 /**
  * Groups one claim's deliveries (in event order) into requests; new batches get their ids written
- * first. `now` is the claim's time, `maxBytes` what the worker may still hold (row chains take it).
+ * first. `now` is the claim's time, `maxBytes` what the worker may still hold (row chains take it),
+ * `heldBytes` the tailer's whole byte budget (no new batch is larger than half of it).
  */
-export async function claimedSends(pool: Pool, claimed: ClaimedDelivery[], o: { now: Date; maxBytes: number }): Promise<ClaimedSend[]> {
+export async function claimedSends(
+  pool: Pool,
+  claimed: ClaimedDelivery[],
+  o: { now: Date; maxBytes: number; heldBytes: number },
+): Promise<ClaimedSend[]> {
   const sends: ClaimedSend[] = [];
   const batches = new Map<string, ClaimedDelivery[]>();
   const unbatched = new Map<string, ClaimedDelivery[]>();
@@ -46,7 +51,7 @@ export async function claimedSends(pool: Pool, claimed: ClaimedDelivery[], o: { 
   for (const list of unbatched.values()) {
     const bodies = new Map<ClaimedDelivery, string>();
     const bodyOf = (d: ClaimedDelivery) => bodies.get(d) ?? bodies.set(d, claimedBody(d)).get(d)!;
-    const settings = { maxEvents: list[0]!.batch_max_events, maxBytes: list[0]!.batch_max_bytes, maxWaitMs: 0 };
+    const settings = withinBudget({ maxEvents: list[0]!.batch_max_events, maxBytes: list[0]!.batch_max_bytes, maxWaitMs: 0 }, o.heldBytes);
     const packed = pack(
       list.map((d) => [d, ...(chains.get(d) ?? [])]),
       (d) => batchBytes(bodyOf(d)),

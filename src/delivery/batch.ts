@@ -21,6 +21,16 @@ export function isBatched(s: BatchSettings | null | undefined): s is BatchSettin
   return s !== null && s !== undefined && s.maxEvents > 1;
 }
 
+/**
+ * The settings a batch is gathered with in a tailer whose byte budget (TAILER_MAX_HELD_BYTES) is
+ * `heldBytes`: no batch body larger than half of it, so that a batch in flight (its members and
+ * its body, both counted) and the deliveries behind it fit — 1 MB rows go one or two to a request
+ * rather than ten, and the tailer's memory stays where the budget puts it.
+ */
+export function withinBudget(s: BatchSettings, heldBytes: number): BatchSettings {
+  return { ...s, maxBytes: Math.max(1024, Math.min(s.maxBytes, Math.floor(heldBytes / 2))) };
+}
+
 /** A batch's id: its `webhook-id`, kept on each of its deliveries so every retry sends it again. */
 export function newBatchId(): string {
   return randomId('bat_');

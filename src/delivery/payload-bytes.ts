@@ -42,6 +42,18 @@ export class HeldDeliveries {
     this.#bytes -= payloadBytes(event);
   }
 
+  /**
+   * A batch's request body while it is in flight (batch.ts): a copy of its members' bodies on top
+   * of what they weigh, which counts against the budget too — reading waits while it is out.
+   */
+  addBody(bytes: number): void {
+    this.#bytes += bytes;
+  }
+
+  removeBody(bytes: number): void {
+    this.#bytes -= bytes;
+  }
+
   get bytes(): number {
     return this.#bytes;
   }

@@ -1,6 +1,7 @@
 import type { Logger } from '../core/log.js';
-import { batchBytes, gather, isBatched, type Gathered } from './batch.js';
+import { batchBytes, gather, isBatched, withinBudget, type Gathered } from './batch.js';
 import type { Lane } from './job.js';
+import { SoonestTimer } from './soonest-timer.js';
 import type { Throttle } from './throttle.js';
 import { targetBody, type Targets } from './targets.js';
 
@@ -16,21 +17,24 @@ export class StreamGather {
   readonly #clock: () => Date;
   readonly #log: Logger;
   readonly #pump: () => void;
+  /** TAILER_MAX_HELD_BYTES: no batch is larger than half of it (batch.ts withinBudget). */
+  readonly #heldBytes: number;
   /** Subscriptions whose target is being read. */
   readonly #loading = new Set<string>();
-  #timer: NodeJS.Timeout | null = null;
-  /** When the timer fires (performance.now()). */
-  #timerAt = 0;
+  /** Pumps again when the soonest waiting batch (or throttled turn) comes due. */
+  readonly #wake: SoonestTimer;
   #closed = false;
   /** The throttles (throttle.ts): a request that would go waits for its subscription's turn. */
   readonly #throttle: Throttle | undefined;
 
-  constructor(targets: Targets, clock: () => Date, log: Logger, pump: () => void, throttle?: Throttle) {
+  constructor(targets: Targets, clock: () => Date, log: Logger, pump: () => void, heldBytes: number, throttle?: Throttle) {
     this.#throttle = throttle;
     this.#targets = targets;
+    this.#heldBytes = heldBytes;
     this.#clock = clock;
     this.#log = log;
     this.#pump = pump;
+    this.#wake = new SoonestTimer(() => this.#pump());
   }
 
   /** Whether the subscription's requests are batches (read in the same turn as gather: the settings that gathered them). */
@@ -66,27 +70,18 @@ export class StreamGather {
     const head = waiting[0]!;
     // Each body rendered once, here: the request sends these bytes (Job.body).
     const bytes = waiting.map((j) => batchBytes((j.body ??= targetBody(target, j.delivery, j.event))));
-    return gather(bytes, target.batch, now - head.createdAt.getTime(), head.deadline - now <= target.batch.maxWaitMs);
+    const settings = withinBudget(target.batch, this.#heldBytes);
+    return gather(bytes, settings, now - head.createdAt.getTime(), head.deadline - now <= settings.maxWaitMs);
   }
 
   /** The pump's shortest batch wait (lanes.ts): pump again then. */
   wakeIn(ms: number): void {
-    if (!Number.isFinite(ms) || this.#closed) return;
-    const at = performance.now() + ms;
-    if (this.#timer && this.#timerAt <= at) return;
-    if (this.#timer) clearTimeout(this.#timer);
-    this.#timerAt = at;
-    this.#timer = setTimeout(() => {
-      this.#timer = null;
-      this.#pump();
-    }, ms);
-    this.#timer.unref();
+    if (!this.#closed) this.#wake.in(ms);
   }
 
   close(): void {
     this.#closed = true;
-    if (this.#timer) clearTimeout(this.#timer);
-    this.#timer = null;
+    this.#wake.stop();
   }
 
   #load(webhookId: string): void {

@@ -2,9 +2,10 @@ import { setTimeout as sleep } from 'node:timers/promises';
 import type { Context } from '../core/context.js';
 import type { Queryable } from '../core/db/pool.js';
 import type { CapturedDelivery, CapturedEvent, DeliveryStream } from '../tailer/sink.js';
-import { attempt, conclude, keptRequest, type AttemptDeps } from './attempt.js';
+import { attempt, conclude, keptRequest, type AttemptDeps, type AttemptOutcome, type AttemptRequest } from './attempt.js';
 import { newBatchId } from './batch.js';
 import { StreamGather } from './stream-gather.js';
+import { sweepPastBound } from './stream-sweep.js';
 import { settleAnswer, settleWait, type ParkState, type Settlement } from './stream-settle.js';
 import { move, type Job, type Lane, type StreamLimits } from './job.js';
 import { Journal, type ParkedEntry } from './journal.js';
@@ -69,8 +70,15 @@ export class StreamDelivery implements DeliveryStream {
     this.#targets = targets;
     this.#limits = limits;
     this.#lanes = new StreamLanes(limits);
-    this.#gather = new StreamGather(targets, ctx.clock, ctx.log.child({ component: 'delivery' }), () => this.#pump(), deps.throttle);
     this.#held = limits.held ?? new HeldDeliveries(limits.maxHeld, ctx.config.tailerMaxHeldBytes);
+    this.#gather = new StreamGather(
+      targets,
+      ctx.clock,
+      ctx.log.child({ component: 'delivery' }),
+      () => this.#pump(),
+      this.#held.maxBytes,
+      deps.throttle,
+    );
     this.#journal = new Journal(fenced, onError);
     this.#order = new RowOrder<Job>(
       ctx.pool,
@@ -83,7 +91,10 @@ export class StreamDelivery implements DeliveryStream {
     this.#order.open().catch((err: unknown) => {
       if (!this.#closed) onError(err as Error);
     });
-    this.#sweeper = setInterval(() => this.#sweep(), Math.max(50, Math.min(1000, limits.parkAfterMs / 4)));
+    this.#sweeper = setInterval(
+      () => sweepPastBound(this.#ctx.clock(), limits.timeoutMs, this.#lanes, this.#sending, (job, state) => this.#park(job, state)),
+      Math.max(50, Math.min(1000, limits.parkAfterMs / 4)),
+    );
     this.#ticker = setInterval(() => this.#lanes.tick(), 1000);
     this.#sweeper.unref();
     this.#ticker.unref();
@@ -295,7 +306,7 @@ export class StreamDelivery implements DeliveryStream {
           jobs.map((j) => (j.body ??= targetBody(target, j.delivery, j.event))),
         )
       : targetRequest(target, first.delivery, first.event);
-    const outcome = await attempt(this.#deps, request);
+    const outcome = await this.#sendRequest(request, first.batch !== undefined);
     if (this.#closed) return;
     if (outcome.kind === 'waited') {
       await Promise.all(jobs.map((job) => this.#settle(job, settleWait(job, outcome))));
@@ -312,6 +323,17 @@ export class StreamDelivery implements DeliveryStream {
     // Each member keeps its own body (what it adds to the batch): the retry queue rebuilds the batch from them.
     const kept = (job: Job) => keptRequest(keep, first.batch ? job.body! : request.body, outcome);
     await Promise.all(jobs.map((job) => this.#settle(job, settleAnswer(job, target, outcome, concluded, kept(job)))));
+  }
+
+  /** Sends a request; a batch's body weighs on the byte budget while it is out (payload-bytes.ts). */
+  async #sendRequest(request: AttemptRequest, batch: boolean): Promise<AttemptOutcome> {
+    this.#held.addBody(batch ? request.body.length : 0);
+    try {
+      return await attempt(this.#deps, request);
+    } finally {
+      this.#held.removeBody(batch ? request.body.length : 0);
+      if (this.#held.room && this.#roomWaiters.length > 0) for (const wake of this.#roomWaiters.splice(0)) wake();
+    }
   }
 
   /** Applies what an outcome means for one delivery (stream-settle.ts). */
@@ -369,24 +391,5 @@ export class StreamDelivery implements DeliveryStream {
     job.settled();
     this.#held.remove(job.event);
     if (this.#held.room && this.#roomWaiters.length > 0) for (const wake of this.#roomWaiters.splice(0)) wake();
-  }
-
-  /** Parks what is past its bound: waiting deliveries due now, those in flight leased to their attempt. */
-  #sweep(): void {
-    const now = this.#ctx.clock();
-    const t = now.getTime();
-    this.#lanes.takeWaiting(
-      (j) => j.deadline <= t,
-      (job) => this.#park(job, { status: 'pending', attempts: 0, nextAttemptAt: now }),
-    );
-    for (const job of this.#sending) {
-      if (job.deadline > t || job.state !== 'sending') continue;
-      // Its answer comes within the sender's time-out: the retry queue leaves it alone until then.
-      // A batch's members go together, under one lease: the retry queue claims them as one.
-      const lease = new Date(t + this.#limits.timeoutMs + 5000);
-      for (const member of job.batch?.jobs ?? [job]) {
-        if (member.state === 'sending') this.#park(member, { status: 'pending', attempts: 0, nextAttemptAt: lease });
-      }
-    }
   }
 }

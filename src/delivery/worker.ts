@@ -176,7 +176,7 @@ export class QueueWorker {
         if (claimed.length) await this.#deps.breakers.refresh(claimed.map(endpointOf));
         // Row chains (batch-claims.ts) take what the claim left of the byte budget.
         const left = bytes - claimed.reduce((sum, d) => sum + d.held_bytes, 0);
-        sends = await claimedSends(this.#ctx.pool, claimed, { now, maxBytes: left });
+        sends = await claimedSends(this.#ctx.pool, claimed, { now, maxBytes: left, heldBytes: this.#o.maxHeldBytes });
       } catch (err) {
         log.error({ err }, 'could not claim deliveries; retrying');
         await this.#idle(this.#o.pollMs * 4);

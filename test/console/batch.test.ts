@@ -16,7 +16,7 @@ describe('delivery console: batching', function () {
   before(async function () {
     this.timeout(15 * 60_000); // a first run may have to install Chromium
     p = await startPipeline({ WEBHOOK_BREAKER_FAILURES: '1000' });
-    const token = await p.t.managementToken('shop');
+    token = await p.t.managementToken('shop');
     browser = await launchChromium();
     page = await browser.newPage({ viewport: { width: 1280, height: 900 } });
     page.setDefaultTimeout(10_000);
@@ -36,6 +36,8 @@ describe('delivery console: batching', function () {
   });
 
   let webhookId: string;
+  let token: string;
+  const api = () => ({ authorization: `Bearer ${token}`, 'x-project-id': 'shop', environment: 'master' });
 
   it('creates a subscription with 20 changes per request: its page says so, and its receiver gets batches', async () => {
     await page.getByRole('link', { name: 'New subscription' }).click();
@@ -57,6 +59,11 @@ describe('delivery console: batching', function () {
       (r) => r.flatMap((q) => JSON.parse(q.body).events ?? []).length === 30,
     );
     expect(requests.length).to.be.at.most(3);
+    // A delivery of it names its batch, the webhook-id it went under, in the API and on its page.
+    const { deliveries } = (await p.t.http.get(`/api/rest/_webhooks/${webhookId}`, { headers: api() })).body as any;
+    expect(requests.map((r) => r.headers['webhook-id'])).to.include(deliveries[0].batchId);
+    await page.evaluate(`location.hash = '#/w/${webhookId}/d/${deliveries[0].id}'`);
+    expect(await page.locator('#batch-id').innerText()).to.equal(deliveries[0].batchId);
   });
 
   it('a value out of range is refused, naming the field; editing back to 1 turns batching off', async () => {

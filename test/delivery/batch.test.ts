@@ -1,3 +1,4 @@
+import { setTimeout as sleep } from 'node:timers/promises';
 import { expect } from 'chai';
 import pg from 'pg';
 import { Webhook } from 'standardwebhooks';
@@ -226,6 +227,36 @@ describe('delivery: batches', function () {
       requests.slice(3).some((events) => events.filter(([id]) => id === 1).length > 1),
       'a row moved several changes in one request',
     ).to.equal(true);
+  });
+});
+
+describe('delivery: a batch past its park bound while in flight', function () {
+  this.timeout(60_000);
+  let p: Pipeline;
+  before(async () => {
+    // Parked 300 ms after it was read; the receiver takes 1.5 s to answer the first request.
+    p = await startPipeline({ WEBHOOK_PARK_AFTER_MS: '300', WEBHOOK_TIMEOUT_MS: '3000', WEBHOOK_RETRY_DELAYS_MS: '0,100,200' });
+  });
+  after(() => p?.close());
+
+  it('its members are parked together, the late answer is recorded on them, and the retry sends the same batch', async () => {
+    p.receiver.behave = (_r, i) => (i === 0 ? { status: 503, after: sleep(1500) } : { status: 200 });
+    const wh = await p.subscribe({ secret: SECRET, batch: { maxEvents: 5, maxWaitMs: 0 } });
+    await p.writer.query(`INSERT INTO shop_master.orders SELECT g, 'new', g FROM generate_series(1, 5) g`);
+    const rows = await eventually(
+      () => p.delivery(wh),
+      (r) => r.length === 5 && r.every((d) => d.status === 'delivered'),
+      20_000,
+    );
+    const requests = p.receiver.requests;
+    expect(requests).to.have.length(2);
+    expect(requests[1]!.headers['webhook-id']).to.equal(requests[0]!.headers['webhook-id']);
+    expect(requests[1]!.body).to.equal(requests[0]!.body);
+    expect(verifiedEvents(requests[1]!)).to.have.length(5);
+    for (const d of rows) {
+      expect(d).to.include({ attempts: 2, batch_id: requests[0]!.headers['webhook-id'] });
+      expect(d.attempt_log.map((a: any) => a.http_status)).to.deep.equal([503, 200]);
+    }
   });
 });
 

@@ -88,6 +88,10 @@ const delivery = z.object({
     description:
       'A dead letter of a subscription with `onDead: "hold"`: its row\'s later changes wait behind it until it is retried and delivered, or discarded.',
   }),
+  batchId: z.string().nullable().meta({
+    description:
+      'The batch it was sent in — the `webhook-id` of that request (docs/webhooks.md: Batching); null when sent alone or not sent yet.',
+  }),
 });
 
 const attempt = z.object({
