@@ -4,7 +4,7 @@ import type { Operation } from '../tailer/sink.js';
 import type { BreakerKey, BreakerState, EndpointBreakers } from './breaker.js';
 import { stateAfterAttempt, type SubscriptionStateLog } from './subscription-state.js';
 import { classifyAnswer } from './outcome.js';
-import type { SendResult, Sender } from './sender.js';
+import type { RequestSender, SendResult } from './sender.js';
 import { signatureHeaders } from './signing.js';
 import { isTestEvent, TEST_EVENT_HEADER } from './custom-headers.js';
 import { USER_AGENT } from './sender.js';
@@ -55,7 +55,7 @@ export type AttemptOutcome = SentAttempt | WaitedAttempt;
 export const BREAKER_OPEN = 'breaker open';
 
 export interface AttemptDeps {
-  sender: Sender;
+  sender: RequestSender;
   breakers: EndpointBreakers;
   clock: Clock;
   /** Turns a subscription off (410 Gone); true when this call did it. The assembly passes the webhook store's. */
