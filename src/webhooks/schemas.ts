@@ -3,6 +3,7 @@ import { retryPolicy } from './retry-policy.js';
 import { headersSchema } from './headers.js';
 import { isFeed, MESSAGES_TABLE } from '../tailer/capture/index.js';
 import { filterDocument } from './filter-schema.js';
+import { destinationRef } from './destinations/schemas.js';
 
 // Bodies of the management API. Unknown fields are refused: a typo (`filters`, `actve`) must not
 // silently create a subscription that does something else.
@@ -117,7 +118,8 @@ export const createBody = z
     environment: name.meta({ description: 'Must equal the environment header.' }),
     table: name.meta({ description: "A table (not a view) in the environment's schema, named exactly." }),
     events,
-    url,
+    url: url.optional(),
+    destination: destinationRef.optional(),
     secret,
     active: z.boolean().default(true),
     filter: filterDocument.nullish(),
@@ -129,6 +131,11 @@ export const createBody = z
     retry: retryPolicy.nullish(),
   })
   .refine(...messagesTakeInserts)
+  .refine((b) => b.url !== undefined || b.destination !== undefined, { message: 'is required, or a destination instead', path: ['url'] })
+  .refine((b) => b.url === undefined || b.destination === undefined, {
+    message: 'give url or destination, not both',
+    path: ['destination'],
+  })
   .refine((b) => b.onDead === 'skip' || b.ordering !== 'none', {
     message: ON_DEAD_NEEDS_ORDER,
     path: ['onDead'],
@@ -141,6 +148,7 @@ export const updateBody = z
     table: name.optional(),
     events: events.optional(),
     url: url.optional(),
+    destination: destinationRef.optional(),
     secret: secret.optional(),
     active: z.boolean().optional(),
     filter: filterDocument.nullish(),
@@ -152,6 +160,10 @@ export const updateBody = z
     retry: retryPolicy.nullish(),
   })
   .refine((b) => Object.keys(b).length > 0, 'must change at least one field')
+  .refine((b) => b.url === undefined || b.destination === undefined, {
+    message: 'give url or destination, not both',
+    path: ['destination'],
+  })
   .refine(...messagesTakeInserts);
 
 export const listQuery = z.strictObject({

@@ -37,6 +37,16 @@ export interface WebhookRow {
   headerValues: Buffer | null;
   /** The subscription's own retry schedule (retry-policy.ts); null: the environment's, else the platform's. */
   retryDelaysMs: number[] | null;
+  /**
+   * A subscription to a broker destination (docs/destinations.md): `url` then holds its address
+   * (delivery/destinations/address.ts); these keep the templates as sent. Null for an https: URL.
+   */
+  destinationId?: string | null;
+  destinationSubject?: string | null;
+  destinationExchange?: string | null;
+  destinationRoutingKey?: string | null;
+  /** Read only: the destination's name, for the view. */
+  destinationName?: string | null;
 }
 
 const COLUMNS = selectList<WebhookRow>({
@@ -64,13 +74,19 @@ const COLUMNS = selectList<WebhookRow>({
   headerNames: 'header_names',
   headerValues: 'header_values',
   retryDelaysMs: 'retry_delays_ms',
+  destinationId: 'destination_id',
+  destinationSubject: 'destination_subject',
+  destinationExchange: 'destination_exchange',
+  destinationRoutingKey: 'destination_routing_key',
+  destinationName: '(SELECT d.name FROM walgate.destinations d WHERE d.id = destination_id)',
 });
 
 export async function insertWebhook(db: Queryable, w: WebhookRow): Promise<WebhookRow> {
   const { rows } = await db.query<WebhookRow>(
     `INSERT INTO walgate.webhooks (id, project_id, environment, schema_name, table_name, events, url, secret, active, filter, select_fields, ordering,
-                                   created_at, updated_at, header_names, header_values, history, on_dead, ordering_by, retry_delays_ms)
-     VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17, $18, $19, $20) RETURNING ${COLUMNS}`,
+                                   created_at, updated_at, header_names, header_values, history, on_dead, ordering_by, retry_delays_ms,
+                                   destination_id, destination_subject, destination_exchange, destination_routing_key)
+     VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17, $18, $19, $20, $21, $22, $23, $24) RETURNING ${COLUMNS}`,
     [
       w.id,
       w.projectId,
@@ -92,9 +108,14 @@ export async function insertWebhook(db: Queryable, w: WebhookRow): Promise<Webho
       w.onDead,
       w.orderingBy,
       w.retryDelaysMs,
+      ...destinationValues(w),
     ],
   );
   return rows[0]!;
+}
+
+function destinationValues(w: WebhookRow): Array<string | null> {
+  return [w.destinationId ?? null, w.destinationSubject ?? null, w.destinationExchange ?? null, w.destinationRoutingKey ?? null];
 }
 
 export async function findWebhook(
@@ -142,7 +163,8 @@ export async function updateWebhook(db: Queryable, w: WebhookRow): Promise<Webho
     `UPDATE walgate.webhooks SET table_name = $2, events = $3, url = $4, secret = $5, active = $6, filter = $7, select_fields = $8, updated_at = $9, ordering = $12,
             disabled_reason = CASE WHEN $6 THEN NULL ELSE disabled_reason END, disabled_at = CASE WHEN $6 THEN NULL ELSE disabled_at END,
             previous_secret = $10, previous_secret_until = $11, header_names = $13, header_values = $14,
-            history = $15, on_dead = $16, ordering_by = $17, retry_delays_ms = $18
+            history = $15, on_dead = $16, ordering_by = $17, retry_delays_ms = $18,
+            destination_id = $19, destination_subject = $20, destination_exchange = $21, destination_routing_key = $22
       WHERE id = $1 RETURNING ${COLUMNS}`,
     [
       w.id,
@@ -163,6 +185,7 @@ export async function updateWebhook(db: Queryable, w: WebhookRow): Promise<Webho
       w.onDead,
       w.orderingBy,
       w.retryDelaysMs,
+      ...destinationValues(w),
     ],
   );
   return rows[0]!;

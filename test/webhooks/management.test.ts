@@ -73,7 +73,9 @@ describe('webhook management API', function () {
       'problems',
       'headers',
       'retry',
+      'destination',
     );
+    expect(w.destination, 'an https: subscription names no destination').to.equal(null);
     expect(w).to.include({ disabledReason: null, disabledAt: null, ordering: 'none', history: 'full', state: 'healthy', retry: null });
     expect(w.id).to.match(/^wh_[0-9a-f]{32}$/);
     expect(w).to.deep.include({

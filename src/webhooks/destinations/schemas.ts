@@ -65,3 +65,34 @@ export const destinationListQuery = z.strictObject({
 
 export type CreateDestinationBody = z.output<typeof createDestinationBody>;
 export type UpdateDestinationBody = z.output<typeof updateDestinationBody>;
+
+const template = z.string().max(1024, 'must be at most 1024 characters');
+
+/** What a subscription names instead of `url`: a destination and where on it (the kind decides which fields). */
+export const destinationRef = z
+  .strictObject({
+    name: z
+      .string()
+      .min(1, 'is required')
+      .max(63, 'must be at most 63 characters')
+      .meta({ description: 'A destination of the environment.' }),
+    subject: template.optional().meta({
+      description: 'NATS: the subject, a template over `{schema}`, `{table}` and `{event}`.',
+      examples: ['walgate.{schema}.{table}.{event}'],
+    }),
+    exchange: z
+      .string()
+      .max(255, 'must be at most 255 characters')
+      .optional()
+      .meta({ description: 'RabbitMQ: the exchange ("" is the default exchange).' }),
+    routingKey: template.optional().meta({
+      description: 'RabbitMQ: the routing key, a template over `{schema}`, `{table}` and `{event}`.',
+      examples: ['{table}.{event}'],
+    }),
+  })
+  .meta({
+    description:
+      'Publish to a broker destination instead of POSTing: `{name, subject}` for NATS JetStream, `{name, exchange, routingKey}` for RabbitMQ (docs/destinations.md).',
+  });
+
+export type DestinationRef = z.output<typeof destinationRef>;
