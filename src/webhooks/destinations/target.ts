@@ -81,7 +81,7 @@ export async function resolveTarget(
   }
   if (ref.subject !== undefined) {
     violations.push({
-      path: 'destination.subject',
+      path: 'destination',
       message: `${ref.name} is a rabbitmq destination: give exchange and routingKey, not subject`,
     });
   }
