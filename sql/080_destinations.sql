@@ -29,3 +29,19 @@ ALTER TABLE walgate.webhooks
   ADD COLUMN destination_exchange text,
   ADD COLUMN destination_routing_key text;
 CREATE INDEX webhooks_by_destination ON walgate.webhooks (destination_id) WHERE destination_id IS NOT NULL;
+
+-- A broker's acknowledgement has no HTTP status: an attempt without a status and without an error
+-- succeeded (a network failure always has an error). The per-minute rollup of sql/015 counted
+-- every attempt without a 2xx as failed; it now leaves these out.
+CREATE OR REPLACE FUNCTION walgate.delivery_minutes_failed() RETURNS trigger LANGUAGE plpgsql AS $$
+BEGIN
+  INSERT INTO walgate.delivery_minutes AS m (webhook_id, minute, backend, failed)
+  SELECT d.webhook_id, date_trunc('minute', a.started_at), pg_backend_pid(), count(*)
+    FROM inserted a JOIN walgate.deliveries d ON d.id = a.delivery_id
+   -- coalesce: without a status, BETWEEN is NULL, and NOT (NULL OR false) would drop a failure.
+   WHERE NOT (coalesce(a.http_status BETWEEN 200 AND 299, false) OR (a.http_status IS NULL AND a.error IS NULL))
+     AND a.error IS DISTINCT FROM 'breaker open'
+   GROUP BY 1, 2
+  ON CONFLICT (webhook_id, minute, backend) DO UPDATE SET failed = m.failed + excluded.failed;
+  RETURN NULL;
+END $$;

@@ -96,6 +96,9 @@ export interface NextStep {
 
 /** Where a delivery stands after its attempt number `attemptNo` answered `result` (outcome.ts decides). */
 export function nextStep(result: SendResult, attemptNo: number, delaysMs: readonly number[], now: Date): NextStep {
+  // A broker's acknowledgement has no HTTP status (destinations/publisher.ts): `ok` is the answer.
+  // For HTTP, ok is exactly a 2xx, which classifyAnswer calls delivered too.
+  if (result.ok) return { status: 'delivered', nextAttemptAt: null, disable: null };
   const outcome = classifyAnswer({ status: result.status, headers: { 'retry-after': result.retryAfter } }, attemptNo, now, delaysMs);
   if (outcome.kind === 'delivered') return { status: 'delivered', nextAttemptAt: null, disable: null };
   if (outcome.kind === 'retry') {

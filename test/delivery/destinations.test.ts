@@ -123,15 +123,20 @@ describe('delivery: NATS JetStream and RabbitMQ destinations', function () {
         (d) => d.length === written.length && d.every((x) => x.status === 'delivered'),
       );
       expect(deliveries.every((d) => d.attempts === 1)).to.equal(true);
+      // An ack has no HTTP status: the figures count it delivered, not failed.
+      const minutes = (await api.get(`/api/rest/_webhooks/${w.id}/minutes`)).body.minutes as Array<{ delivered: number; failed: number }>;
+      expect(minutes.reduce((n, m) => n + m.failed, 0)).to.equal(0);
+      expect(minutes.reduce((n, m) => n + m.delivered, 0)).to.equal(written.length);
       await finish(w.id);
     } finally {
       await stream.close();
     }
   });
 
-  it('NATS: a subject no stream stores is a failed attempt that says so, retried, then dead', async () => {
+  it('NATS: a subject no stream stores is a failed attempt that says so, retried, dead, and a problem until the stream exists', async () => {
     const nats = await createDestination({ name: uniqueName('nostream').replaceAll('_', '-'), kind: 'nats', url: NATS_URL });
-    const w = await subscribe({ name: nats.name, subject: `${uniqueName('nobody')}.{table}` });
+    const prefix = uniqueName('nobody');
+    const w = await subscribe({ name: nats.name, subject: `${prefix}.{table}` });
     await p.writer.query("INSERT INTO shop_master.orders (id, status) VALUES (10, 'new')");
     const [dead] = await eventually(
       () => p.delivery(w.id),
@@ -140,7 +145,32 @@ describe('delivery: NATS JetStream and RabbitMQ destinations', function () {
     );
     expect(dead!.attempts, 'the schedule is spent, as for HTTP').to.equal(5);
     const [error] = await lastErrors(w.id);
-    expect(error).to.match(/^NATS: no JetStream stream stores subject "nobody_[0-9a-f]+\.orders"/);
+    expect(error).to.equal(`NATS: no JetStream stream stores subject "${prefix}.orders" (or JetStream is not enabled)`);
+    const view = (await api.get(`/api/rest/_webhooks/${w.id}`)).body.webhook;
+    expect(view.problems.map((x: { code: string }) => x.code)).to.deep.equal(['DESTINATION_TARGET_MISSING']);
+    expect(view.state).to.equal('failing');
+    // The stream created, the dead letter replayed: delivered, and the problem is gone.
+    const stream = await TestStream.create([`${prefix}.>`]);
+    try {
+      expect((await api.post(`/api/rest/_webhooks/${w.id}/replay`, {})).status).to.equal(202);
+      await eventually(
+        () => stream.count(),
+        (n) => n === 1,
+        20_000,
+      );
+      await eventually(
+        () => p.delivery(w.id),
+        (d) => d[0]!.status === 'delivered',
+      );
+      const healed = (await api.get(`/api/rest/_webhooks/${w.id}`)).body.webhook;
+      expect(healed.problems).to.deep.equal([]);
+      expect(healed.state).to.equal('healthy');
+      // The replayed attempt was acknowledged, not failed: the figures count the five failures only.
+      const minutes = (await api.get(`/api/rest/_webhooks/${w.id}/minutes`)).body.minutes as Array<{ failed: number }>;
+      expect(minutes.reduce((n, m) => n + m.failed, 0)).to.equal(5);
+    } finally {
+      await stream.close();
+    }
     await finish(w.id);
   });
 

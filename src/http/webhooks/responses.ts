@@ -53,6 +53,7 @@ const webhook = z
             'SELECT_COLUMN_MISSING',
             'ORDERING_COLUMN_MISSING',
             'REPLICA_IDENTITY_CHANGED',
+            'DESTINATION_TARGET_MISSING',
           ]),
           message: z.string(),
           since: timestamp.meta({ description: 'When walgate first saw it.' }),
