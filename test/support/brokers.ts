@@ -1,4 +1,10 @@
+import { spawn, type ChildProcess } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
+import { mkdtemp, rm } from 'node:fs/promises';
+import { createConnection, createServer, type AddressInfo } from 'node:net';
+import { tmpdir } from 'node:os';
+import path from 'node:path';
+import { setTimeout as sleep } from 'node:timers/promises';
 import { connect, type NatsConnection } from '@nats-io/transport-node';
 import { jetstreamManager, StorageType, type JetStreamManager } from '@nats-io/jetstream';
 import amqp from 'amqplib';
@@ -26,12 +32,12 @@ export class TestStream {
     readonly name: string,
   ) {}
 
-  static async create(subjects: string[]): Promise<TestStream> {
-    const url = new URL(NATS_URL);
-    const nc = await connect({ servers: `${url.hostname}:${url.port || 4222}` });
+  static async create(subjects: string[], o: { natsUrl?: string; storage?: 'memory' | 'file' } = {}): Promise<TestStream> {
+    const url = new URL(o.natsUrl ?? NATS_URL);
+    const nc = await connect({ servers: `${url.hostname}:${url.port || 4222}`, maxReconnectAttempts: -1, reconnectTimeWait: 250 });
     const jsm = await jetstreamManager(nc);
     const name = uniqueName('WALGATE_TEST').toUpperCase();
-    await jsm.streams.add({ name, subjects, storage: StorageType.Memory });
+    await jsm.streams.add({ name, subjects, storage: o.storage === 'file' ? StorageType.File : StorageType.Memory });
     return new TestStream(nc, jsm, name);
   }
 
@@ -117,4 +123,71 @@ export function withoutCredentials(url: string): { url: string; username?: strin
   u.username = '';
   u.password = '';
   return { url: u.toString(), ...(username ? { username } : {}), ...(password ? { password } : {}) };
+}
+
+/** A nats-server of the test's own (JetStream, file storage in a temporary folder) that it can stop and start again. */
+export class OwnNatsServer {
+  #process: ChildProcess | null = null;
+
+  private constructor(
+    readonly port: number,
+    private readonly storeDir: string,
+  ) {}
+
+  static async start(): Promise<OwnNatsServer> {
+    const port = await freePort();
+    const server = new OwnNatsServer(port, await mkdtemp(path.join(tmpdir(), 'walgate-nats-')));
+    await server.resume();
+    return server;
+  }
+
+  get url(): string {
+    return `nats://127.0.0.1:${this.port}`;
+  }
+
+  /** Starts it (again, on the same port and store) and waits until it accepts connections. */
+  async resume(): Promise<void> {
+    const bin = process.env.NATS_SERVER ?? 'nats-server';
+    this.#process = spawn(bin, ['-js', '-a', '127.0.0.1', '-p', String(this.port), '-sd', this.storeDir], { stdio: 'ignore' });
+    for (let i = 0; i < 100; i++) {
+      if (await answers(this.port)) return;
+      await sleep(50);
+    }
+    throw new Error(`${bin} did not start on port ${this.port}`);
+  }
+
+  /** Stops it hard (SIGKILL): clients see the connection drop, nothing is drained. */
+  async stop(): Promise<void> {
+    const p = this.#process;
+    this.#process = null;
+    if (!p || p.exitCode !== null) return;
+    const exited = new Promise((resolve) => p.once('exit', resolve));
+    p.kill('SIGKILL');
+    await exited;
+  }
+
+  async close(): Promise<void> {
+    await this.stop();
+    await rm(this.storeDir, { recursive: true, force: true });
+  }
+}
+
+function freePort(): Promise<number> {
+  return new Promise((resolve, reject) => {
+    const s = createServer().listen(0, '127.0.0.1', () => {
+      const { port } = s.address() as AddressInfo;
+      s.close(() => resolve(port));
+    });
+    s.on('error', reject);
+  });
+}
+
+function answers(port: number): Promise<boolean> {
+  return new Promise((resolve) => {
+    const socket = createConnection({ host: '127.0.0.1', port }, () => {
+      socket.destroy();
+      resolve(true);
+    });
+    socket.on('error', () => resolve(false));
+  });
 }
