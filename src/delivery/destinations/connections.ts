@@ -100,7 +100,7 @@ export class DestinationConnections {
       checkedAt: now,
       usedAt: now,
       credentials,
-      publisher: this.#connect(row.kind, new URL(row.url), credentials),
+      publisher: this.#connect(row.kind, new URL(row.url), credentials, `walgate ${id}`),
     };
     entry.publisher.catch(() => undefined);
     this.#entries.set(id, entry);
@@ -108,13 +108,13 @@ export class DestinationConnections {
     return entry;
   }
 
-  async #connect(kind: 'nats' | 'rabbitmq', url: URL, c: Credentials): Promise<BrokerPublisher> {
+  async #connect(kind: 'nats' | 'rabbitmq', url: URL, c: Credentials, name: string): Promise<BrokerPublisher> {
     const broker = kind === 'nats' ? 'NATS' : 'RabbitMQ';
     // The address policy, on what the host resolves to now (the API checked it when it was saved).
     const check = await checkHost(url.hostname, this.options.allowPrivateNetworks, this.options.lookup).catch(() => undefined);
     if (!check) throw new Error(`${broker}: the broker's host does not resolve`);
     if (!check.allowed) throw new Error(`${broker}: the broker's address is not public (WEBHOOK_ALLOW_PRIVATE_NETWORKS)`);
-    const settings: BrokerSettings = { url, ...c, timeoutMs: this.options.timeoutMs };
+    const settings: BrokerSettings = { url, ...c, timeoutMs: this.options.timeoutMs, name };
     try {
       return kind === 'nats' ? await connectNats(settings) : await connectRabbitMq(settings);
     } catch (err) {

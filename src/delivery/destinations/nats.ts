@@ -12,7 +12,7 @@ export async function connectNats(s: BrokerSettings): Promise<BrokerPublisher> {
     servers: `${s.url.hostname}:${s.url.port || '4222'}`,
     ...(s.username !== undefined ? { user: s.username, pass: s.password ?? '' } : {}),
     ...(s.token !== undefined ? { token: s.token } : {}),
-    name: 'walgate',
+    name: s.name ?? 'walgate',
     timeout: s.timeoutMs,
     // The address was checked before connecting (connections.ts): a cluster's gossiped addresses
     // were not, so the client stays on the one it was given.

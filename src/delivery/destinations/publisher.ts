@@ -30,6 +30,8 @@ export interface BrokerSettings {
   password?: string;
   token?: string;
   timeoutMs: number;
+  /** How the broker lists the connection (RabbitMQ's connection_name, NATS's client name): walgate and the destination id. */
+  name?: string;
 }
 
 const MAX_ERROR = 200;

@@ -23,7 +23,7 @@ export async function connectRabbitMq(s: BrokerSettings): Promise<BrokerPublishe
       vhost,
       heartbeat: 30,
     },
-    { timeout: s.timeoutMs },
+    { timeout: s.timeoutMs, clientProperties: { connection_name: s.name ?? 'walgate' } },
   );
   return new RabbitMqPublisher(model, s.timeoutMs);
 }
