@@ -20,9 +20,12 @@ export function openCredentials(secrets: SecretBox, sealed: Buffer | null): Cred
   return JSON.parse(secrets.open(sealed, PURPOSE).toString('utf8')) as Credentials;
 }
 
-/** An error message with every credential cut out: a broker or client library may echo one back. */
+/**
+ * An error message with the secrets cut out (a broker or client library may echo one back). The
+ * user name stays: it is no secret, and cutting a common word would garble the message.
+ */
 export function redact(text: string, credentials: Credentials): string {
   let out = text;
-  for (const value of Object.values(credentials)) if (value && value.length >= 3) out = out.split(value).join('[redacted]');
+  for (const value of [credentials.password, credentials.token]) if (value && value.length >= 3) out = out.split(value).join('[redacted]');
   return out;
 }
