@@ -298,4 +298,39 @@ describe('delivery: NATS JetStream and RabbitMQ destinations', function () {
     await api.delete(`/api/rest/_webhooks/${w.id}`);
     expect((await api.delete(`/api/rest/_destinations/${id}`)).status).to.equal(204);
   });
+
+  it('PATCH moves a subscription between a URL and a destination, and fills the templates in again for another table', async () => {
+    await p.writer.query('CREATE TABLE IF NOT EXISTS shop_master.invoices (id int PRIMARY KEY)');
+    const name = uniqueName('patch').replaceAll('_', '-');
+    await createDestination({ name, kind: 'nats', url: NATS_URL });
+    const created = await api.post('/api/rest/_webhooks', {
+      ...scope,
+      table: 'orders',
+      events: ['INSERT'],
+      url: 'https://127.0.0.1:9/h',
+      secret: SECRET,
+    });
+    expect(created.status, JSON.stringify(created.body)).to.equal(201);
+    const id = created.body.webhook.id as string;
+    const stored = async () => (await p.t.ctx.pool.query('SELECT url, destination_id FROM walgate.webhooks WHERE id = $1', [id])).rows[0];
+
+    const toDestination = await api.patch(`/api/rest/_webhooks/${id}`, { destination: { name, subject: 'w.{table}.{event}' } });
+    expect(toDestination.status, JSON.stringify(toDestination.body)).to.equal(200);
+    expect(toDestination.body.webhook).to.deep.include({ url: null, destination: { name, subject: 'w.{table}.{event}' } });
+    expect((await stored()).url).to.match(/^walgate-nats:\/\/dst_[0-9a-f]+\/w\.orders\.%7Bevent%7D$/);
+
+    const moved = await api.patch(`/api/rest/_webhooks/${id}`, { table: 'invoices' });
+    expect(moved.status, JSON.stringify(moved.body)).to.equal(200);
+    expect(moved.body.webhook.destination).to.deep.equal({ name, subject: 'w.{table}.{event}' });
+    expect((await stored()).url).to.match(/\/w\.invoices\.%7Bevent%7D$/);
+
+    const both = await api.patch(`/api/rest/_webhooks/${id}`, { url: 'https://127.0.0.1:9/h', destination: { name, subject: 'a' } });
+    expect(both.status).to.equal(400);
+    expect(both.body.violations.map((v: { path: string }) => v.path)).to.include('destination');
+
+    const toUrl = await api.patch(`/api/rest/_webhooks/${id}`, { url: 'https://127.0.0.1:9/h' });
+    expect(toUrl.body.webhook).to.deep.include({ url: 'https://127.0.0.1:9/h', destination: null });
+    expect(await stored()).to.deep.equal({ url: 'https://127.0.0.1:9/h', destination_id: null });
+    await api.delete(`/api/rest/_webhooks/${id}`);
+  });
 });
