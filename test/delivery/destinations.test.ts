@@ -216,7 +216,7 @@ describe('delivery: NATS JetStream and RabbitMQ destinations', function () {
     }
   });
 
-  it('RabbitMQ: a missing exchange, and refused credentials, are failed attempts with a clear lastError (never the password)', async () => {
+  it('RabbitMQ: a missing exchange, and refused credentials, are failed attempts with a clear lastError (never the password); PATCHed credentials take effect', async () => {
     const rabbit = await createDestination({
       name: uniqueName('noexchange').replaceAll('_', '-'),
       kind: 'rabbitmq',
@@ -232,20 +232,36 @@ describe('delivery: NATS JetStream and RabbitMQ destinations', function () {
       username: 'guest',
       password,
     });
-    const w2 = await subscribe({ name: refused.name, exchange: 'amq.topic', routingKey: '{table}' });
-    await p.writer.query("INSERT INTO shop_master.orders (id, status) VALUES (20, 'new')");
-    for (const id of [w.id, w2.id])
+    const exchange = await TestExchange.create();
+    try {
+      const w2 = await subscribe({ name: refused.name, exchange: exchange.exchange, routingKey: '{table}' });
+      await p.writer.query("INSERT INTO shop_master.orders (id, status) VALUES (20, 'new')");
+      for (const id of [w.id, w2.id])
+        await eventually(
+          () => p.delivery(id),
+          (d) => d.length === 1 && d[0]!.status === 'dead',
+          20_000,
+        );
+      expect(await lastErrors(w.id)).to.deep.equal([`RabbitMQ: no exchange '${missing}' in vhost '/'`]);
+      expect(await lastErrors(w2.id)).to.deep.equal(['RabbitMQ: the server refused the credentials']);
+      const attempts = (await p.delivery(w2.id))[0]!.attempt_log as Array<{ error: string }>;
+      expect(JSON.stringify(attempts)).not.to.include(password);
+      // The right password PATCHed in, the dead letter replayed: the tailer connects with it.
+      const { username = 'guest', password: right = 'guest' } = withoutCredentials(AMQP_URL);
+      const patched = await api.patch(`/api/rest/_destinations/${refused.id}`, { username, password: right });
+      expect(patched.status, JSON.stringify(patched.body)).to.equal(200);
+      expect((await api.post(`/api/rest/_webhooks/${w2.id}/replay`, {})).status).to.equal(202);
       await eventually(
-        () => p.delivery(id),
-        (d) => d.length === 1 && d[0]!.status === 'dead',
+        () => p.delivery(w2.id),
+        (d) => d[0]!.status === 'delivered',
         20_000,
       );
-    expect(await lastErrors(w.id)).to.deep.equal([`RabbitMQ: no exchange '${missing}' in vhost '/'`]);
-    expect(await lastErrors(w2.id)).to.deep.equal(['RabbitMQ: the server refused the credentials']);
-    const attempts = (await p.delivery(w2.id))[0]!.attempt_log as Array<{ error: string }>;
-    expect(JSON.stringify(attempts)).not.to.include(password);
-    await finish(w.id);
-    await finish(w2.id);
+      expect(exchange.received.map((m) => JSON.parse(m.body).record.id)).to.deep.equal([20]);
+      await finish(w.id);
+      await finish(w2.id);
+    } finally {
+      await exchange.close();
+    }
   });
 
   it('management: 400 naming the field, 404, 409 naming the subscriptions; credentials never returned', async () => {

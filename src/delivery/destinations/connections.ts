@@ -36,6 +36,7 @@ interface Entry {
 
 export class DestinationConnections {
   readonly #entries = new Map<string, Entry>();
+  readonly #refreshing = new Map<string, Promise<Entry>>();
   readonly #sweeper: NodeJS.Timeout;
   #stopped = false;
 
@@ -80,20 +81,36 @@ export class DestinationConnections {
   }
 
   async #entry(id: string): Promise<Entry> {
-    const now = Date.now();
     const found = this.#entries.get(id);
-    if (found && now - found.checkedAt < RECHECK_MS && (await isOpen(found))) {
-      found.usedAt = now;
+    if (found && Date.now() - found.checkedAt < RECHECK_MS && (await isOpen(found))) {
+      found.usedAt = Date.now();
       return found;
     }
+    // One refresh per destination at a time: two running side by side would each make a
+    // connection, and the one the other replaced would never be closed.
+    let refresh = this.#refreshing.get(id);
+    if (!refresh) {
+      refresh = this.#refresh(id).finally(() => this.#refreshing.delete(id));
+      this.#refreshing.set(id, refresh);
+    }
+    return refresh;
+  }
+
+  /** Reads the row again; keeps the connection if the row is unchanged and it is open, else replaces it. */
+  async #refresh(id: string): Promise<Entry> {
     const row = await readDestination(this.db, id);
-    if (!row) throw new Error('the destination no longer exists');
-    const version = `${row.updated_at.getTime()} ${row.url}`;
-    if (found && found.version === version && (await isOpen(found))) {
-      found.checkedAt = found.usedAt = now;
-      return found;
+    const now = Date.now();
+    const current = this.#entries.get(id);
+    const version = row ? `${row.updated_at.getTime()} ${row.url}` : '';
+    if (row && current && current.version === version && (await isOpen(current))) {
+      current.checkedAt = current.usedAt = now;
+      return current;
     }
-    if (found) void closeEntry(found);
+    if (current) {
+      this.#entries.delete(id);
+      void closeEntry(current);
+    }
+    if (!row) throw new Error('the destination no longer exists');
     const credentials = this.openCredentials(row.credentials);
     const entry: Entry = {
       version,
