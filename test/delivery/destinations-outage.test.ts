@@ -168,4 +168,58 @@ describe('delivery: a broker destination that goes away under load', function ()
       await exchange.close();
     }
   });
+  it('NATS: refused credentials are a failed attempt that says so (never the password); the right ones PATCHed in are used', async () => {
+    const secured = await OwnNatsServer.start(['--user', 'walgate', '--pass', 'the-right-password']);
+    try {
+      await p.t.ctx.pool.query('DELETE FROM walgate.webhooks');
+      await p.writer.query('TRUNCATE shop_master.orders');
+      const api = await managementClient(p.t, 'shop');
+      const scope = { projectId: 'shop', environment: 'master' };
+      const name = uniqueName('secured').replaceAll('_', '-');
+      const wrong = `not-it-${uniqueName('pw')}`;
+      const created = await api.post('/api/rest/_destinations', {
+        ...scope,
+        name,
+        kind: 'nats',
+        url: secured.url,
+        username: 'walgate',
+        password: wrong,
+      });
+      expect(created.status, JSON.stringify(created.body)).to.equal(201);
+      const prefix = uniqueName('secured');
+      const hook = await api.post('/api/rest/_webhooks', {
+        ...scope,
+        table: 'orders',
+        events: ['INSERT'],
+        destination: { name, subject: `${prefix}.{table}` },
+        secret: 'whsec_b3V0YWdlLXRlc3Qtc2VjcmV0LTAwMDE=',
+      });
+      expect(hook.status, JSON.stringify(hook.body)).to.equal(201);
+      const webhookId = hook.body.webhook.id as string;
+      await p.writer.query("INSERT INTO shop_master.orders (id, status) VALUES (1, 'new')");
+      const [failed] = await eventually(
+        () => p.delivery(webhookId),
+        (d) => d.length === 1 && d[0]!.last_error !== null,
+        20_000,
+      );
+      expect(failed!.last_error).to.equal('NATS: the server refused the credentials');
+      expect(JSON.stringify(failed)).not.to.include(wrong);
+      const patched = await api.patch(`/api/rest/_destinations/${created.body.destination.id}`, { password: 'the-right-password' });
+      expect(patched.status).to.equal(200);
+      const stream = await TestStream.create([`${prefix}.>`], { natsUrl: `nats://walgate:the-right-password@127.0.0.1:${secured.port}` });
+      try {
+        // Its retries go on with the new password (the tailer reads the destination again within seconds).
+        await eventually(
+          () => p.delivery(webhookId),
+          (d) => d[0]!.status === 'delivered',
+          30_000,
+        );
+        expect(await stream.count()).to.equal(1);
+      } finally {
+        await stream.close();
+      }
+    } finally {
+      await secured.close();
+    }
+  });
 });

@@ -34,7 +34,12 @@ export class TestStream {
 
   static async create(subjects: string[], o: { natsUrl?: string; storage?: 'memory' | 'file' } = {}): Promise<TestStream> {
     const url = new URL(o.natsUrl ?? NATS_URL);
-    const nc = await connect({ servers: `${url.hostname}:${url.port || 4222}`, maxReconnectAttempts: -1, reconnectTimeWait: 250 });
+    const nc = await connect({
+      servers: `${url.hostname}:${url.port || 4222}`,
+      ...(url.username ? { user: decodeURIComponent(url.username), pass: decodeURIComponent(url.password) } : {}),
+      maxReconnectAttempts: -1,
+      reconnectTimeWait: 250,
+    });
     const jsm = await jetstreamManager(nc);
     const name = uniqueName('WALGATE_TEST').toUpperCase();
     await jsm.streams.add({ name, subjects, storage: o.storage === 'file' ? StorageType.File : StorageType.Memory });
@@ -132,11 +137,13 @@ export class OwnNatsServer {
   private constructor(
     readonly port: number,
     private readonly storeDir: string,
+    private readonly args: string[],
   ) {}
 
-  static async start(): Promise<OwnNatsServer> {
+  /** `args`: more nats-server options, e.g. `--user u --pass p` or `--auth <token>`. */
+  static async start(args: string[] = []): Promise<OwnNatsServer> {
     const port = await freePort();
-    const server = new OwnNatsServer(port, await mkdtemp(path.join(tmpdir(), 'walgate-nats-')));
+    const server = new OwnNatsServer(port, await mkdtemp(path.join(tmpdir(), 'walgate-nats-')), args);
     await server.resume();
     return server;
   }
@@ -148,7 +155,9 @@ export class OwnNatsServer {
   /** Starts it (again, on the same port and store) and waits until it accepts connections. */
   async resume(): Promise<void> {
     const bin = process.env.NATS_SERVER ?? 'nats-server';
-    this.#process = spawn(bin, ['-js', '-a', '127.0.0.1', '-p', String(this.port), '-sd', this.storeDir], { stdio: 'ignore' });
+    this.#process = spawn(bin, ['-js', '-a', '127.0.0.1', '-p', String(this.port), '-sd', this.storeDir, ...this.args], {
+      stdio: 'ignore',
+    });
     for (let i = 0; i < 100; i++) {
       if (await answers(this.port)) return;
       await sleep(50);
