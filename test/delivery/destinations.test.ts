@@ -2,6 +2,7 @@ import { randomBytes } from 'node:crypto';
 import { expect } from 'chai';
 import { Webhook } from 'standardwebhooks';
 import { managementClient } from '../support/api.js';
+import { walgate } from '../support/cli.js';
 import { AMQP_URL, NATS_URL, TestExchange, TestStream, uniqueName, withoutCredentials } from '../support/brokers.js';
 import type { HttpClient } from '../support/http.js';
 import { eventually, startPipeline, type Pipeline } from './support.js';
@@ -292,6 +293,11 @@ describe('delivery: NATS JetStream and RabbitMQ destinations', function () {
     expect(JSON.stringify(created.body)).not.to.include('s3cret-value');
     expect(created.body.destination.credentials).to.deep.equal({ username: true, password: true, token: false });
     await bad('/api/rest/_destinations', { name, kind: 'nats', url: NATS_URL }, 'name');
+    // The operator's view of the same: which credentials are set, never their values.
+    const listed = await walgate(p.t, ['destinations', 'list', '--project', 'shop']);
+    expect(listed.code, listed.stderr).to.equal(0);
+    expect(listed.stdout).to.contain(name).and.to.contain('username, password');
+    expect(listed.stdout).not.to.contain('s3cret-value');
 
     const hook = { table: 'orders', events: ['INSERT'], secret: SECRET };
     await bad('/api/rest/_webhooks', { ...hook, destination: { name, subject: 'a.{tabel}' } }, 'destination.subject');
