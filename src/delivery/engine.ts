@@ -76,9 +76,11 @@ export class DeliveryEngine implements DeliverySink {
       tls: options.tls,
       lookup: ctx.lookup,
     });
-    const { timeoutMs, allowPrivateNetworks } = webhooks;
+    // Subscriptions to a broker destination publish through one connection per destination.
     const brokers = new DestinationConnections(ctx.pool, (sealed) => openCredentials(ctx.secrets, sealed), {
-      ...{ timeoutMs, allowPrivateNetworks, lookup: ctx.lookup },
+      timeoutMs: webhooks.timeoutMs,
+      allowPrivateNetworks: webhooks.allowPrivateNetworks,
+      lookup: ctx.lookup,
     });
     this.#sender = new DeliverySenders(https, brokers);
     const log = ctx.log.child({ component: 'delivery' });

@@ -10,6 +10,7 @@ import {
   templateProblems,
 } from '../../../src/delivery/destinations/address.js';
 import { redact } from '../../../src/delivery/destinations/credentials.js';
+import { logged } from '../../../src/delivery/breaker.js';
 
 // A destination subscription's address rides in `url` through the breaker, the retry queue and
 // the stream: it must come back out exactly as it went in, whatever its subject holds.
@@ -28,6 +29,12 @@ describe('unit: destination addresses and templates', () => {
     }
     expect(decodeAddress(new URL('https://example.com/hooks'))).to.equal(undefined);
     expect(isDestinationUrl('https://example.com/hooks')).to.equal(false);
+  });
+
+  it('logs name a destination endpoint by its destination id, as an HTTPS one by its origin', () => {
+    const url = encodeAddress({ kind: 'nats', destinationId: 'dst_0123abcd', subject: 'a.b.{event}' });
+    expect(logged({ projectId: 'p', environment: 'e', url }).origin).to.equal('walgate-nats://dst_0123abcd');
+    expect(logged({ projectId: 'p', environment: 'e', url: 'https://example.com/h?k=1' }).origin).to.equal('https://example.com');
   });
 
   it('templates: {schema}, {table} and {event} only; filling leaves the others for later', () => {
