@@ -13,6 +13,15 @@ const UNITS = [
 ];
 const relative = new Intl.RelativeTimeFormat(undefined, { numeric: 'auto' });
 
+/** Where a subscription delivers: its URL, or its broker destination (docs/destinations.md). */
+export function target(w) {
+  const d = w.destination;
+  if (!d) return w.url;
+  return d.subject !== undefined
+    ? `${d.name} (NATS) → ${d.subject}`
+    : `${d.name} (RabbitMQ) → ${d.exchange || '(default exchange)'} / ${d.routingKey}`;
+}
+
 export function ago(date, now = Date.now()) {
   const diff = date.getTime() - now;
   for (const [unit, ms] of UNITS) if (Math.abs(diff) >= ms || unit === 'second') return relative.format(Math.round(diff / ms), unit);

@@ -1,7 +1,7 @@
 import { ApiError, call, enc } from '../api.js';
 import { minuteChart } from '../chart.js';
 import { h } from '../dom.js';
-import { badge, millis, percent, scrollTable, stateOf, time } from '../format.js';
+import { badge, millis, percent, scrollTable, stateOf, target, time } from '../format.js';
 import { go, registerRoute } from '../routing.js';
 import { ask, notFound, poll, problem, say, show } from '../shell.js';
 import { openDelivery } from './delivery.js';
@@ -175,7 +175,7 @@ async function detailView(id, deliveryId) {
         h('dt', {}, 'Events'),
         h('dd', {}, webhook.events.join(', ')),
         h('dt', {}, 'URL'),
-        h('dd', { class: 'url' }, webhook.url),
+        h('dd', { class: 'url' }, target(webhook)),
         h('dt', {}, 'Filter'),
         h('dd', {}, webhook.filter ? JSON.stringify(webhook.filter) : 'none'),
         h('dt', {}, 'Columns'),
@@ -299,7 +299,8 @@ async function detailView(id, deliveryId) {
 
   let poller = null;
   async function remove() {
-    if (!(await ask(`Delete the subscription on ${webhook.table} → ${webhook.url}? Its deliveries go with it.`, 'Delete', true))) return;
+    if (!(await ask(`Delete the subscription on ${webhook.table} → ${target(webhook)}? Its deliveries go with it.`, 'Delete', true)))
+      return;
     // No poll of what is being deleted may still be out when it is gone.
     await poller?.stop();
     try {

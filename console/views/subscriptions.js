@@ -1,6 +1,6 @@
 import { call, callApi, enc } from '../api.js';
 import { h } from '../dom.js';
-import { badge, scrollTable, stateOf, time } from '../format.js';
+import { badge, scrollTable, stateOf, target, time } from '../format.js';
 import { go, registerNav, registerRoute } from '../routing.js';
 import { problem, say, show } from '../shell.js';
 
@@ -48,7 +48,7 @@ async function listView() {
       {},
       h('td', {}, h('a', { href: `#/w/${enc(w.id)}` }, w.table)),
       h('td', {}, w.events.join(', ')),
-      h('td', { class: 'url' }, w.url),
+      h('td', { class: 'url' }, target(w)),
       h('td', {}, badge(stateOf(w, w.breaker))),
     ),
   );

@@ -3,6 +3,7 @@
 import { Command, CommanderError } from 'commander';
 import { ConfigError } from '../core/config.js';
 import { registerDeliveryCommands } from './deliveries.js';
+import { registerDestinationCommands } from './destinations.js';
 import { registerKeyCommands } from './keys.js';
 import { registerProjectCommands } from './project.js';
 import { CliError, cliSettings } from './runtime.js';
@@ -34,6 +35,7 @@ registerKeyCommands(program);
 registerUserCommands(program);
 registerOrganizationCommands(program);
 registerDeliveryCommands(program);
+registerDestinationCommands(program);
 
 try {
   await program.parseAsync(process.argv);

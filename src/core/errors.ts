@@ -69,6 +69,9 @@ export const ERRORS = {
   ORGANIZATION_LIMIT_REACHED: [409, 'A limit of the environment is reached (organizations per user, or members per organization).'],
   INVITATION_INVALID: [400, 'The invitation is unknown, expired, already used, revoked, or for another e-mail address.'],
   INVITATION_NOT_FOUND: [404, 'No pending invitation with this id in this organization.'],
+  // Broker destinations (docs/destinations.md).
+  DESTINATION_NOT_FOUND: [404, 'No destination with this id in this project and environment.'],
+  DESTINATION_IN_USE: [409, 'Subscriptions deliver to this destination: delete them or move them to another first.'],
 } as const satisfies Record<string, readonly [number, string]>;
 
 export type ErrorCode = keyof typeof ERRORS;

@@ -5,7 +5,7 @@ import type { Operation } from '../tailer/sink.js';
 import type { BreakerKey, BreakerState, EndpointBreakers } from './breaker.js';
 import { stateAfterAttempt, type SubscriptionStateLog } from './subscription-state.js';
 import { classifyAnswer } from './outcome.js';
-import type { SendResult, Sender } from './sender.js';
+import type { RequestSender, SendResult } from './sender.js';
 import { signatureHeaders } from './signing.js';
 import { isTestEvent, TEST_EVENT_HEADER } from './custom-headers.js';
 import { USER_AGENT } from './sender.js';
@@ -58,7 +58,7 @@ export type AttemptOutcome = SentAttempt | WaitedAttempt;
 export const BREAKER_OPEN = 'breaker open';
 
 export interface AttemptDeps {
-  sender: Sender;
+  sender: RequestSender;
   breakers: EndpointBreakers;
   clock: Clock;
   /** Turns a subscription off (410 Gone); true when this call did it. The assembly passes the webhook store's. */
@@ -101,6 +101,9 @@ export interface NextStep {
 
 /** Where a delivery stands after its attempt number `attemptNo` answered `result` (outcome.ts decides). */
 export function nextStep(result: SendResult, attemptNo: number, delaysMs: readonly number[], now: Date): NextStep {
+  // A broker's acknowledgement has no HTTP status (destinations/publisher.ts): `ok` is the answer.
+  // For HTTP, ok is exactly a 2xx, which classifyAnswer calls delivered too.
+  if (result.ok) return { status: 'delivered', nextAttemptAt: null, disable: null };
   const outcome = classifyAnswer({ status: result.status, headers: { 'retry-after': result.retryAfter } }, attemptNo, now, delaysMs);
   if (outcome.kind === 'delivered') return { status: 'delivered', nextAttemptAt: null, disable: null };
   if (outcome.kind === 'retry') {

@@ -1,4 +1,5 @@
 import type { Clock } from '../core/clock.js';
+import { isDestinationUrl } from './destinations/address.js';
 import type { Pool } from '../core/db/pool.js';
 import type { Logger } from '../core/log.js';
 import { claimProbe, clearFailures, countFailure, readBreaker, readBreakers, resetBreaker, type SharedBreakerRow } from './sql/breakers.js';
@@ -62,7 +63,10 @@ interface Known {
  * query, where receivers often keep a secret.
  */
 export function logged(k: BreakerKey): { project: string; environment: string; origin: string } {
-  return { project: k.projectId, environment: k.environment, origin: new URL(k.url).origin };
+  const url = new URL(k.url);
+  // A destination's address has no origin (its scheme is not special): its destination id names it.
+  const origin = isDestinationUrl(k.url) ? `${url.protocol}//${url.host}` : url.origin;
+  return { project: k.projectId, environment: k.environment, origin };
 }
 
 // NUL joins the parts: it cannot occur in a URL, nor in project and environment names.

@@ -8,7 +8,10 @@ import { EndpointBreakers } from './breaker.js';
 import { BreakerCatchUp } from './catch-up.js';
 import { openWebhookSecret } from './secret.js';
 import { openHeaders } from './custom-headers.js';
-import { Sender } from './sender.js';
+import { Sender, type RequestSender } from './sender.js';
+import { DeliverySenders } from './destinations/senders.js';
+import { DestinationConnections } from './destinations/connections.js';
+import { openCredentials } from './destinations/credentials.js';
 import { countTailers } from './sql/peers.js';
 import { HeldDeliveries } from './payload-bytes.js';
 import { StreamDelivery } from './stream.js';
@@ -44,7 +47,7 @@ export interface DeliveryEngineOptions {
  */
 export class DeliveryEngine implements DeliverySink {
   readonly #ctx: Context;
-  readonly #sender: Sender;
+  readonly #sender: RequestSender;
   readonly #breakers: EndpointBreakers;
   readonly #catchUp: BreakerCatchUp;
   readonly #targets: Targets;
@@ -67,13 +70,20 @@ export class DeliveryEngine implements DeliverySink {
       maxHeld: options.maxHeld ?? 10_000,
     };
     const leaseMs = options.leaseMs ?? webhooks.timeoutMs * 2 + 5000;
-    this.#sender = new Sender({
+    const https = new Sender({
       timeoutMs: webhooks.timeoutMs,
       allowPrivateNetworks: webhooks.allowPrivateNetworks,
       connectionsPerEndpoint: this.#o.perWebhook,
       tls: options.tls,
       lookup: ctx.lookup,
     });
+    // Subscriptions to a broker destination publish through one connection per destination.
+    const brokers = new DestinationConnections(ctx.pool, (sealed) => openCredentials(ctx.secrets, sealed), {
+      timeoutMs: webhooks.timeoutMs,
+      allowPrivateNetworks: webhooks.allowPrivateNetworks,
+      lookup: ctx.lookup,
+    });
+    this.#sender = new DeliverySenders(https, brokers);
     const log = ctx.log.child({ component: 'delivery' });
     this.#catchUp = new BreakerCatchUp(ctx.pool, ctx.clock, log);
     this.#breakers = new EndpointBreakers(

@@ -19,6 +19,12 @@ export interface SendResult {
   responseHeaders?: Record<string, string>;
 }
 
+/** What an attempt sends through: an HTTPS POST, or a publish to a destination's broker (destinations/senders.ts). */
+export interface RequestSender {
+  post(endpoint: string, url: URL, headers: Record<string, string>, body: string): Promise<SendResult>;
+  close(): Promise<void>;
+}
+
 const RESPONSE_HEADERS_KEPT = 50;
 
 function keptHeaders(raw: Record<string, string | string[] | undefined>): Record<string, string> {
@@ -64,7 +70,7 @@ export const RESPONSE_BODY_KEPT = 1024;
  * connection (connecting has its own time-out of the same length); a request never waits for a
  * socket, since an endpoint never has more requests in flight than its pool has sockets.
  */
-export class Sender {
+export class Sender implements RequestSender {
   readonly #pools = new Map<string, { origin: string; pool: Pool; usedAt: number }>();
   readonly #options: SenderOptions;
   readonly #timeoutMs: number;

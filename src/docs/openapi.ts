@@ -14,6 +14,7 @@ import { deliveryWebhooks } from '../http/webhooks/delivery-request.js';
 import { environmentApi } from '../http/environment/operations.js';
 import { authEventsApi, usersApi } from '../http/users/operations.js';
 import { gapsApi } from '../http/gaps/operations.js';
+import { destinationsApi } from '../http/destinations/operations.js';
 
 // The OpenAPI 3.1 document of the api, generated from the operation declarations that the routers
 // register and parse with (src/http/operation.ts). Nothing here restates a schema, a path or a code.
@@ -26,6 +27,7 @@ export const API_GROUPS: readonly OperationGroup[] = [
   passwordlessApi,
   organizationsApi,
   webhooksApi,
+  destinationsApi,
   gapsApi,
   environmentApi,
   usersApi,

@@ -16,12 +16,16 @@ const EXTRAS: Partial<Record<ErrorCode, z.ZodRawShape>> = {
     lockedUntil: z.iso.datetime().meta({ description: 'When the lockout ends.', examples: ['2026-11-25T10:15:00.000Z'] }),
   },
   RATE_LIMIT_EXCEEDED: { retryAfter: z.int().min(1).meta({ description: 'Seconds to wait; also in the Retry-After header.' }) },
+  DESTINATION_IN_USE: {
+    subscriptions: z.array(z.string()).meta({ description: 'The ids of the subscriptions that deliver to it.' }),
+  },
 };
 
 const EXAMPLE_EXTRAS: Partial<Record<ErrorCode, Record<string, unknown>>> = {
   VALIDATION_ERROR: { violations: [{ path: 'email', message: 'must be an e-mail address' }] },
   AUTH_ACCOUNT_LOCKED: { lockedUntil: '2026-11-22T10:15:00.000Z' },
   RATE_LIMIT_EXCEEDED: { retryAfter: 42 },
+  DESTINATION_IN_USE: { subscriptions: ['wh_3f6c2a1e9b8d4c7e0a5b1d2c3e4f5a6b'] },
 };
 
 function envelope(code: ErrorCode) {

@@ -22,6 +22,8 @@ import { ImpersonationService } from '../auth/users/impersonate.js';
 import { OrganizationAdminService } from '../auth/organizations/admin.js';
 import { organizationsAdminRouter } from '../http/organizations/routes.js';
 import { gapsRouter } from '../http/gaps/routes.js';
+import { destinationsRouter } from '../http/destinations/routes.js';
+import { DestinationService } from '../webhooks/destinations/service.js';
 import { GapService } from '../webhooks/gaps.js';
 import { registerProblemGauge } from '../webhooks/problems-metric.js';
 import { WebhookService } from '../webhooks/service.js';
@@ -58,6 +60,7 @@ export function createApiApp(ctx: Context, events = new CacheEvents(ctx.log), se
         organizationsAdminRouter(ctx, new OrganizationAdminService(ctx), environments),
       ],
       [['/api/rest/_gaps', '/gw/api/rest/_gaps'], gapsRouter(ctx, new GapService(ctx), environments)],
+      [['/api/rest/_destinations', '/gw/api/rest/_destinations'], destinationsRouter(ctx, new DestinationService(ctx), environments)],
     ],
   });
 }

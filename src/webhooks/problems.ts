@@ -8,9 +8,15 @@ import type { WebhookRow } from './store.js';
 // longer FULL. Reported, never silently wrong: a filter on a dropped column matches nothing, a
 // select on one narrows the payload, a group missing a column orders nothing (its changes go
 // unordered, tailer/order-keys.ts), and without FULL the old images are incomplete.
+// A destination subscription whose broker has nowhere to put its messages is reported too.
 
 export type ProblemCode =
-  'TABLE_MISSING' | 'FILTER_COLUMN_MISSING' | 'SELECT_COLUMN_MISSING' | 'ORDERING_COLUMN_MISSING' | 'REPLICA_IDENTITY_CHANGED';
+  | 'TABLE_MISSING'
+  | 'FILTER_COLUMN_MISSING'
+  | 'SELECT_COLUMN_MISSING'
+  | 'ORDERING_COLUMN_MISSING'
+  | 'REPLICA_IDENTITY_CHANGED'
+  | 'DESTINATION_TARGET_MISSING';
 
 export interface Problem {
   code: ProblemCode;
@@ -87,6 +93,28 @@ function currentProblems(w: WebhookRow, facts: TableFacts | undefined): Array<Om
   return out;
 }
 
+/** A broker's answer that no retry will change until someone creates the stream, exchange or binding. */
+const TARGET_MISSING = /^(NATS: no JetStream stream|RabbitMQ: no exchange|RabbitMQ: no queue is bound)/;
+
+/**
+ * A destination subscription whose broker has nowhere to put its messages (docs/destinations.md):
+ * while its target keeps failing (its breaker counts failures) and the newest failure says so.
+ * Cleared by the first success, which resets the count.
+ */
+async function destinationProblems(db: Queryable, w: WebhookRow): Promise<Array<Omit<Problem, 'since'>>> {
+  if (!w.destinationId) return [];
+  const { rows } = await db.query<{ last_error: string | null }>(
+    `SELECT (SELECT d.last_error FROM walgate.deliveries d WHERE d.webhook_id = $1 AND d.last_error IS NOT NULL
+              ORDER BY d.created_at DESC, d.id DESC LIMIT 1) AS last_error
+       FROM walgate.endpoint_breakers b
+      WHERE b.project_id = $2 AND b.environment = $3 AND b.url = $4 AND b.consecutive_failures > 0`,
+    [w.id, w.projectId, w.environment, w.url],
+  );
+  const error = rows[0]?.last_error;
+  if (!error || !TARGET_MISSING.test(error)) return [];
+  return [{ code: 'DESTINATION_TARGET_MISSING', message: `${error}: every message fails until it exists` }];
+}
+
 /**
  * The subscriptions' problems as of now. Each is remembered with the time it was first seen
  * (walgate.webhook_problems), and forgotten once it is gone.
@@ -97,7 +125,7 @@ export async function webhookProblems(db: Queryable, hooks: WebhookRow[], now: D
   for (const w of hooks) {
     // Outbox messages are no table: nothing of theirs can drift (their columns are fixed).
     if (w.table === MESSAGES_TABLE) {
-      out.set(w.id, await remember(db, w.id, [], now));
+      out.set(w.id, await remember(db, w.id, await destinationProblems(db, w), now));
       continue;
     }
     const { schema, table } = capturedRelation(w.schemaName, w.table);
@@ -106,6 +134,7 @@ export async function webhookProblems(db: Queryable, hooks: WebhookRow[], now: D
     const known = await facts.get(key);
     // A feed's table is walgate's own and only ever inserted into: no old rows to lose.
     const found = currentProblems(w, known && isFeed(w.table) ? { ...known, notFull: [] } : known);
+    found.push(...(await destinationProblems(db, w)));
     out.set(w.id, await remember(db, w.id, found, now));
   }
   return out;

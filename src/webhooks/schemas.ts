@@ -4,6 +4,7 @@ import { retryPolicy } from './retry-policy.js';
 import { headersSchema } from './headers.js';
 import { isFeed, MESSAGES_TABLE } from '../tailer/capture/index.js';
 import { filterDocument } from './filter-schema.js';
+import { destinationRef } from './destinations/schemas.js';
 
 // Bodies of the management API. Unknown fields are refused: a typo (`filters`, `actve`) must not
 // silently create a subscription that does something else.
@@ -150,7 +151,8 @@ export const createBody = z
     environment: name.meta({ description: 'Must equal the environment header.' }),
     table: name.meta({ description: "A table (not a view) in the environment's schema, named exactly." }),
     events,
-    url,
+    url: url.optional(),
+    destination: destinationRef.optional(),
     secret,
     active: z.boolean().default(true),
     filter: filterDocument.nullish(),
@@ -164,6 +166,11 @@ export const createBody = z
     rateLimit: rateLimit.nullish(),
   })
   .refine(...messagesTakeInserts)
+  .refine((b) => b.url !== undefined || b.destination !== undefined, { message: 'is required, or a destination instead', path: ['url'] })
+  .refine((b) => b.url === undefined || b.destination === undefined, {
+    message: 'give url or destination, not both',
+    path: ['destination'],
+  })
   .refine((b) => b.onDead === 'skip' || b.ordering !== 'none', {
     message: ON_DEAD_NEEDS_ORDER,
     path: ['onDead'],
@@ -176,6 +183,7 @@ export const updateBody = z
     table: name.optional(),
     events: events.optional(),
     url: url.optional(),
+    destination: destinationRef.optional(),
     secret: secret.optional(),
     active: z.boolean().optional(),
     filter: filterDocument.nullish(),
@@ -189,6 +197,10 @@ export const updateBody = z
     rateLimit: rateLimit.nullish(),
   })
   .refine((b) => Object.keys(b).length > 0, 'must change at least one field')
+  .refine((b) => b.url === undefined || b.destination === undefined, {
+    message: 'give url or destination, not both',
+    path: ['destination'],
+  })
   .refine(...messagesTakeInserts);
 
 export const listQuery = z.strictObject({

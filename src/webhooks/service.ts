@@ -1,4 +1,5 @@
 import type { Context } from '../core/context.js';
+import type { HostLookup } from '../core/net/address-policy.js';
 import { randomId } from '../core/crypto/tokens.js';
 import { ReplayJobs, type ReplayView } from '../delivery/replays.js';
 import { PgCode, pgCode, withTransaction, type Queryable } from '../core/db/pool.js';
@@ -12,7 +13,7 @@ import {
   type DeliveryView,
   type MinuteBucket,
 } from '../delivery/sql/history.js';
-import { AppError, validationError, type Violation } from '../core/errors.js';
+import { AppError, validationError } from '../core/errors.js';
 import type { Environment } from '../projects/environments.js';
 import {
   CaptureError,
@@ -34,26 +35,15 @@ import { queueTestEvent } from '../delivery/sql/test-events.js';
 import { messageSample, sampleRecord } from '../delivery/sql/sample-row.js';
 import { listEnvironments } from '../projects/environments.js';
 import * as store from './store.js';
-import { columnViolations, primaryKeyColumns, schemaTables, tableColumns, urlViolations, type TableInfo } from './validation.js';
+import { bodyViolations, schemaTables, urlViolations, type BodyFacts, type TableInfo } from './validation.js';
 import { webhookView, type WebhookHealth, type WebhookView } from './view.js';
 import { webhookProblems } from './problems.js';
-import { groupViolations, patchedOrdering, storedOrdering, type Ordering } from './ordering.js';
+import { patchedOrdering, storedOrdering } from './ordering.js';
+import { resolveTarget, storedDestination, urlTarget, type SubscriptionTarget } from './destinations/target.js';
+import type { DestinationRef } from './destinations/schemas.js';
 
 // The rules of webhook subscriptions. Writes go through one transaction with the publication
 // change, so a subscription exists exactly when the tailer can see its table.
-
-/** What validation needs to know of a create or update body (the update's merged with the row). */
-interface BodyFacts {
-  projectId?: string;
-  environment?: string;
-  table: string;
-  filter?: Record<string, unknown> | null;
-  select?: string[] | null;
-  /** Set when the body asks for row ordering (or moves a row-ordered subscription to another table): the table needs a primary key. */
-  rowOrdered?: boolean;
-  /** The ordering it will have: a group's columns must be columns of the table. */
-  ordering?: Ordering;
-}
 
 /** Finished deliveries a deleted subscription sheds per statement. */
 const SHED_BATCH = 5000;
@@ -74,7 +64,7 @@ export class WebhookService {
   }
 
   async create(env: Environment, body: CreateBody): Promise<WebhookView> {
-    await this.#validate(env, { ...body, rowOrdered: body.ordering === 'row' }, body);
+    const target = await this.#validate(env, { ...body, rowOrdered: body.ordering === 'row' }, body);
     await this.#ensureSlot();
     const now = this.ctx.clock();
     const row = await this.#write(async (c) => {
@@ -85,7 +75,7 @@ export class WebhookService {
         schemaName: env.schemaName,
         table: body.table,
         events: body.events,
-        url: body.url,
+        ...target,
         secret: sealWebhookSecret(this.ctx.secrets, body.secret),
         active: body.active,
         filter: body.filter ?? null,
@@ -218,17 +208,21 @@ export class WebhookService {
       const filter = body.filter === undefined ? locked.filter : body.filter;
       const select = body.select === undefined ? locked.select : body.select;
       const { ordering, onDead, rowOrdered, violations: orderProblems } = patchedOrdering(body, locked);
+      // A destination's templates name the table: moved to another, they are resolved again.
+      const destination = body.destination ?? (body.url === undefined && table !== locked.table ? storedDestination(locked) : undefined);
+      const resolved = destination ? await resolveTarget(c, env, table, { destination }, this.#net) : undefined;
       const violations = [
-        ...(await this.#bodyViolations(c, env, { ...body, table, filter, select, rowOrdered, ordering })),
+        ...(await bodyViolations(c, env, { ...body, table, filter, select, rowOrdered, ordering })),
         ...urlProblems,
         ...orderProblems,
+        ...(resolved?.violations ?? []),
       ];
       if (violations.length) throw validationError(violations);
       const updated = await store.updateWebhook(c, {
         ...locked,
         table,
         events: body.events ?? locked.events,
-        url: body.url ?? locked.url,
+        ...(resolved?.target ?? (body.url === undefined ? {} : urlTarget(body.url))),
         ...(body.secret === undefined
           ? {}
           : {
@@ -321,35 +315,18 @@ export class WebhookService {
     return row;
   }
 
-  /** Everything about a body that needs the database or the network, as violations. */
-  async #validate(env: Environment, body: BodyFacts, urls: { url?: string }): Promise<void> {
-    const violations = await this.#bodyViolations(this.ctx.pool, env, body);
-    if (urls.url !== undefined)
-      violations.push(...(await urlViolations(urls.url, this.ctx.config.webhooks.allowPrivateNetworks, this.ctx.lookup)));
-    if (violations.length) throw validationError(violations);
+  /** Everything about a body that needs the database or the network, as violations; else where it delivers. */
+  async #validate(env: Environment, body: BodyFacts, given: { url?: string; destination?: DestinationRef }): Promise<SubscriptionTarget> {
+    const violations = await bodyViolations(this.ctx.pool, env, body);
+    const to = given.destination ? { destination: given.destination } : { url: given.url! };
+    const { target, violations: targetProblems } = await resolveTarget(this.ctx.pool, env, body.table, to, this.#net);
+    violations.push(...targetProblems);
+    if (violations.length || !target) throw validationError(violations);
+    return target;
   }
 
-  /** The header echoes, the table and its columns — read on `db` (in a transaction: under its locks). */
-  async #bodyViolations(db: Queryable, env: Environment, body: BodyFacts): Promise<Violation[]> {
-    const violations: Violation[] = [];
-    if (body.projectId !== undefined && body.projectId !== env.projectId) {
-      violations.push({ path: 'projectId', message: `must equal the X-Project-ID header (${env.projectId})` });
-    }
-    if (body.environment !== undefined && body.environment !== env.name) {
-      violations.push({ path: 'environment', message: `must equal the environment header (${env.name})` });
-    }
-    const columns = await tableColumns(db, env.schemaName, body.table);
-    if (!columns) violations.push({ path: 'table', message: `no table ${JSON.stringify(body.table)} in schema ${env.schemaName}` });
-    else {
-      violations.push(...columnViolations(columns, body.filter, body.select), ...groupViolations(body.ordering ?? 'none', columns));
-      if (body.rowOrdered && (await primaryKeyColumns(db, env.schemaName, body.table)).length === 0) {
-        violations.push({
-          path: 'ordering',
-          message: `"row" orders a row's changes by its primary key, and table ${JSON.stringify(body.table)} has no primary key`,
-        });
-      }
-    }
-    return violations;
+  get #net(): { allowPrivateNetworks: boolean; lookup?: HostLookup } {
+    return { allowPrivateNetworks: this.ctx.config.webhooks.allowPrivateNetworks, lookup: this.ctx.lookup };
   }
 
   /** The slot exists before the first subscription does, so no change after it is ever missed. */

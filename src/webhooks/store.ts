@@ -43,6 +43,16 @@ export interface WebhookRow {
   /** The throttle (rate-limit.ts): requests a second, and at once after a quiet spell; null: none. */
   rateLimitPerSecond: number | null;
   rateLimitBurst: number | null;
+  /**
+   * A subscription to a broker destination (docs/destinations.md): `url` then holds its address
+   * (delivery/destinations/address.ts); these keep the templates as sent. Null for an https: URL.
+   */
+  destinationId?: string | null;
+  destinationSubject?: string | null;
+  destinationExchange?: string | null;
+  destinationRoutingKey?: string | null;
+  /** Read only: the destination's name, for the view. */
+  destinationName?: string | null;
 }
 
 const COLUMNS = selectList<WebhookRow>({
@@ -73,6 +83,11 @@ const COLUMNS = selectList<WebhookRow>({
   retryDelaysMs: 'retry_delays_ms',
   rateLimitPerSecond: 'rate_limit_per_second',
   rateLimitBurst: 'rate_limit_burst',
+  destinationId: 'destination_id',
+  destinationSubject: 'destination_subject',
+  destinationExchange: 'destination_exchange',
+  destinationRoutingKey: 'destination_routing_key',
+  destinationName: '(SELECT d.name FROM walgate.destinations d WHERE d.id = destination_id)',
 });
 
 export async function insertWebhook(db: Queryable, w: WebhookRow): Promise<WebhookRow> {
@@ -80,8 +95,10 @@ export async function insertWebhook(db: Queryable, w: WebhookRow): Promise<Webho
     `INSERT INTO walgate.webhooks (id, project_id, environment, schema_name, table_name, events, url, secret, active, filter, select_fields, ordering,
                                    created_at, updated_at, header_names, header_values, history, on_dead,
                                    batch_max_events, batch_max_wait_ms, batch_max_bytes, ordering_by, retry_delays_ms,
-                                   rate_limit_per_second, rate_limit_burst)
-     VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17, $18, $19, $20, $21, $22, $23, $24, $25) RETURNING ${COLUMNS}`,
+                                   rate_limit_per_second, rate_limit_burst,
+                                   destination_id, destination_subject, destination_exchange, destination_routing_key)
+     VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17, $18, $19, $20, $21, $22, $23, $24, $25,
+             $26, $27, $28, $29) RETURNING ${COLUMNS}`,
     [
       w.id,
       w.projectId,
@@ -108,9 +125,14 @@ export async function insertWebhook(db: Queryable, w: WebhookRow): Promise<Webho
       w.retryDelaysMs,
       w.rateLimitPerSecond,
       w.rateLimitBurst,
+      ...destinationValues(w),
     ],
   );
   return rows[0]!;
+}
+
+function destinationValues(w: WebhookRow): Array<string | null> {
+  return [w.destinationId ?? null, w.destinationSubject ?? null, w.destinationExchange ?? null, w.destinationRoutingKey ?? null];
 }
 
 export async function findWebhook(
@@ -159,7 +181,8 @@ export async function updateWebhook(db: Queryable, w: WebhookRow): Promise<Webho
             disabled_reason = CASE WHEN $6 THEN NULL ELSE disabled_reason END, disabled_at = CASE WHEN $6 THEN NULL ELSE disabled_at END,
             previous_secret = $10, previous_secret_until = $11, header_names = $13, header_values = $14,
             history = $15, on_dead = $16, batch_max_events = $17, batch_max_wait_ms = $18, batch_max_bytes = $19, ordering_by = $20, retry_delays_ms = $21,
-            rate_limit_per_second = $22, rate_limit_burst = $23
+            rate_limit_per_second = $22, rate_limit_burst = $23,
+            destination_id = $24, destination_subject = $25, destination_exchange = $26, destination_routing_key = $27
       WHERE id = $1 RETURNING ${COLUMNS}`,
     [
       w.id,
@@ -185,6 +208,7 @@ export async function updateWebhook(db: Queryable, w: WebhookRow): Promise<Webho
       w.retryDelaysMs,
       w.rateLimitPerSecond,
       w.rateLimitBurst,
+      ...destinationValues(w),
     ],
   );
   return rows[0]!;

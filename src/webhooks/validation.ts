@@ -1,6 +1,8 @@
 import type { Queryable } from '../core/db/pool.js';
 import { capturedRelation, kindOfBaseType, messageColumns, parseFilter, type ValueKind } from '../tailer/capture/index.js';
 import type { Violation } from '../core/errors.js';
+import type { Environment } from '../projects/environments.js';
+import { groupViolations, type Ordering } from './ordering.js';
 import { checkHost, systemLookup, type HostLookup } from '../core/net/address-policy.js';
 
 export interface TableColumn {
@@ -126,5 +128,41 @@ export function columnViolations(
   (select ?? []).forEach((column, i) => {
     if (!known.has(column)) violations.push({ path: `select.${i}`, message: `${JSON.stringify(column)} is not a column of the table` });
   });
+  return violations;
+}
+
+/** What validation needs to know of a create or update body (the update's merged with the row). */
+export interface BodyFacts {
+  projectId?: string;
+  environment?: string;
+  table: string;
+  filter?: Record<string, unknown> | null;
+  select?: string[] | null;
+  /** Set when the body asks for row ordering (or moves a row-ordered subscription to another table): the table needs a primary key. */
+  rowOrdered?: boolean;
+  /** The ordering it will have: a group's columns must be columns of the table. */
+  ordering?: Ordering;
+}
+
+/** The header echoes, the table and its columns — read on `db` (in a transaction: under its locks). */
+export async function bodyViolations(db: Queryable, env: Environment, body: BodyFacts): Promise<Violation[]> {
+  const violations: Violation[] = [];
+  if (body.projectId !== undefined && body.projectId !== env.projectId) {
+    violations.push({ path: 'projectId', message: `must equal the X-Project-ID header (${env.projectId})` });
+  }
+  if (body.environment !== undefined && body.environment !== env.name) {
+    violations.push({ path: 'environment', message: `must equal the environment header (${env.name})` });
+  }
+  const columns = await tableColumns(db, env.schemaName, body.table);
+  if (!columns) violations.push({ path: 'table', message: `no table ${JSON.stringify(body.table)} in schema ${env.schemaName}` });
+  else {
+    violations.push(...columnViolations(columns, body.filter, body.select), ...groupViolations(body.ordering ?? 'none', columns));
+    if (body.rowOrdered && (await primaryKeyColumns(db, env.schemaName, body.table)).length === 0) {
+      violations.push({
+        path: 'ordering',
+        message: `"row" orders a row's changes by its primary key, and table ${JSON.stringify(body.table)} has no primary key`,
+      });
+    }
+  }
   return violations;
 }

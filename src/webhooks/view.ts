@@ -5,6 +5,8 @@ import type { BatchSettings } from '../delivery/batch.js';
 import { orderingOf, type Ordering } from './ordering.js';
 import type { Problem } from './problems.js';
 import type { WebhookRow } from './store.js';
+import type { DestinationRef } from './destinations/schemas.js';
+import { storedDestination } from './destinations/target.js';
 
 /** How a subscription's deliveries go (GET /api/rest/_webhooks/{id}). */
 export type WebhookHealth = DeliveryHealth & {
@@ -18,7 +20,10 @@ export interface WebhookView {
   id: string;
   table: string;
   events: string[];
-  url: string;
+  /** The https: URL it POSTs to; null when it publishes to a destination. */
+  url: string | null;
+  /** The broker destination it publishes to instead (docs/destinations.md); null for a URL. */
+  destination: DestinationRef | null;
   active: boolean;
   /** How its deliveries go: healthy, failing, breaker_open or disabled (delivery/subscription-state.ts). */
   state: SubscriptionState;
@@ -53,7 +58,8 @@ export function webhookView(w: WebhookRow, problems: Problem[] = [], breaker?: B
     id: w.id,
     table: w.table,
     events: w.events,
-    url: w.url,
+    url: w.destinationId ? null : w.url,
+    destination: storedDestination(w) ?? null,
     active: w.active,
     state: subscriptionState(w.active, breaker ?? { state: 'closed', consecutiveFailures: 0 }),
     filter: w.filter,

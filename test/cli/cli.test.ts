@@ -30,6 +30,7 @@ describe('the walgate CLI', function () {
       ['keys', 'list'],
       ['users', 'logout'],
       ['deliveries', 'replay'],
+      ['destinations', 'list'],
     ]) {
       const r = await walgate(t, [...args, '--help']);
       expect(r.code, args.join(' ')).to.equal(0);

@@ -405,6 +405,29 @@ describe('OpenAPI document: the api answers as documented', function () {
     expect((await manager.call('deleteWebhook', { params: { id } })).status).to.equal(204);
   });
 
+  it('destinations: create, list, get, update, 409 while a subscription delivers to one, delete', async () => {
+    const base = { projectId: 'shop', environment: 'master', name: 'contract-bus', kind: 'nats', url: 'nats://93.184.216.34:4222' };
+    const created = await manager.call('createDestination', { body: { ...base, token: 'contract-token-1' } });
+    expect(created.status).to.equal(201);
+    const id = created.body.destination.id as string;
+    expect((await manager.call('createDestination', { body: { ...base, kind: 'kafka' } })).body.error).to.equal('VALIDATION_ERROR');
+    expect((await manager.call('listDestinations')).body.destinations).to.have.length(1);
+    expect((await manager.call('getDestination', { params: { id } })).body.subscriptions).to.deep.equal([]);
+    expect((await manager.call('getDestination', { params: { id: 'dst_nope' } })).body.error).to.equal('DESTINATION_NOT_FOUND');
+    expect((await manager.call('updateDestination', { params: { id }, body: { token: null } })).body.destination.credentials.token).to.equal(false);
+    expect((await manager.call('updateDestination', { params: { id: 'dst_nope' }, body: { token: null } })).body.error).to.equal('DESTINATION_NOT_FOUND');
+    const hook = await manager.call('createWebhook', {
+      body: { projectId: 'shop', environment: 'master', table: 'orders', events: ['INSERT'], destination: { name: 'contract-bus', subject: 'shop.{table}.{event}' }, secret: SECRET },
+    });
+    expect(hook.status).to.equal(201);
+    const inUse = await manager.call('deleteDestination', { params: { id } });
+    expect(inUse.body).to.include({ error: 'DESTINATION_IN_USE' });
+    expect(inUse.body.subscriptions).to.deep.equal([hook.body.webhook.id]);
+    expect((await manager.call('deleteWebhook', { params: { id: hook.body.webhook.id } })).status).to.equal(204);
+    expect((await manager.call('deleteDestination', { params: { id } })).status).to.equal(204);
+    expect((await manager.call('deleteDestination', { params: { id } })).body.error).to.equal('DESTINATION_NOT_FOUND');
+  });
+
   describe('the failures every operation of a kind shares', () => {
     const params = {
       id: 'wh_nonexistent',
@@ -422,7 +445,7 @@ describe('OpenAPI document: the api answers as documented', function () {
       documentedOperations(doc)
         .filter((o) => o.path.startsWith('/auth/') && (o.operation.parameters ?? []).some((p: { in: string; name: string }) => p.in === 'header' && p.name === 'x-project-id'))
         .map((o) => o.id);
-    const management = () => documentedOperations(doc).filter((o) => /^\/api\/rest\/_(webhooks|users|auth-events|organizations)/.test(o.path)).map((o) => o.id);
+    const management = () => documentedOperations(doc).filter((o) => /^\/api\/rest\/_(webhooks|users|auth-events|organizations|destinations)/.test(o.path)).map((o) => o.id);
     const isManagement = (id: string) => management().includes(id);
 
     it('auth: no project header → 400, an unknown project → 404', async () => {

@@ -10,6 +10,7 @@ import { ERRORS } from '../../src/core/errors.js';
 import { projectHeaders } from '../../src/http/scope.js';
 import { managementHeaders } from '../../src/http/webhooks/access.js';
 import * as webhookRequests from '../../src/webhooks/schemas.js';
+import * as destinationRequests from '../../src/webhooks/destinations/schemas.js';
 import { settingsPatch } from '../../src/projects/settings.js';
 import * as userRequests from '../../src/http/users/schemas.js';
 import * as organizationRequests from '../../src/auth/organizations/schemas.js';
@@ -115,6 +116,11 @@ describe('OpenAPI document: /openapi.json', function () {
       'GET /api/rest/_auth-events',
       'GET /api/rest/_gaps',
       'POST /api/rest/_gaps/{id}/acknowledge',
+      'POST /api/rest/_destinations',
+      'GET /api/rest/_destinations',
+      'GET /api/rest/_destinations/{id}',
+      'PATCH /api/rest/_destinations/{id}',
+      'DELETE /api/rest/_destinations/{id}',
       'GET /auth/issuers/{projectId}/{environment}/.well-known/openid-configuration',
       'GET /auth/providers/{id}/authorize',
       'GET /auth/providers/{id}/callback',
@@ -200,6 +206,7 @@ describe('OpenAPI document: /openapi.json', function () {
       ...Object.values(mfaRequests),
       ...Object.values(passwordlessRequests),
       ...Object.values(webhookRequests),
+      ...Object.values(destinationRequests),
       ...Object.values(userRequests),
       ...Object.values(organizationRequests),
       userMetadataBody,

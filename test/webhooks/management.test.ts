@@ -75,7 +75,9 @@ describe('webhook management API', function () {
       'headers',
       'retry',
       'rateLimit',
+      'destination',
     );
+    expect(w.destination, 'an https: subscription names no destination').to.equal(null);
     expect(w).to.include({
       disabledReason: null,
       disabledAt: null,

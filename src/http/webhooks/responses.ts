@@ -5,6 +5,7 @@ import { timestamp } from '../timestamp.js';
 import { EVENTS, HISTORIES, ON_DEAD, ORDERINGS, orderingGroup } from '../../webhooks/schemas.js';
 import { SUBSCRIPTION_STATES } from '../../delivery/subscription-state.js';
 import { filterDocument } from '../../webhooks/filter-schema.js';
+import { destinationRef } from '../../webhooks/destinations/schemas.js';
 
 // What the management API answers, as schemas for the API reference. test/docs/contract.test.ts
 // checks real answers against the generated document, so a field added or renamed in view.ts or
@@ -15,7 +16,8 @@ const webhook = z
     id: z.string().meta({ examples: ['wh_3f6c2a1e9b8d4c7e0a5b1d2c3e4f5a6b'] }),
     table: z.string(),
     events: z.array(z.enum(EVENTS)),
-    url: z.string(),
+    url: z.string().nullable().meta({ description: 'The https: URL it POSTs to; null when it publishes to a destination.' }),
+    destination: destinationRef.nullable(),
     active: z.boolean().meta({ description: '`false`: paused, no deliveries for changes made meanwhile.' }),
     state: z.enum(SUBSCRIPTION_STATES).meta({
       description:
@@ -56,6 +58,7 @@ const webhook = z
             'SELECT_COLUMN_MISSING',
             'ORDERING_COLUMN_MISSING',
             'REPLICA_IDENTITY_CHANGED',
+            'DESTINATION_TARGET_MISSING',
           ]),
           message: z.string(),
           since: timestamp.meta({ description: 'When walgate first saw it.' }),
