@@ -1,7 +1,7 @@
 import { expect } from 'chai';
 import type { Browser, Page } from 'playwright-core';
 import { eventually, startPipeline, type Pipeline } from '../delivery/support.js';
-import { launchChromium } from '../support/chromium.js';
+import { signedInConsole } from './support.js';
 
 // The console and `batch`: the form sets the changes per request, the subscription says whether
 // it batches, and its receiver gets {"events": [...]}; editing back to 1 turns batching off.
@@ -17,18 +17,7 @@ describe('delivery console: batching', function () {
     this.timeout(15 * 60_000); // a first run may have to install Chromium
     p = await startPipeline({ WEBHOOK_BREAKER_FAILURES: '1000' });
     token = await p.t.managementToken('shop');
-    browser = await launchChromium();
-    page = await browser.newPage({ viewport: { width: 1280, height: 900 } });
-    page.setDefaultTimeout(10_000);
-    page.on('console', (m) => {
-      if (m.type() === 'error' || m.type() === 'warning') problems.push(`${m.type()}: ${m.text()} (${m.location().url})`);
-    });
-    page.on('pageerror', (e) => problems.push(`page error: ${e.message}`));
-    await page.goto(`${p.t.url}/console`);
-    await page.locator('#project-id').fill('shop');
-    await page.locator('#token').fill(token);
-    await page.getByRole('button', { name: 'Sign in' }).click();
-    await page.getByRole('heading', { name: 'Subscriptions' }).waitFor();
+    ({ browser, page } = await signedInConsole(p.t.url, token, problems));
   });
   after(async () => {
     await browser?.close();

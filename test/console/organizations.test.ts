@@ -1,5 +1,3 @@
-import { readFile } from 'node:fs/promises';
-import { createRequire } from 'node:module';
 import { expect } from 'chai';
 import { decodeJwt } from 'jose';
 import type { Browser, Page } from 'playwright-core';
@@ -7,13 +5,12 @@ import { bearer, signUpAndConfirm, startAuthApi } from '../auth/support.js';
 import type { TestApi } from '../support/api.js';
 import { launchChromium } from '../support/chromium.js';
 import { HttpClient } from '../support/http.js';
+import { expectAccessible } from './support.js';
 
 // The console's Organizations page in Chromium: the list, one organization's members and
 // invitations, a role changed, an invitation sent (the e-mail arrives) and revoked, a member
 // removed (their organization token refused), the last owner kept, deletion after a confirmation.
 // axe-core checks each view; the browser reports no error.
-
-const require = createRequire(import.meta.url);
 
 describe('console: the Organizations page in Chromium', function () {
   this.timeout(120_000);
@@ -21,28 +18,12 @@ describe('console: the Organizations page in Chromium', function () {
   let http: HttpClient;
   let browser: Browser;
   let page: Page;
-  let axeSource: string;
   const problems: string[] = [];
-
-  async function checkAccessibility(view: string): Promise<void> {
-    if (!(await page.evaluate("'axe' in window"))) await page.evaluate(axeSource);
-    const violations = (await page.evaluate("axe.run(document, { resultTypes: ['violations'] }).then((r) => r.violations)")) as Array<{
-      id: string;
-      impact: string | null;
-      nodes: Array<{ target: string[] }>;
-    }>;
-    const grave = violations.filter((v) => v.impact === 'serious' || v.impact === 'critical');
-    expect(
-      grave.map((v) => `${v.id}: ${v.nodes.map((n) => n.target.join(' ')).join(', ')}`),
-      `accessibility violations in ${view}`,
-    ).to.deep.equal([]);
-  }
 
   before(async function () {
     this.timeout(15 * 60_000);
     t = await startAuthApi();
     ({ http } = await t.provision({ projectId: 'teams', name: 'master' }));
-    axeSource = await readFile(require.resolve('axe-core/axe.min.js'), 'utf8');
     browser = await launchChromium();
     page = await browser.newPage({ viewport: { width: 1280, height: 900 } });
     page.setDefaultTimeout(10_000);
@@ -74,14 +55,14 @@ describe('console: the Organizations page in Chromium', function () {
     await page.getByRole('heading', { name: 'Organizations' }).waitFor();
     await page.getByRole('link', { name: 'Stark Industries' }).waitFor();
     expect(await page.getByRole('region', { name: 'Organizations' }).innerText()).to.contain('2');
-    await checkAccessibility('organizations list');
+    await expectAccessible(page, 'organizations list');
 
     await page.getByRole('link', { name: 'Stark Industries' }).click();
     await page.getByRole('heading', { name: 'Stark Industries' }).waitFor();
     expect(await page.getByRole('region', { name: 'Members' }).innerText())
       .to.contain('ada@teams.example.com')
       .and.contain('bob@teams.example.com');
-    await checkAccessibility('organization detail');
+    await expectAccessible(page, 'organization detail');
 
     await page.getByLabel('Role of bob@teams.example.com').selectOption('admin');
     await page.getByText('bob@teams.example.com is now admin.').waitFor();
@@ -99,7 +80,7 @@ describe('console: the Organizations page in Chromium', function () {
     await page.getByText('No open invitation.').waitFor();
 
     await page.getByRole('button', { name: 'Remove bob@teams.example.com' }).click();
-    await checkAccessibility('remove confirmation');
+    await expectAccessible(page, 'remove confirmation');
     await page.getByRole('dialog').getByRole('button', { name: 'Remove member' }).click();
     await page.getByText('bob@teams.example.com removed.').waitFor();
     expect((await http.get('/auth/me', bearer(refreshed.body.accessToken))).status).to.equal(401);

@@ -1,5 +1,3 @@
-import { readFile } from 'node:fs/promises';
-import { createRequire } from 'node:module';
 import { expect } from 'chai';
 import type { Browser, Page } from 'playwright-core';
 import { signUpAndConfirm, startAuthApi } from '../auth/support.js';
@@ -7,12 +5,11 @@ import { enrolTotp } from '../auth/mfa/support.js';
 import type { TestApi } from '../support/api.js';
 import { launchChromium } from '../support/chromium.js';
 import type { HttpClient } from '../support/http.js';
+import { expectAccessible } from './support.js';
 
 // The console's Users page in Chromium: search, one user's sessions and events, disable and
 // enable, log out everywhere, delete with a confirmation. axe-core checks each view; the browser
 // reports no error.
-
-const require = createRequire(import.meta.url);
 
 describe('console: the Users page in Chromium', function () {
   this.timeout(120_000);
@@ -20,28 +17,12 @@ describe('console: the Users page in Chromium', function () {
   let http: HttpClient;
   let browser: Browser;
   let page: Page;
-  let axeSource: string;
   const problems: string[] = [];
-
-  async function checkAccessibility(view: string): Promise<void> {
-    if (!(await page.evaluate("'axe' in window"))) await page.evaluate(axeSource);
-    const violations = (await page.evaluate("axe.run(document, { resultTypes: ['violations'] }).then((r) => r.violations)")) as Array<{
-      id: string;
-      impact: string | null;
-      nodes: Array<{ target: string[] }>;
-    }>;
-    const grave = violations.filter((v) => v.impact === 'serious' || v.impact === 'critical');
-    expect(
-      grave.map((v) => `${v.id}: ${v.nodes.map((n) => n.target.join(' ')).join(', ')}`),
-      `accessibility violations in ${view}`,
-    ).to.deep.equal([]);
-  }
 
   before(async function () {
     this.timeout(15 * 60_000);
     t = await startAuthApi();
     ({ http } = await t.provision({ projectId: 'people', name: 'master' }));
-    axeSource = await readFile(require.resolve('axe-core/axe.min.js'), 'utf8');
     browser = await launchChromium();
     page = await browser.newPage({ viewport: { width: 1280, height: 900 } });
     page.setDefaultTimeout(10_000);
@@ -70,7 +51,7 @@ describe('console: the Users page in Chromium', function () {
     await page.getByRole('link', { name: 'Users' }).click();
     await page.getByRole('heading', { name: 'Users' }).waitFor();
     await page.getByRole('link', { name: 'alan.turing@example.com' }).waitFor();
-    await checkAccessibility('users list');
+    await expectAccessible(page, 'users list');
     // The status filter is as wide as its options, not stretched across the page.
     const select = (await page.locator('#user-status').boundingBox())!;
     const row = (await page.locator('form', { has: page.locator('#user-status') }).boundingBox())!;
@@ -92,7 +73,7 @@ describe('console: the Users page in Chromium', function () {
       .to.contain('user.signed_up')
       .and.contain('user.logged_in');
     expect(await page.getByRole('region', { name: 'Sessions' }).innerText()).to.contain('live');
-    await checkAccessibility('user detail');
+    await expectAccessible(page, 'user detail');
 
     await page.getByRole('button', { name: 'Disable' }).click();
     await page.getByText('User disabled: every session ended.').waitFor();
@@ -112,7 +93,7 @@ describe('console: the Users page in Chromium', function () {
     await page.getByRole('dialog').getByRole('button', { name: 'Cancel' }).click();
     expect((await t.ctx.pool.query('SELECT 1 FROM walgate.users WHERE id = $1', [ada.userId])).rowCount).to.equal(1);
     await page.getByRole('button', { name: 'Delete' }).click();
-    await checkAccessibility('delete confirmation');
+    await expectAccessible(page, 'delete confirmation');
     await page.getByRole('dialog').getByRole('button', { name: 'Delete user' }).click();
     await page.getByRole('heading', { name: 'Users' }).waitFor();
     await page.getByRole('link', { name: 'alan.turing@example.com' }).waitFor();
