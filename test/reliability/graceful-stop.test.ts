@@ -7,7 +7,7 @@ import { startTestApi, type TestApi } from '../support/api.js';
 import { TestReceiver } from '../support/receiver.js';
 import { insertSubscription } from '../support/subscriptions.js';
 import { testCertificates } from '../support/tls.js';
-import { spawnTailerDaemon } from '../tailer/support.js';
+import { spawnTailerDaemon, waitForStreaming } from '../tailer/support.js';
 
 // A clean stop sends nothing twice (issue 35): SIGTERM to the tailer while changes stream out at
 // about 2,000 a second, then a restart. Before, the stop dropped the history rows gathered for
@@ -59,22 +59,9 @@ describe('a graceful stop of the tailer mid-stream', function () {
       daemons.push(child);
       return child;
     };
-    const streaming = async (): Promise<boolean> => {
-      const { rowCount } = await t.ctx.pool.query(
-        `SELECT 1 FROM pg_replication_slots WHERE database = current_database() AND active_pid IS NOT NULL`,
-      );
-      return (rowCount ?? 0) > 0;
-    };
-    const waitStreaming = async () => {
-      const until = Date.now() + 30_000;
-      while (!(await streaming())) {
-        if (Date.now() > until) throw new Error('no tailer leads');
-        await sleep(50);
-      }
-    };
 
     const first = await launch();
-    await waitStreaming();
+    await waitForStreaming(t);
     // About 2,000 changes a second: 100 rows every 50 ms, 16,000 in all.
     const TOTAL = 16_000;
     const writing = (async () => {

@@ -7,7 +7,7 @@ import { startTestApi, type TestApi } from '../support/api.js';
 import { TestReceiver } from '../support/receiver.js';
 import { insertSubscription } from '../support/subscriptions.js';
 import { testCertificates } from '../support/tls.js';
-import { killDaemon, spawnTailerDaemon } from '../tailer/support.js';
+import { killDaemon, spawnTailerDaemon, waitForStreaming } from '../tailer/support.js';
 
 // The issue's demonstration of ordering by a column group (`ordering: {by: ["account_id"]}`), on
 // the pattern of row-ordering.test.ts: a ledger of 50 accounts gets 4,000 changes — new lines,
@@ -111,19 +111,9 @@ describe('group ordering under random failures and a SIGKILL of the leading tail
       daemons.push(child);
       return child;
     };
-    const streaming = async (): Promise<boolean> => {
-      const { rowCount } = await t.ctx.pool.query(
-        `SELECT 1 FROM pg_replication_slots WHERE database = current_database() AND active_pid IS NOT NULL`,
-      );
-      return (rowCount ?? 0) > 0;
-    };
 
     const first = await launch();
-    const until = Date.now() + 20_000;
-    while (!(await streaming())) {
-      if (Date.now() > until) throw new Error('no tailer leads');
-      await sleep(50);
-    }
+    await waitForStreaming(t, 20_000);
     await launch();
 
     // The writer's own book: each account's last seq, and which lines it holds. One writer,

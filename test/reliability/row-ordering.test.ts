@@ -7,7 +7,7 @@ import { startTestApi, type TestApi } from '../support/api.js';
 import { TestReceiver } from '../support/receiver.js';
 import { insertSubscription } from '../support/subscriptions.js';
 import { testCertificates } from '../support/tls.js';
-import { spawnTailerDaemon } from '../tailer/support.js';
+import { killDaemon, spawnTailerDaemon, waitForStreaming } from '../tailer/support.js';
 
 // The issue's demonstration of row ordering: a receiver that refuses a random 30 % of requests
 // (never one delivery more than three times, never one it accepted before, so none goes dead) gets 10,000 updates
@@ -91,26 +91,10 @@ describe('row ordering under random failures and a SIGKILL of the leading tailer
       daemons.push(child);
       return child;
     };
-    const kill = async (c: ChildProcess) => {
-      if (c.exitCode !== null) return;
-      const exited = new Promise((resolve) => c.once('exit', resolve));
-      c.kill('SIGKILL');
-      await exited;
-    };
-    const streaming = async (): Promise<boolean> => {
-      const { rowCount } = await t.ctx.pool.query(
-        `SELECT 1 FROM pg_replication_slots WHERE database = current_database() AND active_pid IS NOT NULL`,
-      );
-      return (rowCount ?? 0) > 0;
-    };
 
     const first = await launch();
     // Let the first one lead before the standby starts, so that the leader is known.
-    const until = Date.now() + 20_000;
-    while (!(await streaming())) {
-      if (Date.now() > until) throw new Error('no tailer leads');
-      await sleep(50);
-    }
+    await waitForStreaming(t, 20_000);
     await launch();
 
     const started = Date.now();
@@ -134,7 +118,7 @@ describe('row ordering under random failures and a SIGKILL of the leading tailer
       await sleep(20);
     }
     const atKill = acceptedAt.size;
-    await kill(first);
+    await killDaemon(first);
     await writing;
     const versions = await writer.query('SELECT sum(version)::int AS n FROM shop_master.items');
     expect(versions.rows[0].n).to.equal(UPDATES);

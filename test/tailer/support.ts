@@ -127,6 +127,19 @@ export async function spawnTailerDaemon(t: TestApi, extra: Record<string, string
   return child;
 }
 
+/** Waits until a tailer daemon leads: the database's replication slot has an active walsender. */
+export async function waitForStreaming(t: TestApi, timeoutMs = 30_000): Promise<void> {
+  const until = Date.now() + timeoutMs;
+  for (;;) {
+    const { rowCount } = await t.ctx.pool.query(
+      'SELECT 1 FROM pg_replication_slots WHERE database = current_database() AND active_pid IS NOT NULL',
+    );
+    if ((rowCount ?? 0) > 0) return;
+    if (Date.now() > until) throw new Error('no tailer leads');
+    await new Promise((resolve) => setTimeout(resolve, 50));
+  }
+}
+
 /** SIGKILLs a daemon (no clean-up of any kind, as a crash) and waits until it is gone. */
 export async function killDaemon(child: ChildProcess | undefined): Promise<void> {
   if (!child || child.exitCode !== null || child.signalCode !== null) return;
