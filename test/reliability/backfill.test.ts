@@ -1,12 +1,11 @@
 import type { ChildProcess } from 'node:child_process';
-import { readFile, writeFile } from 'node:fs/promises';
+import { readFile } from 'node:fs/promises';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { expect } from 'chai';
 import pg from 'pg';
 import { managementClient, startTestApi, type TestApi } from '../support/api.js';
 import { TestReceiver } from '../support/receiver.js';
-import { testCertificates } from '../support/tls.js';
-import { killDaemon, spawnTailerDaemon } from '../tailer/support.js';
+import { killDaemon, spawnDeliveringDaemon } from '../tailer/support.js';
 
 // The issue's demonstration of backfills: a table of BACKFILL_TEST_ROWS rows (100,000 unless told)
 // is backfilled to a row-ordered subscription while a writer updates random rows, and the tailer
@@ -33,7 +32,6 @@ describe(`backfill of ${ROWS} rows under a concurrent writer, with a SIGKILL of 
   let t: TestApi;
   let writer: pg.Client;
   let receiver: TestReceiver;
-  let caFile: string;
   const daemons: ChildProcess[] = [];
 
   before(async () => {
@@ -45,9 +43,6 @@ describe(`backfill of ${ROWS} rows under a concurrent writer, with a SIGKILL of 
     await writer.query(`INSERT INTO shop_master.items SELECT g, 0, repeat('p', 100) FROM generate_series(1, $1::int) g`, [ROWS]);
     receiver = new TestReceiver();
     await receiver.start();
-    // Both tests' daemons trust the receiver's test CA the way an operator would.
-    caFile = `${t.config.dataDir}/test-ca.pem`;
-    await writeFile(caFile, (await testCertificates()).ca);
   });
   after(async () => {
     for (const d of daemons) await killDaemon(d);
@@ -88,7 +83,7 @@ describe(`backfill of ${ROWS} rows under a concurrent writer, with a SIGKILL of 
     const wh = created.body.webhook.id as string;
 
     const launch = async () => {
-      const child = await spawnTailerDaemon(t, { WEBHOOK_ALLOW_PRIVATE_NETWORKS: 'true', NODE_EXTRA_CA_CERTS: caFile });
+      const child = await spawnDeliveringDaemon(t);
       daemons.push(child);
       return child;
     };
@@ -195,7 +190,7 @@ describe(`backfill of ${ROWS} rows under a concurrent writer, with a SIGKILL of 
       url: `${receiver.url}/blobs`,
       secret: 'whsec-backfill-reliability-0002',
     });
-    const child = await spawnTailerDaemon(t, { WEBHOOK_ALLOW_PRIVATE_NETWORKS: 'true', NODE_EXTRA_CA_CERTS: caFile });
+    const child = await spawnDeliveringDaemon(t);
     daemons.push(child);
     const started = await api.post(`/api/rest/_webhooks/${created.body.webhook.id}/backfill`, {});
     expect(started.status).to.equal(202);

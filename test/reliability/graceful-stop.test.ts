@@ -1,13 +1,11 @@
 import type { ChildProcess } from 'node:child_process';
-import { writeFile } from 'node:fs/promises';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { expect } from 'chai';
 import pg from 'pg';
 import { startTestApi, type TestApi } from '../support/api.js';
 import { TestReceiver } from '../support/receiver.js';
 import { insertSubscription } from '../support/subscriptions.js';
-import { testCertificates } from '../support/tls.js';
-import { spawnTailerDaemon, waitForStreaming } from '../tailer/support.js';
+import { spawnDeliveringDaemon, waitForStreaming } from '../tailer/support.js';
 
 // A clean stop sends nothing twice (issue 35): SIGTERM to the tailer while changes stream out at
 // about 2,000 a second, then a restart. Before, the stop dropped the history rows gathered for
@@ -52,10 +50,8 @@ describe('a graceful stop of the tailer mid-stream', function () {
       url: `${receiver.url}/hook`,
       events: ['INSERT'],
     });
-    const caFile = `${t.config.dataDir}/test-ca.pem`;
-    await writeFile(caFile, (await testCertificates()).ca);
     const launch = async () => {
-      const child = await spawnTailerDaemon(t, { WEBHOOK_ALLOW_PRIVATE_NETWORKS: 'true', NODE_EXTRA_CA_CERTS: caFile });
+      const child = await spawnDeliveringDaemon(t);
       daemons.push(child);
       return child;
     };

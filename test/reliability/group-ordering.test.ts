@@ -1,13 +1,11 @@
 import type { ChildProcess } from 'node:child_process';
-import { writeFile } from 'node:fs/promises';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { expect } from 'chai';
 import pg from 'pg';
 import { startTestApi, type TestApi } from '../support/api.js';
 import { TestReceiver } from '../support/receiver.js';
 import { insertSubscription } from '../support/subscriptions.js';
-import { testCertificates } from '../support/tls.js';
-import { killDaemon, spawnTailerDaemon, waitForStreaming } from '../tailer/support.js';
+import { killDaemon, spawnDeliveringDaemon, waitForStreaming } from '../tailer/support.js';
 
 // The issue's demonstration of ordering by a column group (`ordering: {by: ["account_id"]}`), on
 // the pattern of row-ordering.test.ts: a ledger of 50 accounts gets 4,000 changes — new lines,
@@ -98,12 +96,8 @@ describe('group ordering under random failures and a SIGKILL of the leading tail
       ordering: { by: ['account_id'] },
     });
 
-    const caFile = `${t.config.dataDir}/test-ca.pem`;
-    await writeFile(caFile, (await testCertificates()).ca);
     const launch = async () => {
-      const child = await spawnTailerDaemon(t, {
-        WEBHOOK_ALLOW_PRIVATE_NETWORKS: 'true',
-        NODE_EXTRA_CA_CERTS: caFile,
+      const child = await spawnDeliveringDaemon(t, {
         WEBHOOK_RETRY_DELAYS_MS: '0,10,20,40,80',
         // 30 % refusals make runs of five failures common: the breaker must not pause the endpoint.
         WEBHOOK_BREAKER_FAILURES: '100000',

@@ -1,13 +1,11 @@
 import type { ChildProcess } from 'node:child_process';
-import { writeFile } from 'node:fs/promises';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { expect } from 'chai';
 import pg from 'pg';
 import { startTestApi, type TestApi } from '../support/api.js';
 import { TestReceiver } from '../support/receiver.js';
 import { insertSubscription } from '../support/subscriptions.js';
-import { testCertificates } from '../support/tls.js';
-import { killDaemon, spawnTailerDaemon, waitForStreaming } from '../tailer/support.js';
+import { killDaemon, spawnDeliveringDaemon, waitForStreaming } from '../tailer/support.js';
 
 // The issue's demonstration of row ordering: a receiver that refuses a random 30 % of requests
 // (never one delivery more than three times, never one it accepted before, so none goes dead) gets 10,000 updates
@@ -78,12 +76,8 @@ describe('row ordering under random failures and a SIGKILL of the leading tailer
       ordering: 'row',
     });
 
-    const caFile = `${t.config.dataDir}/test-ca.pem`;
-    await writeFile(caFile, (await testCertificates()).ca);
     const launch = async () => {
-      const child = await spawnTailerDaemon(t, {
-        WEBHOOK_ALLOW_PRIVATE_NETWORKS: 'true',
-        NODE_EXTRA_CA_CERTS: caFile,
+      const child = await spawnDeliveringDaemon(t, {
         WEBHOOK_RETRY_DELAYS_MS: '0,10,20,40,80',
         // 30 % refusals make runs of five failures common: the breaker must not pause the endpoint.
         WEBHOOK_BREAKER_FAILURES: '100000',

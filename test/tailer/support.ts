@@ -1,10 +1,13 @@
 import { expect } from 'chai';
 import pg from 'pg';
 import { spawn, type ChildProcess } from 'node:child_process';
+import { writeFile } from 'node:fs/promises';
+import path from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { fileURLToPath } from 'node:url';
 import { freePort } from '../../src/core/db/embedded.js';
 import type { TestApi } from '../support/api.js';
+import { testCertificates } from '../support/tls.js';
 import type { Context } from '../../src/core/context.js';
 import { PAYLOAD_COLUMNS, renderPayload } from '../../src/delivery/payload.js';
 import { DeliveryEngine } from '../../src/delivery/engine.js';
@@ -125,6 +128,17 @@ export async function spawnTailerDaemon(t: TestApi, extra: Record<string, string
   const child = spawn(process.execPath, [TAILER_MAIN], { env, stdio: ['ignore', 'ignore', 'pipe'] });
   child.stderr!.on('data', (d: Buffer) => process.stderr.write(d));
   return child;
+}
+
+/**
+ * A tailer daemon that delivers to the tests' HTTPS receivers: it trusts their CA as an operator
+ * would (`NODE_EXTRA_CA_CERTS`, a file in the test's data directory, written here so that no test
+ * depends on another having written it) and may reach loopback addresses.
+ */
+export async function spawnDeliveringDaemon(t: TestApi, extra: Record<string, string> = {}): Promise<ChildProcess> {
+  const caFile = path.join(t.config.dataDir, 'test-ca.pem');
+  await writeFile(caFile, (await testCertificates()).ca);
+  return spawnTailerDaemon(t, { WEBHOOK_ALLOW_PRIVATE_NETWORKS: 'true', NODE_EXTRA_CA_CERTS: caFile, ...extra });
 }
 
 /** Waits until a tailer daemon leads: the database's replication slot has an active walsender. */
