@@ -53,14 +53,6 @@ export class Throttle {
     }
     return Math.max(1, Math.ceil(((1 - b.tokens) / b.perSecond) * 1000));
   }
-
-  /** Whether a request could go now, without taking its token (the worker's claim sizing). */
-  ready(webhookId: string, limit: RateLimitSettings | null, now = performance.now()): boolean {
-    if (!limit) return true;
-    const b = this.#buckets.get(webhookId);
-    if (!b || b.perSecond !== limit.perSecond || b.burst !== limit.burst) return true;
-    return Math.min(b.burst, b.tokens + ((now - b.at) / 1000) * b.perSecond) >= 1;
-  }
 }
 
 /** Deliveries a worker may hold claimed for a throttled subscription: about 5 s of its turns, so leases outlast the wait. */

@@ -3,6 +3,7 @@ import type { Pool } from '../../core/db/pool.js';
 import { PAYLOAD_COLUMNS, type PayloadRow } from '../payload.js';
 import type { KeptRequest } from '../attempt.js';
 import { RETRY_DELAYS_MS } from './retry-delays.js';
+import { RATE_LIMIT } from './rate-limit.js';
 import type { RateLimitSettings } from '../throttle.js';
 
 // The retry queue's statements on walgate.deliveries and walgate.delivery_attempts (the stream
@@ -270,8 +271,7 @@ export const LEASED_RETURNING = `d.id, d.webhook_id, d.batch_id, d.event_id, d.e
 export const CLAIMED_COLUMNS = (now: string) =>
   `d.id, d.webhook_id, d.batch_id, w.batch_max_events, w.batch_max_bytes, d.attempts, d.lease, d.ordered, d.order_key, d.order_key_old,
    w.url, w.secret, w.header_values, d.event_type, d.kept_payload, d.held_bytes, d.schedule_started_at, ${RETRY_DELAYS_MS} AS retry_delays_ms,
-   CASE WHEN w.rate_limit_per_second IS NULL THEN NULL
-   ELSE json_build_object('perSecond', w.rate_limit_per_second, 'burst', coalesce(w.rate_limit_burst, 1)) END AS rate_limit,
+   ${RATE_LIMIT} AS rate_limit,
    d.event_id AS delivery_event_id,
    CASE WHEN w.previous_secret_until > ${now} THEN w.previous_secret END AS previous_secret, ${PAYLOAD_COLUMNS}
    -- Neither its event nor a kept body: nothing to send. Returned all the same, so that the

@@ -2,6 +2,7 @@ import type { Pool } from '../../core/db/pool.js';
 import type { BatchSettings } from '../batch.js';
 import type { RateLimitSettings } from '../throttle.js';
 import { RETRY_DELAYS_MS } from './retry-delays.js';
+import { RATE_LIMIT } from './rate-limit.js';
 
 // A subscription as delivery needs it (targets.ts caches it).
 
@@ -26,8 +27,7 @@ export async function readTarget(pool: Pool, webhookId: string): Promise<TargetR
   const { rows } = await pool.query<TargetRow>(
     `SELECT project_id, environment, url, active, secret, header_values, history, ${RETRY_DELAYS_MS} AS retry_delays_ms,
             json_build_object('maxEvents', batch_max_events, 'maxWaitMs', batch_max_wait_ms, 'maxBytes', batch_max_bytes) AS batch,
-            CASE WHEN w.rate_limit_per_second IS NULL THEN NULL
-              ELSE json_build_object('perSecond', w.rate_limit_per_second, 'burst', coalesce(w.rate_limit_burst, 1)) END AS rate_limit,
+            ${RATE_LIMIT} AS rate_limit,
             CASE WHEN previous_secret_until > now() THEN previous_secret END AS previous_secret,
             CASE WHEN previous_secret_until > now() THEN previous_secret_until END AS previous_secret_until
        FROM walgate.webhooks w WHERE id = $1`,
