@@ -28,8 +28,10 @@ const TABLES = [
   'emoji 🚀',
   'UPPER',
   'x'.repeat(63),
+  '__proto__',
 ];
-const COLUMNS = ['weird "col"', 'dotted.col', 'ünï', 'select', "s'); DROP TABLE shop_master.victim; --"];
+// "constructor" is a key a JavaScript object holds already: as a filter, a selection and a body key it stays a plain column name.
+const COLUMNS = ['weird "col"', 'dotted.col', 'ünï', 'select', "s'); DROP TABLE shop_master.victim; --", 'constructor'];
 
 describe('reliability: identifiers from end to end', function () {
   this.timeout(120_000);
@@ -81,8 +83,12 @@ describe('reliability: identifiers from end to end', function () {
     await writer.query(insert, [rowId + 1, 'yes', ...rest.map((c) => `value of ${c}`)]);
     const [d] = await waitForDeliveries(t.ctx, 1, wh);
     expect(d!.payload.table).to.equal(table);
-    const want: Record<string, unknown> = { id: rowId + 1, [filtered!]: 'yes' };
-    if (rest[0] !== undefined) want[rest[0]] = `value of ${rest[0]}`;
+    // Built from entries, so that a column named "__proto__" is an own key here as in the body.
+    const want = Object.fromEntries([
+      ['id', rowId + 1],
+      [filtered!, 'yes'],
+      ...(rest[0] === undefined ? [] : [[rest[0], `value of ${rest[0]}`]]),
+    ]);
     expect(d!.payload.record).to.deep.equal(want);
     // Only the matching row: a second delivery would show a filter that matched nothing, or everything.
     await writer.query(`UPDATE ${q(table)} SET ${quoteIdent(filtered!)} = 'yes' WHERE id = $1`, [rowId]);
@@ -112,11 +118,27 @@ describe('reliability: identifiers from end to end', function () {
       fc.asyncProperty(identifier, fc.uniqueArray(identifier, { minLength: 2, maxLength: 3 }), async (table, columns) => {
         n++;
         const name = `${table} #${n}`; // distinct tables across runs (fast-check may repeat a value)
-        if (Buffer.byteLength(name) > 63 || columns.includes('id')) return;
+        // The first column is the filter's key, and a "__proto__" key is refused (next test).
+        if (Buffer.byteLength(name) > 63 || columns.includes('id') || columns[0] === '__proto__') return;
         await roundTrip(name, columns, 1000 + 10 * n);
       }),
       { numRuns: Number(process.env.PROPERTY_RUNS ?? 12) },
     );
+  });
+
+  it('a column named "__proto__" is selected and delivered as a plain key; as a filter key it is refused with a violation', async () => {
+    await roundTrip('proto columns', ['status', '__proto__'], 5001);
+    const refused = await api.post('/api/rest/_webhooks', {
+      projectId: 'shop',
+      environment: 'master',
+      table: 'proto columns',
+      events: ['INSERT'],
+      url: URL_,
+      secret: SECRET,
+      filter: JSON.parse('{"__proto__": "yes"}'),
+    });
+    expect(refused.status).to.equal(400);
+    expect(refused.body.violations).to.deep.equal([{ path: 'filter.__proto__', message: 'is not accepted as a name' }]);
   });
 
   it('names that are not tables or columns of the environment are refused with a violation, and nothing is altered', async () => {
