@@ -220,6 +220,16 @@ async function detailView(id, deliveryId) {
         h('dd', {}, time(hl.lastSuccessAt)),
         h('dt', {}, 'Failures, last hour'),
         h('dd', { id: 'failures' }, String(hl.failuresLastHour)),
+        webhook.rateLimit || hl.throttledLastHour
+          ? [
+              h('dt', {}, 'Throttled, last hour'),
+              h(
+                'dd',
+                { id: 'throttled' },
+                `${hl.throttledLastHour} requests waited for their turn (${(hl.throttledMsLastHour / 1000).toFixed(1)} s in all)`,
+              ),
+            ]
+          : null,
       ),
     );
     actions.replaceChildren(

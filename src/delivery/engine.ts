@@ -13,11 +13,15 @@ import { DeliverySenders } from './destinations/senders.js';
 import { DestinationConnections } from './destinations/connections.js';
 import { openCredentials } from './destinations/credentials.js';
 import { countTailers } from './sql/peers.js';
+import { recordThrottleWaits } from './sql/throttle-minutes.js';
 import { HeldDeliveries } from './payload-bytes.js';
 import { StreamDelivery } from './stream.js';
 import { Targets } from './targets.js';
 import { QueueWorker } from './worker.js';
 import { SubscriptionStateLog } from './subscription-state.js';
+
+/** How often the throttle's waits are added to the per-minute rollup. */
+const THROTTLE_RECORD_MS = 5000;
 
 export interface DeliveryEngineOptions {
   /** Requests in flight at once, over all subscriptions (the stream and the retry queue each). */
@@ -60,6 +64,7 @@ export class DeliveryEngine implements DeliverySink {
   /** Other tailer processes on this database (leaders and standbys each hold a walgate-tailer-lock connection). */
   #peers = 0;
   #peerTimer: NodeJS.Timeout | undefined;
+  #throttleTimer: NodeJS.Timeout | undefined;
 
   constructor(ctx: Context, options: DeliveryEngineOptions) {
     this.#ctx = ctx;
@@ -101,7 +106,10 @@ export class DeliveryEngine implements DeliverySink {
       clock: ctx.clock,
       disableSubscription: options.disableSubscription,
       states: new SubscriptionStateLog(ctx.log, ctx.clock),
-      throttle: new Throttle(() => ctx.metrics.throttleWaits.inc()),
+      throttle: new Throttle(
+        () => ctx.metrics.throttleWaits.inc(),
+        () => ctx.clock().getTime(),
+      ),
     };
     this.#worker = new QueueWorker(ctx, this.#deps, {
       concurrency: Math.max(1, Math.floor(this.#o.concurrency / 2)),
@@ -158,6 +166,16 @@ export class DeliveryEngine implements DeliverySink {
     void count();
     this.#peerTimer = setInterval(count, 5000);
     this.#peerTimer.unref();
+    this.#throttleTimer = setInterval(() => void this.#recordThrottleWaits(), THROTTLE_RECORD_MS);
+    this.#throttleTimer.unref();
+  }
+
+  /** The throttle's waits into the rollup, for the subscriptions' health: a lost tally is only a figure, never a delivery. */
+  async #recordThrottleWaits(): Promise<void> {
+    const waits = this.#deps.throttle?.drainWaits() ?? [];
+    await recordThrottleWaits(this.#ctx.pool, waits).catch((err: Error) =>
+      this.#ctx.log.warn({ err: err.message, subscriptions: waits.length }, 'throttle waits not recorded'),
+    );
   }
 
   /** Stops the retry queue's worker only (bounded): what it holds goes back to the queue. */
@@ -168,8 +186,10 @@ export class DeliveryEngine implements DeliverySink {
   /** Stops the retry queue's worker, then the sender. The tailer closes its stream itself, first. */
   async stop(timeoutMs = 15_000): Promise<void> {
     clearInterval(this.#peerTimer);
+    clearInterval(this.#throttleTimer);
     this.#catchUp.stop();
     await this.#worker.stop(timeoutMs);
+    await this.#recordThrottleWaits();
     await this.#sender.close().catch(() => undefined);
   }
 

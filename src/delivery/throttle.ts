@@ -3,7 +3,8 @@
 // only process that sends a throttled subscription's deliveries (a standby's worker does not claim
 // them: sql/queue.ts), so the bucket is the receiver's whole budget. A request that finds no token
 // waits where it is (the stream's lane, the worker's claimed queue) and is started when one is due:
-// no attempt spent, no breaker failure, no slot held while waiting.
+// no attempt spent, no breaker failure, no slot held while waiting. The waits are tallied per
+// subscription and minute for its health (drainWaits → sql/throttle-minutes.ts).
 
 export interface RateLimitSettings {
   perSecond: number;
@@ -16,17 +17,37 @@ interface Bucket {
   at: number;
   perSecond: number;
   burst: number;
-  /** Whether the last ask found none (a wait counted once, until a token is taken). */
-  waiting: boolean;
+  /** performance.now() when the last ask found none (a wait counted once, until a token is taken); null: not waiting. */
+  waitingSince: number | null;
+}
+
+/** A subscription's waits that ended in one minute: how many, and how long in all. */
+export interface ThrottleWaits {
+  webhookId: string;
+  /** The minute's start, ms since the epoch. */
+  minute: number;
+  waits: number;
+  waitedMs: number;
 }
 
 export class Throttle {
   readonly #buckets = new Map<string, Bucket>();
   readonly #onWait: () => void;
+  readonly #wallClock: () => number;
+  /** Waits ended since the last drainWaits, by subscription and minute. */
+  #waits = new Map<string, ThrottleWaits>();
 
   /** `onWait`: a request of a throttled subscription started waiting for its turn (a metric). */
-  constructor(onWait: () => void = () => undefined) {
+  constructor(onWait: () => void = () => undefined, wallClock: () => number = Date.now) {
     this.#onWait = onWait;
+    this.#wallClock = wallClock;
+  }
+
+  /** The waits that ended since the last call, one entry per subscription and minute; the tally starts afresh. */
+  drainWaits(): ThrottleWaits[] {
+    const waits = [...this.#waits.values()];
+    this.#waits = new Map();
+    return waits;
   }
 
   /**
@@ -37,21 +58,32 @@ export class Throttle {
     if (!limit) return 0;
     let b = this.#buckets.get(webhookId);
     if (!b || b.perSecond !== limit.perSecond || b.burst !== limit.burst) {
-      b = { tokens: limit.burst, at: now, perSecond: limit.perSecond, burst: limit.burst, waiting: false };
+      b = { tokens: limit.burst, at: now, perSecond: limit.perSecond, burst: limit.burst, waitingSince: null };
       this.#buckets.set(webhookId, b);
     }
     b.tokens = Math.min(b.burst, b.tokens + ((now - b.at) / 1000) * b.perSecond);
     b.at = now;
     if (b.tokens >= 1) {
       b.tokens -= 1;
-      b.waiting = false;
+      if (b.waitingSince !== null) this.#tally(webhookId, now - b.waitingSince);
+      b.waitingSince = null;
       return 0;
     }
-    if (!b.waiting) {
-      b.waiting = true;
+    if (b.waitingSince === null) {
+      b.waitingSince = now;
       this.#onWait();
     }
     return Math.max(1, Math.ceil(((1 - b.tokens) / b.perSecond) * 1000));
+  }
+
+  #tally(webhookId: string, waitedMs: number): void {
+    const minute = Math.floor(this.#wallClock() / 60_000) * 60_000;
+    const key = `${webhookId}\0${minute}`;
+    const t = this.#waits.get(key);
+    if (t) {
+      t.waits++;
+      t.waitedMs += waitedMs;
+    } else this.#waits.set(key, { webhookId, minute, waits: 1, waitedMs });
   }
 }
 

@@ -118,6 +118,25 @@ describe('delivery: a throttle per subscription', function () {
           .then((m) => m.values[0]?.value),
       ),
     ).to.be.above(0);
+
+    // The waits show in the subscription's health (the leader adds them to the rollup every 5 s);
+    // the unthrottled neighbour never waited.
+    const health = await eventually(
+      async () => (await api.get(`/api/rest/_webhooks/${slow.body.webhook.id}`)).body.health,
+      (h) => h.throttledLastHour >= ROWS / 2,
+      15_000,
+    );
+    expect(health.throttledLastHour, 'requests that waited').to.be.at.most(ROWS);
+    // 500 turns at 20 a second: the requests waited, in all, at least ~20 s (one turn each apart).
+    expect(health.throttledMsLastHour).to.be.at.least(15_000);
+    const fastHealth = (await api.get(`/api/rest/_webhooks/${fast.body.webhook.id}`)).body.health;
+    expect(fastHealth).to.include({ throttledLastHour: 0, throttledMsLastHour: 0 });
+    const minutes = (await api.get(`/api/rest/_webhooks/${slow.body.webhook.id}/minutes`)).body.minutes;
+    const perMinute = minutes.reduce((n: number, m: { throttled: number }) => n + m.throttled, 0);
+    const windows = (await api.get(`/api/rest/_webhooks/${slow.body.webhook.id}/health`)).body.windows;
+    expect(windows[0]).to.include({ window: '24h' });
+    expect(windows[0].throttled, 'the 24 h window counts what the hour does').to.be.at.least(perMinute);
+    expect(perMinute).to.be.at.least(health.throttledLastHour);
   });
 
   it('a PATCH changes or removes the throttle; bad values are a 400 naming the field', async () => {

@@ -22,6 +22,17 @@ describe('delivery log API and secret rotation', function () {
   const firstSecret = whsec();
   const base = () => `/api/rest/_webhooks/${webhookId}`;
   const insertRow = () => p.writer.query('INSERT INTO shop_master.orders (id, status, amount) VALUES ($1, $2, 9.99)', [nextId++, 'paid']);
+  /** Inserts row `id` and waits for its first request. */
+  const sentRow = async (id: number) => {
+    await insertRow();
+    const first = () => p.receiver.requests.find((r) => JSON.parse(r.body).record?.id === id);
+    await eventually(
+      async () => first(),
+      (r) => r !== undefined,
+      10_000,
+    );
+    return first()!;
+  };
 
   before(async () => {
     p = await startPipeline({ WEBHOOK_SECRET_GRACE_MS: String(GRACE_MS), WEBHOOK_BREAKER_FAILURES: '100' });
@@ -254,15 +265,14 @@ describe('delivery log API and secret rotation', function () {
     const graceEnds = Date.now() + GRACE_MS;
     expect(patched.status).to.equal(200);
     expect(patched.text).not.to.contain(newSecret.slice(6, 20));
-    const before = p.receiver.requests.length;
-    await insertRow();
-    const [during] = (await p.receiver.waitFor(before + 1)).slice(before);
-    expect(during!.headers['webhook-signature']!.split(' ')).to.have.length(2);
-    expect(verifies(newSecret, during!), 'with the new secret').to.equal(true);
-    expect(verifies(firstSecret, during!), 'with the old secret').to.equal(true);
-    expect(verifies(whsec(), during!), 'with another secret').to.equal(false);
-    expect(during!.headers['x-webhook-signature']).to.equal(hexSignature(newSecret, during!.body));
-    expect(during!.headers['x-service-signature']).to.equal(`sha256=${hexSignature(newSecret, during!.body)}`);
+    // Each change is found by its row: a replay of the test before may still arrive meanwhile.
+    const during = await sentRow(nextId);
+    expect(during.headers['webhook-signature']!.split(' ')).to.have.length(2);
+    expect(verifies(newSecret, during), 'with the new secret').to.equal(true);
+    expect(verifies(firstSecret, during), 'with the old secret').to.equal(true);
+    expect(verifies(whsec(), during), 'with another secret').to.equal(false);
+    expect(during.headers['x-webhook-signature']).to.equal(hexSignature(newSecret, during.body));
+    expect(during.headers['x-service-signature']).to.equal(`sha256=${hexSignature(newSecret, during.body)}`);
 
     // Both are encrypted at rest.
     const { rows } = await p.t.ctx.pool.query('SELECT secret, previous_secret FROM walgate.webhooks WHERE id = $1', [webhookId]);
@@ -272,11 +282,10 @@ describe('delivery log API and secret rotation', function () {
     }
 
     await new Promise((r) => setTimeout(r, graceEnds + 100 - Date.now()));
-    await insertRow();
-    const [afterGrace] = (await p.receiver.waitFor(before + 2)).slice(before + 1);
-    expect(afterGrace!.headers['webhook-signature']!.split(' ')).to.have.length(1);
-    expect(verifies(newSecret, afterGrace!)).to.equal(true);
-    expect(verifies(firstSecret, afterGrace!)).to.equal(false);
+    const afterGrace = await sentRow(nextId);
+    expect(afterGrace.headers['webhook-signature']!.split(' ')).to.have.length(1);
+    expect(verifies(newSecret, afterGrace)).to.equal(true);
+    expect(verifies(firstSecret, afterGrace)).to.equal(false);
 
     const logged = p.t.logs.text;
     for (const s of [newSecret, firstSecret]) expect(logged).not.to.contain(s.slice(6));

@@ -17,6 +17,9 @@ export interface HealthWindow {
   /** Requests in the window: answered 2xx (one per delivered delivery), or not (the rollup). */
   attemptsSucceeded: number;
   attemptsFailed: number;
+  /** Requests that waited for the throttle's turn (the rollup), and how long in all (ms). */
+  throttled: number;
+  throttledMs: number;
   /** attemptsSucceeded / all attempts; null without an attempt. */
   successRate: number | null;
   /** Attempt durations (ms) of the newest deliveries' attempts; null without an attempt. */
@@ -53,13 +56,15 @@ export async function endpointHealth(db: Queryable, webhookId: string, now: Date
          SELECT a.duration_ms FROM recent r JOIN walgate.delivery_attempts a ON a.delivery_id = r.id
           WHERE a.started_at >= $2 AND a.duration_ms IS NOT NULL
        ), rollup AS (
-         SELECT coalesce(sum(delivered), 0)::int AS delivered, coalesce(sum(failed), 0)::int AS failed
+         SELECT coalesce(sum(delivered), 0)::int AS delivered, coalesce(sum(failed), 0)::int AS failed,
+                coalesce(sum(throttled), 0)::int AS throttled, coalesce(sum(throttled_ms), 0)::float8 AS throttled_ms
            FROM walgate.delivery_minutes WHERE webhook_id = $1 AND minute >= date_trunc('minute', $2::timestamptz)
        )
        SELECT (SELECT delivered FROM rollup) AS delivered,
               (SELECT count(*) FILTER (WHERE status = 'dead')::int FROM recent) AS dead,
               (SELECT count(*) FILTER (WHERE status IN ('pending', 'retrying'))::int FROM recent) AS unfinished,
               (SELECT delivered FROM rollup) AS "attemptsSucceeded", (SELECT failed FROM rollup) AS "attemptsFailed",
+              (SELECT throttled FROM rollup) AS throttled, (SELECT throttled_ms FROM rollup) AS "throttledMs",
               percentile_disc(0.5) WITHIN GROUP (ORDER BY ms) AS "latencyP50Ms",
               percentile_disc(0.95) WITHIN GROUP (ORDER BY ms) AS "latencyP95Ms"
          FROM attempts`,
@@ -67,7 +72,7 @@ export async function endpointHealth(db: Queryable, webhookId: string, now: Date
     );
     const r = rows[0]!;
     const total = r.attemptsSucceeded + r.attemptsFailed;
-    windows.push({ window: name, ...r, successRate: total ? r.attemptsSucceeded / total : null });
+    windows.push({ window: name, ...r, throttledMs: Math.round(r.throttledMs), successRate: total ? r.attemptsSucceeded / total : null });
   }
   return windows;
 }

@@ -150,6 +150,11 @@ const health = z
     disabledAt: timestamp.nullable(),
     lastSuccessAt: timestamp.nullable(),
     failuresLastHour: z.int().nonnegative().meta({ description: 'Failed attempts that started within the last hour.' }),
+    throttledLastHour: z
+      .int()
+      .nonnegative()
+      .meta({ description: "Requests that waited for the throttle's turn (`rateLimit`) within the last hour; 0 without a throttle." }),
+    throttledMsLastHour: z.int().nonnegative().meta({ description: 'How long those requests waited, in all (ms).' }),
     backlog: z.int().nonnegative().meta({ description: 'Deliveries not finished yet (pending or retrying), counted up to 100000.' }),
   })
   .meta({ description: "How the subscription's deliveries go." });
@@ -211,9 +216,13 @@ export const deliveryMinutesResponse = z.object({
         minute: timestamp.meta({ description: "The minute's start." }),
         delivered: z.int().nonnegative(),
         failed: z.int().nonnegative(),
+        throttled: z.int().nonnegative(),
       }),
     )
-    .meta({ description: 'The last 60 minutes, oldest first: deliveries that succeeded, attempts that failed.' }),
+    .meta({
+      description:
+        "The last 60 minutes, oldest first: deliveries that succeeded, attempts that failed, requests that waited for the throttle's turn.",
+    }),
 });
 
 export const tablesResponse = z.object({
@@ -250,6 +259,8 @@ export const webhookHealthResponse = z.object({
         unfinished: z.int().nonnegative(),
         attemptsSucceeded: z.int().nonnegative(),
         attemptsFailed: z.int().nonnegative(),
+        throttled: z.int().nonnegative().meta({ description: "Requests that waited for the throttle's turn." }),
+        throttledMs: z.int().nonnegative().meta({ description: 'How long they waited, in all (ms).' }),
         successRate: rate.meta({ description: 'Attempts answered 2xx over all attempts; null without an attempt.' }),
         latencyP50Ms: ms,
         latencyP95Ms: ms,
