@@ -25,6 +25,7 @@ import { deliveryRatePaths } from './delivery-rate.js';
 import { historyModePaths } from './history-modes.js';
 import { batchingPaths } from './batching.js';
 import { outagePaths } from './outage.js';
+import { retryDrainPaths } from './retry-drain.js';
 import { postgresCpuUs } from './cpu.js';
 import { orderingPaths } from './ordering.js';
 import { payloadPaths } from './payloads.js';
@@ -147,6 +148,9 @@ const bench: Bench = {
 /** Paths that run only when BENCH_ONLY names them. */
 const ON_REQUEST = new Set(['outage-batched']);
 
+/** Paths that ran to the end this time: an earlier failure row of theirs is dropped. */
+const succeeded = new Set<string>();
+
 try {
   // BENCH_ONLY=read,refresh (names below) runs some paths while working on them; the default runs all.
   const only = process.env.BENCH_ONLY?.split(',');
@@ -165,6 +169,7 @@ try {
     ...filterPaths(bench),
     ['health', () => healthCall(bench)],
     ['noisy-neighbour', () => noisyNeighbour(bench)],
+    ...retryDrainPaths(bench),
     // Last: a catch-up that falls short leaves a retry backlog that would weigh on the paths after it.
     ...outagePaths(bench),
   ];
@@ -175,6 +180,7 @@ try {
     log(name);
     try {
       await run();
+      succeeded.add(name);
     } catch (err) {
       // A path that fails is recorded as failed; the others still run and are written.
       log(`${name} FAILED: ${(err as Error).message}`);
@@ -206,7 +212,7 @@ async function rowsToWrite(fresh: Result[]): Promise<Result[]> {
   );
   if (!before) return dated;
   const byPath = new Map(dated.map((r) => [r.path, r]));
-  const kept = before.results.map((r) => byPath.get(r.path) ?? { ...r, measured: r.measured ?? before.date.slice(0, 10) });
+  const kept = before.results.filter((r) => !(succeeded.has(r.path) && r.target.startsWith('failed:'))).map((r) => byPath.get(r.path) ?? { ...r, measured: r.measured ?? before.date.slice(0, 10) });
   return [...kept, ...dated.filter((r) => !before.results.some((b) => b.path === r.path))];
 }
 const written = await rowsToWrite(results);

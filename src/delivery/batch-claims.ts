@@ -11,15 +11,26 @@ import { postpone, type ClaimedDelivery } from './sql/queue.js';
 // subscription's deliveries that were never sent in a batch (spilled, parked behind their row,
 // paused, or parked before batching was turned on) form new batches here, whose ids are written
 // on their members before the request goes; a row head of a row-ordered one takes its row's next
-// changes along, in commit order, in its batch (sql/chains.ts). Everything else goes alone.
+// changes along, in commit order, in its batch (sql/chains.ts). A row head of an unbatched
+// row-ordered subscription takes them along too, as a run: one request each, back to back in
+// commit order, stopping at the first that is not delivered (worker.ts) — after an outage a row
+// moves a run of changes per claim round trip instead of one. Everything else goes alone.
 
 /** One request's worth of claimed deliveries, with the body each contributes (rendered once). */
 export interface ClaimedSend {
   deliveries: ClaimedDelivery[];
   bodies: string[];
-  /** The batch's id (its webhook-id); null: one delivery sent alone. */
+  /** The batch's id (its webhook-id); null: one delivery sent alone, or a run. */
   batchId: string | null;
+  /** A run: a row's changes in commit order, each sent alone after the one before was delivered. */
+  run?: boolean;
 }
+
+/** How many of its row's next changes an unbatched row head takes along in its run. */
+export const RUN_LENGTH = 32;
+
+/** A row head whose row's next changes may follow it in a batch or a run: not a change of its key. */
+const chainsFrom = (d: ClaimedDelivery) => d.order_key !== null && d.order_key_old === null;
 
 /** The event rendered as on the first attempt; once its event row is gone, the body kept on the delivery's row. */
 export function claimedBody(d: ClaimedDelivery): string {
@@ -39,13 +50,25 @@ export async function claimedSends(
   const sends: ClaimedSend[] = [];
   const batches = new Map<string, ClaimedDelivery[]>();
   const unbatched = new Map<string, ClaimedDelivery[]>();
+  const runHeads: ClaimedDelivery[] = [];
   for (const d of claimed) {
     if (d.batch_id !== null) add(batches, d.batch_id, d);
     else if (d.batch_max_events > 1) add(unbatched, d.webhook_id, d);
+    // A throttled subscription's requests each wait for their own turn (worker.ts): no runs.
+    else if (chainsFrom(d) && d.rate_limit === null) runHeads.push(d);
     else sends.push({ deliveries: [d], bodies: [claimedBody(d)], batchId: null });
   }
   for (const [batchId, members] of batches) sends.push({ deliveries: members, bodies: members.map(claimedBody), batchId });
-  const chains = await rowChains(pool, [...unbatched.values()].flat(), o);
+  const chains = await rowChains(
+    pool,
+    [...[...unbatched.values()].flat().filter(chainsFrom), ...runHeads],
+    (head) => (head.batch_max_events > 1 ? head.batch_max_events - 1 : RUN_LENGTH),
+    o,
+  );
+  for (const head of runHeads) {
+    const run = [head, ...(chains.get(head) ?? [])];
+    sends.push({ deliveries: run, bodies: run.map(claimedBody), batchId: null, run: run.length > 1 });
+  }
   const fresh: ClaimedSend[] = [];
   const left: ClaimedDelivery[] = [];
   for (const list of unbatched.values()) {
@@ -81,21 +104,22 @@ function add<K, V>(map: Map<K, V[]>, key: K, value: V): void {
 }
 
 /**
- * Each row head's next changes (sql/chains.ts), up to its batch's size: after an outage a
- * row-ordered backlog moves a batch of changes per row per round trip, not one. A change whose
- * payload is gone ends its chain (it is ended on its own when it heads its row), and what follows.
+ * Each row head's next changes (sql/chains.ts), up to `limit` of them (a batch's size, or a run's):
+ * after an outage a row-ordered backlog moves many changes per row per round trip, not one. A
+ * change whose payload is gone ends its chain (it is ended on its own when it heads its row), and
+ * what follows.
  */
 async function rowChains(
   pool: Pool,
-  unbatched: ClaimedDelivery[],
+  heads: ClaimedDelivery[],
+  limit: (head: ClaimedDelivery) => number,
   o: { now: Date; maxBytes: number },
 ): Promise<Map<ClaimedDelivery, ClaimedDelivery[]>> {
-  const heads = unbatched.filter((d) => d.order_key !== null && d.order_key_old === null);
   const out = new Map<ClaimedDelivery, ClaimedDelivery[]>();
   if (heads.length === 0 || o.maxBytes <= 0) return out;
   const rows = await claimChains(
     pool,
-    heads.map((h) => ({ key: h.order_key!, eventId: h.delivery_event_id, limit: h.batch_max_events - 1 })),
+    heads.map((h) => ({ key: h.order_key!, eventId: h.delivery_event_id, limit: limit(h) })),
     { now: o.now, lease: heads[0]!.lease, maxBytes: o.maxBytes },
   );
   const byKey = new Map<string, ClaimedDelivery[]>();

@@ -13,6 +13,8 @@ export interface QueueStats {
   failed: number;
   dead: number;
   waits: number;
+  /** Claim round trips that found due deliveries. */
+  claims: number;
 }
 
 export interface QueueResult {

@@ -7,12 +7,12 @@ import { openHeaders } from './custom-headers.js';
 import { queueResult, type QueueResult, type QueueStats } from './queue-result.js';
 import type { OpenedSecrets } from './secret.js';
 import { renewBatchLease } from './sql/batches.js';
-import { renewLease, type ClaimedDelivery } from './sql/queue.js';
+import { postpone, renewLease, type ClaimedDelivery } from './sql/queue.js';
 
 // One request of the retry queue's worker (worker.ts): a claimed delivery alone, or a batch
 // (batch-claims.ts) — through the endpoint's breaker, signed, POSTed — and each delivery's
 // result. A batch's members share its answer: 2xx delivers them all, anything else retries them
-// all, and they stay one batch.
+// all, and they stay one batch. A row's run is sent one change at a time (sendRun).
 
 /** A lease must outlast the time-out by this much when a request starts. */
 const LEASE_MARGIN_MS = 5000;
@@ -62,4 +62,31 @@ export async function sendClaimed(
   for (const [i, d] of send.deliveries.entries())
     results.push(await queueResult(ctx, deps, d, { lease, body: send.bodies[i]!, outcome }, o.stats));
   return results;
+}
+
+/**
+ * A row's run (batch-claims.ts): each change alone, in commit order, the next once the one before
+ * was delivered — no claim round trip between them. `record` takes each request's results as
+ * they come. The first change that is not delivered (a failure, a wait on the breaker, a lost
+ * claim) or a stop ends the run; the changes after it go back to the queue, due now and still
+ * behind it in their row.
+ */
+export async function sendRun(
+  ctx: Context,
+  deps: AttemptDeps,
+  run: ClaimedSend,
+  o: { leaseMs: number; opened: OpenedSecrets; stats: QueueStats },
+  record: (one: ClaimedSend, results: QueueResult[]) => Promise<void>,
+  stopping: () => boolean,
+): Promise<void> {
+  let next = 0;
+  while (next < run.deliveries.length && !stopping()) {
+    const one: ClaimedSend = { deliveries: [run.deliveries[next]!], bodies: [run.bodies[next]!], batchId: null };
+    const results = await sendClaimed(ctx, deps, one, o);
+    if (!results) break; // its claim was lost: another worker has it, and the rest wait behind it
+    next++;
+    await record(one, results);
+    if (results[0]!.record.status !== 'delivered') break;
+  }
+  await postpone(ctx.pool, run.deliveries.slice(next), ctx.clock());
 }

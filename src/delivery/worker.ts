@@ -5,10 +5,11 @@ import type { AttemptDeps } from './attempt.js';
 import { claimedSends, type ClaimedSend } from './batch-claims.js';
 import { listenForDueNotes } from './listen-due.js';
 import { count, fairShare } from './fair-share.js';
-import type { QueueStats } from './queue-result.js';
-import { endpointOf, sendClaimed } from './queue-send.js';
+import type { QueueResult, QueueStats } from './queue-result.js';
+import { endpointOf, sendClaimed, sendRun } from './queue-send.js';
 import { SoonestTimer } from './soonest-timer.js';
 import { claimAhead } from './throttle.js';
+import { CLAIM_AHEAD, MAX_CLAIM, MAX_UNWRITTEN } from './queue-limits.js';
 import { OpenedSecrets } from './secret.js';
 import { claimDue, endUnsendable, postpone, queueDepth, recordAttempts, type AttemptResult, type ClaimedDelivery } from './sql/queue.js';
 
@@ -89,7 +90,7 @@ export class QueueWorker {
   readonly #abort = new AbortController();
   readonly #leaseMs: number;
   readonly #opened: OpenedSecrets;
-  stats: QueueStats = { attempts: 0, delivered: 0, failed: 0, dead: 0, waits: 0 };
+  stats: QueueStats = { attempts: 0, delivered: 0, failed: 0, dead: 0, waits: 0, claims: 0 };
 
   constructor(ctx: Context, deps: AttemptDeps, options: QueueWorkerOptions) {
     this.#ctx = ctx;
@@ -166,6 +167,7 @@ export class QueueWorker {
           maxBytes: bytes,
           throttled: this.#o.leading?.() ?? true,
         });
+        if (claimed.length > 0) this.stats.claims++;
         const unsendable = claimed.filter((d) => d.payload_gone);
         if (unsendable.length > 0) {
           await endUnsendable(this.#ctx.pool, unsendable);
@@ -283,8 +285,23 @@ export class QueueWorker {
   }
 
   async #attempt(send: ClaimedSend): Promise<void> {
-    const results = await sendClaimed(this.#ctx, this.#deps, send, { leaseMs: this.#leaseMs, opened: this.#opened, stats: this.stats });
+    const o = { leaseMs: this.#leaseMs, opened: this.#opened, stats: this.stats };
+    if (send.run)
+      return sendRun(
+        this.#ctx,
+        this.#deps,
+        send,
+        o,
+        (one, results) => this.#record(one, results),
+        () => this.#stopping,
+      );
+    const results = await sendClaimed(this.#ctx, this.#deps, send, o);
     if (!results) return; // the claim was lost before the send: another worker has it
+    await this.#record(send, results);
+  }
+
+  /** Queues a request's results for writing (and the release of the rows they finish). */
+  async #record(send: ClaimedSend, results: QueueResult[]): Promise<void> {
     for (const [i, { record, finished, retryAt }] of results.entries()) {
       if (send.deliveries[i]!.ordered && finished) this.#releasing.add(record.deliveryId);
       // A retry due before the next poll: look for it then (a row-ordered row waits on it).
@@ -373,17 +390,3 @@ export class QueueWorker {
     }
   }
 }
-
-/** Deliveries claimed in one round trip at most. */
-const MAX_CLAIM = 256;
-/** Attempt results waiting to be written before attempts wait for the write. */
-const MAX_UNWRITTEN = 1000;
-
-/**
- * How far claims run ahead of sending, in multiples of the in-flight caps. After an outage a
- * row-ordered backlog advances one change per row per claim, so what a subscription may hold
- * (perWebhook × CLAIM_AHEAD, 256 by default) is how many rows move per round trip: at 4 the
- * 60 s outage of the bench caught up in 133–138 s, at 16 in 107 s (docs/benchmarks.md). Held
- * deliveries stay within TAILER_MAX_HELD_BYTES whatever this is; requests within perWebhook.
- */
-const CLAIM_AHEAD = 16;

@@ -86,6 +86,30 @@ describe('delivery: row ordering', function () {
 
   const subscribe = () => p.subscribe({ table: 'items', ordering: 'row', events: ['INSERT', 'UPDATE', 'DELETE'] });
 
+  /** Inserts rows 1..`rows` at version 1 and bumps them to `versions`; waits until all those changes have a delivery row. */
+  async function writeParked(wh: string, rows: number, versions: number) {
+    await p.writer.query('INSERT INTO shop_master.items SELECT g, 1 FROM generate_series(1, $1::int) g', [rows]);
+    for (let v = 2; v <= versions; v++) await p.writer.query('UPDATE shop_master.items SET version = $1', [v]);
+    return eventually(
+      () => p.delivery(wh),
+      (r) => r.length === rows * versions,
+      20_000,
+    );
+  }
+
+  /** Waits until every delivery of `wh` is delivered; each row's versions 1..`versions` were accepted in order, none requested early. */
+  async function expectDrainedInOrder(wh: string, rows: number, versions: number) {
+    await eventually(
+      () => p.delivery(wh),
+      (r) => r.every((d) => d.status === 'delivered'),
+      30_000,
+    );
+    const { accepted: byRows, early } = byRow(accepted());
+    expect(early, 'a change sent before the previous change of its row was accepted').to.deep.equal([]);
+    const all = Array.from({ length: versions }, (_, i) => i + 1);
+    for (let row = 1; row <= rows; row++) expect(byRows.get(row), `row ${row}`).to.deep.equal(all);
+  }
+
   it('a failing change holds back only the later changes of its own row; the other rows flow meanwhile', async () => {
     receive((b, attempt) => b.record.id === 1 && b.record.version === 1 && attempt <= 3);
     await subscribe();
@@ -117,27 +141,44 @@ describe('delivery: row ordering', function () {
     let failing = true;
     receive(() => (failing ? { 'retry-after': '2' } : false));
     const wh = await subscribe();
-    await p.writer.query('INSERT INTO shop_master.items SELECT g, 1 FROM generate_series(1, 5) g');
-    for (let v = 2; v <= 10; v++) await p.writer.query('UPDATE shop_master.items SET version = $1', [v]);
-    const parked = await eventually(
-      () => p.delivery(wh),
-      (r) => r.length === 50,
-      20_000,
-    );
+    const parked = await writeParked(wh, 5, 10);
     expect(parked.every((d) => d.order_key !== null && d.order_key_old === null)).to.equal(true);
     expect(new Set(parked.map((d) => d.order_key)).size, 'one key per row').to.equal(5);
     failing = false;
-    await eventually(
-      () => p.delivery(wh),
-      (r) => r.every((d) => d.status === 'delivered'),
-      30_000,
-    );
-    const { accepted: rows, early } = byRow(accepted());
-    expect(early).to.deep.equal([]);
-    for (let row = 1; row <= 5; row++) expect(rows.get(row), `row ${row}`).to.deep.equal([1, 2, 3, 4, 5, 6, 7, 8, 9, 10]);
+    await expectDrainedInOrder(wh, 5, 10);
     // Only each row's first change was sent while it failed: the others waited behind it unsent.
     const failed = accepted().filter((a) => !a.ok);
     expect(new Set(failed.map((a) => `${a.row}:${a.version}`))).to.deep.equal(new Set([1, 2, 3, 4, 5].map((r) => `${r}:1`)));
+  });
+
+  it("after an outage a row's backlog goes in runs: back to back, in order, with ≥ 5× fewer claims than one change per row per claim", async () => {
+    let failing = true;
+    receive(() => (failing ? { 'retry-after': '2' } : false));
+    const wh = await subscribe();
+    const ROWS = 10;
+    const VERSIONS = 30;
+    await writeParked(wh, ROWS, VERSIONS);
+    const claimsBefore = p.worker.stats.queue.claims;
+    failing = false;
+    await expectDrainedInOrder(wh, ROWS, VERSIONS);
+    const claims = p.worker.stats.queue.claims - claimsBefore;
+    // One change per row per claim would take at least VERSIONS claims to drain the rows.
+    expect(claims, 'claims that found due deliveries while the backlog drained').to.be.at.most(VERSIONS / 5);
+  });
+
+  it("a run stops at its first failure: the row's later changes wait behind it, unsent", async () => {
+    // Row 1's version 5 fails twice after the outage: versions 6.. of row 1 must not go before it.
+    let failing = true;
+    receive((b, attempt) => (failing ? { 'retry-after': '2' } : b.record.id === 1 && b.record.version === 5 && attempt <= 2));
+    const wh = await subscribe();
+    await writeParked(wh, 3, 12);
+    failing = false;
+    await expectDrainedInOrder(wh, 3, 12);
+    const row1v5 = accepted().filter((a) => a.row === 1 && a.version === 5);
+    expect(
+      row1v5.map((a) => a.ok),
+      "row 1's version 5: two failures after the outage, then accepted",
+    ).to.deep.equal([false, false, true]);
   });
 
   it('onDead "hold": a dead change holds its row (only its row); a retry sends it first and the row follows in order; a discard lets the rest go', async () => {

@@ -258,6 +258,9 @@ export interface DeliveryHealth {
   lastSuccessAt: string | null;
   /** Failed attempts that started within the last hour. */
   failuresLastHour: number;
+  /** Requests that waited for the throttle's turn within the last hour, and how long in all (ms). */
+  throttledLastHour: number;
+  throttledMsLastHour: number;
   /** Deliveries not finished yet (pending or retrying), counted up to BACKLOG_COUNTED. */
   backlog: number;
 }
@@ -269,18 +272,30 @@ export const BACKLOG_COUNTED = 100_000;
 // Health reads the per-minute rollup (sql/015): at most an hour of rows per writing backend, the
 // same cost at any traffic. The newest delivered minute comes from a partial index.
 export async function deliveryHealth(db: Queryable, webhookId: string, now: Date): Promise<DeliveryHealth> {
-  const { rows } = await db.query<{ last_success: Date | null; failures: number; backlog: number }>(
-    `SELECT (SELECT max(m.last_delivered_at) FROM walgate.delivery_minutes m
+  const { rows } = await db.query<{ last_success: Date | null; failures: number; throttled: number; throttled_ms: number; backlog: number }>(
+    `WITH hour AS (
+       SELECT coalesce(sum(failed), 0)::int AS failures, coalesce(sum(throttled), 0)::int AS throttled,
+              coalesce(sum(throttled_ms), 0)::float8 AS throttled_ms
+         FROM walgate.delivery_minutes WHERE webhook_id = $1 AND minute >= $2
+     )
+     SELECT (SELECT max(m.last_delivered_at) FROM walgate.delivery_minutes m
               WHERE m.webhook_id = $1 AND m.delivered > 0
                 AND m.minute = (SELECT max(minute) FROM walgate.delivery_minutes WHERE webhook_id = $1 AND delivered > 0)) AS last_success,
-            (SELECT coalesce(sum(failed), 0)::int FROM walgate.delivery_minutes WHERE webhook_id = $1 AND minute >= $2) AS failures,
+            hour.failures, hour.throttled, hour.throttled_ms,
             (SELECT count(*)::int FROM (SELECT 1 FROM walgate.deliveries WHERE webhook_id = $1 AND status IN ('pending', 'retrying')
-              LIMIT ${BACKLOG_COUNTED}) b) AS backlog`,
+              LIMIT ${BACKLOG_COUNTED}) b) AS backlog
+       FROM hour`,
     // The minute of `now - 1 h` counts whole: the figure is per minute, like the chart's.
     [webhookId, new Date(Math.floor((now.getTime() - HOUR_MS) / 60_000) * 60_000)],
   );
   const r = rows[0]!;
-  return { lastSuccessAt: r.last_success ? r.last_success.toISOString() : null, failuresLastHour: r.failures, backlog: r.backlog };
+  return {
+    lastSuccessAt: r.last_success ? r.last_success.toISOString() : null,
+    failuresLastHour: r.failures,
+    throttledLastHour: r.throttled,
+    throttledMsLastHour: Math.round(r.throttled_ms),
+    backlog: r.backlog,
+  };
 }
 
 export interface MinuteBucket {
@@ -288,14 +303,17 @@ export interface MinuteBucket {
   minute: string;
   delivered: number;
   failed: number;
+  /** Requests that waited for the throttle's turn. */
+  throttled: number;
 }
 
-/** Deliveries that succeeded and attempts that failed, per minute over the last hour (60 buckets, oldest first). */
+/** Deliveries that succeeded, attempts that failed and requests the throttle held, per minute over the last hour (60 buckets, oldest first). */
 export async function deliveryMinutes(db: Queryable, webhookId: string, now: Date): Promise<MinuteBucket[]> {
   const end = Math.floor(now.getTime() / 60_000) * 60_000 + 60_000;
   const start = end - HOUR_MS;
-  const { rows } = await db.query<{ minute: Date; delivered: number; failed: number }>(
-    `SELECT minute, sum(delivered)::int AS delivered, sum(failed)::int AS failed FROM walgate.delivery_minutes
+  const { rows } = await db.query<{ minute: Date; delivered: number; failed: number; throttled: number }>(
+    `SELECT minute, sum(delivered)::int AS delivered, sum(failed)::int AS failed, sum(throttled)::int AS throttled
+       FROM walgate.delivery_minutes
       WHERE webhook_id = $1 AND minute >= $2 AND minute < $3 GROUP BY minute`,
     [webhookId, new Date(start), new Date(end)],
   );
@@ -303,7 +321,12 @@ export async function deliveryMinutes(db: Queryable, webhookId: string, now: Dat
   const buckets: MinuteBucket[] = [];
   for (let t = start; t < end; t += 60_000) {
     const r = byMinute.get(t);
-    buckets.push({ minute: new Date(t).toISOString(), delivered: r?.delivered ?? 0, failed: r?.failed ?? 0 });
+    buckets.push({
+      minute: new Date(t).toISOString(),
+      delivered: r?.delivered ?? 0,
+      failed: r?.failed ?? 0,
+      throttled: r?.throttled ?? 0,
+    });
   }
   return buckets;
 }
