@@ -3,7 +3,7 @@ import type { Environment } from '../projects/environments.js';
 
 // The organization a session acts for, as access tokens carry it. Sessions know only this shape;
 // the organizations capability (src/auth/organizations/) decides what it holds, and hands the
-// session service a lookup (wired in service.ts), so sessions never import organizations.
+// session service its source (wired in service.ts), so sessions never import organizations.
 
 export interface ActiveOrganization {
   id: string;
@@ -13,12 +13,33 @@ export interface ActiveOrganization {
   membershipId: string;
 }
 
-/** The membership of `userId` in `organizationId` as it stands now, or undefined (removed, deleted). */
-export type ActiveOrganizationLookup = (
-  env: Environment,
-  organizationId: string,
-  userId: string,
-) => Promise<ActiveOrganization | undefined>;
+/** A live membership as Postgres holds it. */
+export interface Membership {
+  membershipId: string;
+  role: string;
+}
+
+/** SQL expressions naming, in the asker's statement, the organization, the user and the environment. */
+export interface MembershipColumns {
+  organization: string;
+  user: string;
+  project: string;
+  environment: string;
+}
+
+/** What sessions ask of the organizations capability about a session's active organization. */
+export interface ActiveOrganizationSource {
+  /**
+   * A query of at most one row (`membership_id`, `role`): the membership as it stands now, none
+   * when removed or the organization deleted. A refresh reads it in the same statement as its
+   * token exchange (sessions/store.ts): one round trip, as without an organization.
+   */
+  membershipSql(columns: MembershipColumns): string;
+  /** The organization as tokens carry it, from that membership; undefined without one. */
+  organization(env: Environment, organizationId: string, membership: Membership | null): ActiveOrganization | undefined;
+  /** The same, read on its own (the rarer paths: a refresh within the reuse grace). */
+  lookup(env: Environment, organizationId: string, userId: string): Promise<ActiveOrganization | undefined>;
+}
 
 /** The claims of an organization in an access token (reserved: nothing else may set an `org_*` claim). */
 export interface OrganizationClaims {

@@ -11,6 +11,7 @@ import { accountKey, clearLoginFailures, deviceClient, recordLoginSuccess, reser
 import { queueCodeMail } from './mail.js';
 import { dropMfaTokens } from './mfa/challenges.js';
 import { MfaService } from './mfa/service.js';
+import { activeOrganizationSource } from './organizations/active.js';
 import { OrganizationService } from './organizations/service.js';
 import type { MfaRequired } from './mfa/view.js';
 import { hashPassword, lengthViolations, needsRehash, passwordViolations, spendVerificationTime, verifyPassword } from './passwords.js';
@@ -55,7 +56,7 @@ export class AuthService {
     private readonly ctx: Context,
     readonly keys: KeyRing,
   ) {
-    this.sessions = new SessionService(ctx, keys, (env, id, userId) => this.organizations.activeOrganization(env, id, userId));
+    this.sessions = new SessionService(ctx, keys, activeOrganizationSource(ctx.pool));
     this.organizations = new OrganizationService(ctx, this.sessions);
     this.mfa = new MfaService(ctx, this.sessions);
   }

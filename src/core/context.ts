@@ -36,6 +36,11 @@ export interface Context {
   lookup: HostLookup;
   /** How long per-environment settings and keys may be served from memory. */
   cacheTtlMs: number;
+  /**
+   * A pool of its own for one use, opened on first ask and ended with the context; `options` are
+   * its connections' startup settings (`-c name=value …`), fixed for their lifetime.
+   */
+  sidePool(name: string, options: string): Pool;
   close(): Promise<void>;
 }
 
@@ -88,6 +93,7 @@ export async function createContext(config: Config, databaseUrl: string, overrid
     (config.smtpUrl
       ? smtpMailer(config.smtpUrl, config.mailFrom)
       : devMailbox(config.dataDir, config.mailFrom, log, config.env === 'production'));
+  const sidePools = new Map<string, Pool>();
   const courier = new Courier(pool, secrets, mailer, log, {
     concurrency: config.mail.courierConcurrency,
     maxAttempts: config.mail.maxAttempts,
@@ -110,10 +116,19 @@ export async function createContext(config: Config, databaseUrl: string, overrid
     metrics: overrides.metrics ?? new Metrics(),
     lookup: overrides.lookup ?? systemLookup,
     cacheTtlMs: overrides.cacheTtlMs ?? 5000,
+    sidePool(name, options) {
+      let side = sidePools.get(name);
+      if (!side) {
+        side = createPool(databaseUrl, { max: 10, applicationName: `${overrides.applicationName ?? 'walgate'} ${name}`, options });
+        sidePools.set(name, side);
+      }
+      return side;
+    },
     async close() {
       await courier.stop();
       mailer.close();
       redis?.disconnect();
+      await Promise.all([...sidePools.values()].map((p) => p.end()));
       await pool.end();
     },
   };

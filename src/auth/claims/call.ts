@@ -1,5 +1,7 @@
 import { quoteIdent } from '../../core/db/identifiers.js';
 import type { Context } from '../../core/context.js';
+import { createHash } from 'node:crypto';
+import type { PoolClient } from 'pg';
 import { isConnectionError, pgCode, withClient } from '../../core/db/pool.js';
 import { AppError } from '../../core/errors.js';
 import type { Environment } from '../../projects/environments.js';
@@ -10,7 +12,7 @@ import { reservedKeys } from './reserved.js';
 // The environment's claims function, called each time an access token is minted (sessions/
 // service.ts): `fn(user jsonb, claims jsonb) → jsonb`, whose keys join the token's claims at the
 // top level. It runs in a read-only transaction of its own, with the environment's schema as its
-// search_path and a time budget; whatever goes wrong — an error, the budget, a result that is not
+// search_path and a time budget, on connections of its own (SETTINGS); whatever goes wrong — an error, the budget, a result that is not
 // an object, too large, or naming a reserved claim — means no token at all, never a token without
 // the claims a resource server (or a row-level-security policy) relies on.
 
@@ -47,19 +49,25 @@ export function claimsFunctionFailed(fn: string, reason: ClaimsFailure, extra: R
 const USER_JSON = `(SELECT jsonb_build_object('id', u.id, 'email', u.email, 'name', u.name,
     'emailVerified', u.email_verified_at IS NOT NULL, 'createdAt', u.created_at,
     'userMetadata', u.user_metadata, 'appMetadata', u.app_metadata)
-  FROM walgate.users u WHERE u.id = %USER%)`;
+  FROM walgate.users u WHERE u.id = $1::uuid)`;
+
+/**
+ * The connections claims functions run on: every transaction read-only (minting a token must not
+ * write the app's data — a function that tries fails, and so does the sign-in) and every
+ * statement time-boxed, by the connections' own startup settings. So a call is one prepared
+ * statement, one round trip, with nothing to set or commit around it (three round trips cost a
+ * refresh a third of its rate; one simple query of five statements still cost it a fifth).
+ */
+const SETTINGS = `-c default_transaction_read_only=on -c statement_timeout=${CLAIMS_FUNCTION_BUDGET_MS}`;
+/** The search_path each connection was last given (set_config's answer), to set it only when the environment changes. */
+const searchPaths = new WeakMap<PoolClient, { schema: string; value: string }>();
 
 /** The payload with the function's claims merged in, or AUTH_CLAIMS_FUNCTION_FAILED. */
 export async function withCustomClaims(ctx: Context, env: Environment, fnText: string, payload: AccessPayload): Promise<AccessPayload> {
   const fn = parseFunctionName(fnText);
   if (!fn) throw claimsFunctionFailed(fnText, 'missing');
-  const text = await runFunction(
-    ctx,
-    env,
-    fnText,
-    (literal) =>
-      `SELECT ${quoteIdent(fn.schema)}.${quoteIdent(fn.name)}(${USER_JSON.replace('%USER%', `${literal(payload.sub)}::uuid`)}, ${literal(JSON.stringify(payload))}::jsonb)::text AS claims`,
-  );
+  const call = `${quoteIdent(fn.schema)}.${quoteIdent(fn.name)}(${USER_JSON}, $2::jsonb)`;
+  const text = await runFunction(ctx, env, fnText, call, [payload.sub, JSON.stringify(payload)]);
   if (text === null) throw claimsFunctionFailed(fnText, 'not_an_object');
   if (Buffer.byteLength(text) > CLAIMS_MAX_BYTES) throw claimsFunctionFailed(fnText, 'too_large');
   const claims: unknown = JSON.parse(text);
@@ -69,28 +77,38 @@ export async function withCustomClaims(ctx: Context, env: Environment, fnText: s
   return { ...payload, ...(claims as Record<string, unknown>) };
 }
 
-async function runFunction(
-  ctx: Context,
-  env: Environment,
-  fn: string,
-  select: (literal: (value: string) => string) => string,
-): Promise<string | null> {
-  return withClient(ctx.pool, async (c) => {
+async function runFunction(ctx: Context, env: Environment, fn: string, call: string, values: unknown[]): Promise<string | null> {
+  return withClient(ctx.sidePool('claims', SETTINGS), async (c, discard) => {
     try {
-      // One round trip: the transaction's frame, the call and the commit as one simple query — the
-      // values inlined as literals (the driver's escaping), since such a query takes no parameters.
-      // Three round trips (frame, call, commit) cost a refresh a third of its rate. READ ONLY:
-      // minting a token must not write the app's data (a function that tries fails, and so does
-      // the sign-in). SET LOCAL: the budget and the search_path end with this transaction, never
-      // leaking into the pooled connection's next use. A failure skips the rest of the string; the
-      // ROLLBACK below ends the aborted transaction.
-      const results = (await c.query(
-        `BEGIN READ ONLY; SET LOCAL statement_timeout = ${CLAIMS_FUNCTION_BUDGET_MS}; SET LOCAL search_path = ${quoteIdent(env.schemaName)}; ` +
-          `${select((v) => c.escapeLiteral(v))}; COMMIT`,
-      )) as unknown as Array<{ command: string; rows: Array<{ claims: string | null }> }>;
-      return results.find((r) => r.command === 'SELECT')?.rows[0]?.claims ?? null;
+      // The environment's schema as search_path (for the names inside the function's body), set
+      // when this connection last served another environment.
+      const schema = quoteIdent(env.schemaName);
+      let path = searchPaths.get(c);
+      if (path?.schema !== schema) {
+        const { rows } = await c.query<{ value: string }>("SELECT set_config('search_path', $1, false) AS value", [schema]);
+        path = { schema, value: rows[0]!.value };
+        searchPaths.set(c, path);
+      }
+      // The settings are read back after the call: a function that changed one for the session
+      // (set_config(…, false)) has this connection discarded, so no later call runs without them.
+      // This call's answer stands: its transaction began read-only and its time-out was armed.
+      const { rows } = await c.query<{ claims: string | null; ro: string; timeout: string; path: string; role: boolean }>({
+        name: `walgate_claims_${createHash('sha256').update(call).digest('hex').slice(0, 16)}`,
+        text: `SELECT ${call}::text AS claims, current_setting('default_transaction_read_only') AS ro,
+                      current_setting('statement_timeout') AS timeout, current_setting('search_path') AS path,
+                      current_user = session_user AS role`,
+        values,
+      });
+      const r = rows[0]!;
+      if (r.ro !== 'on' || r.timeout !== `${CLAIMS_FUNCTION_BUDGET_MS}ms` || r.path !== path.value || !r.role) {
+        ctx.log.warn(
+          { function: fn, projectId: env.projectId, environment: env.name },
+          'the claims function changed its session settings: connection discarded',
+        );
+        discard(new Error('the claims function changed its session settings'));
+      }
+      return r.claims;
     } catch (err) {
-      await c.query('ROLLBACK').catch(() => undefined);
       if (isConnectionError(err)) throw err; // Postgres is away: 503, not the function's fault
       const code = pgCode(err);
       // The operators read why in the log; the client is told which function and what kind of failure.

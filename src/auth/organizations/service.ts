@@ -3,7 +3,6 @@ import { withTransaction, type Queryable } from '../../core/db/pool.js';
 import { hashToken } from '../../core/crypto/tokens.js';
 import { AppError } from '../../core/errors.js';
 import type { Environment } from '../../projects/environments.js';
-import type { ActiveOrganization } from '../active-organization.js';
 import type { EventOrigin } from '../events/append.js';
 import type { SessionService } from '../sessions/service.js';
 import type { AccessClaims } from '../tokens.js';
@@ -199,18 +198,6 @@ export class OrganizationService {
       if (!org || !me) throw new AppError('ORGANIZATION_FORBIDDEN', 'You are not a member of this organization.');
       return { id: org.id, role: me.role, permissions: permissionsOf(env.settings, me.role) ?? [], membershipId: me.id };
     });
-  }
-
-  /** For sessions (wired in service.ts): the session's organization as the membership now stands. */
-  async activeOrganization(env: Environment, organizationId: string, userId: string): Promise<ActiveOrganization | undefined> {
-    const found = await store.activeMembership(this.ctx.pool, env, organizationId, userId);
-    if (!found) return undefined;
-    return {
-      id: organizationId,
-      role: found.role,
-      permissions: permissionsOf(env.settings, found.role) ?? [],
-      membershipId: found.membershipId,
-    };
   }
 
   /** The organization and the caller's membership; 404 for anyone who is not a member (it does not exist for them). */

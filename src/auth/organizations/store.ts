@@ -1,6 +1,7 @@
 import { randomUUID } from 'node:crypto';
 import { selectList } from '../../core/db/columns.js';
 import type { Queryable } from '../../core/db/pool.js';
+import type { Membership, MembershipColumns } from '../active-organization.js';
 
 // Every statement on walgate.organizations and walgate.organization_members. An organization is
 // always read within its environment, so an id of another project's organization matches nothing.
@@ -192,18 +193,24 @@ export async function membershipsOf(db: Queryable, organizationId: string): Prom
 }
 
 /** The membership behind a session's active organization: live organization, member still. */
+/** The live membership of a user in an organization of the environment, as SQL over the caller's expressions (active-organization.ts). */
+export function activeMembershipSql(c: MembershipColumns): string {
+  return `SELECT m.id AS membership_id, m.role FROM walgate.organization_members m JOIN walgate.organizations o ON o.id = m.organization_id
+           WHERE m.organization_id = ${c.organization} AND m.user_id = ${c.user} AND o.project_id = ${c.project}
+             AND o.environment = ${c.environment} AND o.deleted_at IS NULL`;
+}
+
 export async function activeMembership(
   db: Queryable,
   scope: Scope,
   organizationId: string,
   userId: string,
-): Promise<{ membershipId: string; role: string } | undefined> {
-  const { rows } = await db.query<{ membershipId: string; role: string }>({
-    // Named: asked by every refresh of a session with an active organization.
+): Promise<Membership | undefined> {
+  const { rows } = await db.query<{ membership_id: string; role: string }>({
     name: 'walgate_active_membership',
-    text: `SELECT m.id AS "membershipId", m.role FROM walgate.organization_members m JOIN walgate.organizations o ON o.id = m.organization_id
-            WHERE m.organization_id = $1 AND m.user_id = $2 AND o.project_id = $3 AND o.environment = $4 AND o.deleted_at IS NULL`,
+    text: activeMembershipSql({ organization: '$1', user: '$2', project: '$3', environment: '$4' }),
     values: [organizationId, userId, scope.projectId, scope.name],
   });
-  return rows[0];
+  const r = rows[0];
+  return r && { membershipId: r.membership_id, role: r.role };
 }

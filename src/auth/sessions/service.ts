@@ -7,7 +7,7 @@ import type { Environment } from '../../projects/environments.js';
 import { append, type EventOrigin } from '../events/append.js';
 import { AUTH_EVENT, type AuthEventType } from '../events/kinds.js';
 import type { AuthMethod } from '../assurance.js';
-import { isTokenRevoked, type ActiveOrganization, type ActiveOrganizationLookup } from '../active-organization.js';
+import { isTokenRevoked, type ActiveOrganization, type ActiveOrganizationSource } from '../active-organization.js';
 import { acceptedIssuers, issuerOf } from '../issuer.js';
 import { isImpersonation } from '../impersonation.js';
 import type { KeyRing } from '../keyring.js';
@@ -17,19 +17,21 @@ import { withCustomClaims } from '../claims/call.js';
 import * as users from '../users.js';
 import { decideRefresh } from './decision.js';
 import {
-  createSession,
   exchangeRefreshToken,
   findGraceSuccessor,
   findRefreshToken,
+  switchSessionOrganization,
+  undoExchange,
+  type StoredToken,
+} from './exchange.js';
+import {
+  createSession,
   impersonatingOperator,
   listUserSessions,
   revokeOwnSession,
   revokeSessionRow,
   revokeUserSessions,
-  undoExchange,
-  switchSessionOrganization,
   type SessionClient,
-  type StoredToken,
 } from './store.js';
 
 // Sessions as the user lives them: starting one, refreshing it (with a grace for concurrent tabs
@@ -70,7 +72,7 @@ export class SessionService {
     private readonly ctx: Context,
     private readonly keys: KeyRing,
     /** The membership behind a session's active organization (organizations/, wired in service.ts). */
-    private readonly activeOrganization?: ActiveOrganizationLookup,
+    private readonly organizations?: ActiveOrganizationSource,
   ) {
     this.#profiles = new TtlCache(ctx.cacheTtlMs);
     this.#verified = new TtlCache(ctx.cacheTtlMs);
@@ -130,7 +132,19 @@ export class SessionService {
     const successor = successorOf(this.ctx.secrets, input.refreshToken);
     // The common case in one statement: an unused token of a live session. Anything else (a
     // reuse, a race with a concurrent exchange, a dead token) is read and decided (decision.ts).
-    let exchanged = await exchangeRefreshToken(this.ctx.pool, input.refreshToken, successor, env, client, env.refreshTokenTtlSeconds, now);
+    // The active organization's membership is read in the same statement (one round trip).
+    const exchange = () =>
+      exchangeRefreshToken(
+        this.ctx.pool,
+        input.refreshToken,
+        successor,
+        env,
+        client,
+        env.refreshTokenTtlSeconds,
+        now,
+        this.organizations?.membershipSql,
+      );
+    let exchanged = await exchange();
     for (let round = 0; !exchanged && round < EXCHANGE_ROUNDS; round++) {
       const seen = await findRefreshToken(this.ctx.pool, input.refreshToken, successor, env);
       const decision = decideRefresh(seen, now, grace);
@@ -144,17 +158,20 @@ export class SessionService {
       }
       exchanged = seen!.usedAt
         ? await findGraceSuccessor(this.ctx.pool, input.refreshToken, successor, new Date(now.getTime() - grace * 1000), env, now)
-        : await exchangeRefreshToken(this.ctx.pool, input.refreshToken, successor, env, client, env.refreshTokenTtlSeconds, now);
+        : await exchange();
       if (exchanged && seen!.usedAt) this.#count('refresh_grace');
     }
     if (!exchanged) throw invalidRefresh();
     this.#count('refresh_ok');
     this.#profiles.delete(exchanged.sessionId); // its expiry moved
     // The organization as the membership stands now: a new role shows, a removed member's is gone.
+    const orgId = exchanged.activeOrganizationId;
     const organization =
-      exchanged.activeOrganizationId && this.activeOrganization
-        ? await this.activeOrganization(env, exchanged.activeOrganizationId, exchanged.userId)
-        : undefined;
+      !orgId || !this.organizations
+        ? undefined
+        : exchanged.membership !== undefined
+          ? this.organizations.organization(env, orgId, exchanged.membership)
+          : await this.organizations.lookup(env, orgId, exchanged.userId);
     try {
       return await this.#pair(env, { ...exchanged, organization }, exchanged.refreshToken, now);
     } catch (err) {

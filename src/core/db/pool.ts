@@ -7,6 +7,8 @@ export type Queryable = Pick<pg.Pool, 'query'> | pg.PoolClient;
 export interface PoolOptions {
   max?: number;
   applicationName?: string;
+  /** Startup settings of every connection (`-c name=value …`). */
+  options?: string;
 }
 
 /**
@@ -21,6 +23,7 @@ export function createPool(connectionString: string, options: PoolOptions = {}):
     connectionTimeoutMillis: 5000,
     idleTimeoutMillis: 30000,
     application_name: options.applicationName ?? 'walgate',
+    options: options.options,
     // Keeps a stalled statement from pinning a pooled connection (and a request) forever.
     query_timeout: 30000,
   });
@@ -30,8 +33,11 @@ export function createPool(connectionString: string, options: PoolOptions = {}):
   return pool;
 }
 
-/** Runs fn with a client checked out of the pool; the client goes back even when fn throws. */
-export async function withClient<T>(pool: Pool, fn: (client: PoolClient) => Promise<T>): Promise<T> {
+/**
+ * Runs fn with a client checked out of the pool; the client goes back even when fn throws —
+ * unless its connection failed, or fn called `discard` (its session can no longer be trusted).
+ */
+export async function withClient<T>(pool: Pool, fn: (client: PoolClient, discard: (why: Error) => void) => Promise<T>): Promise<T> {
   const client = await pool.connect();
   let broken: Error | undefined;
   // A checked-out client whose connection dies emits 'error' (besides failing its query); the
@@ -39,7 +45,7 @@ export async function withClient<T>(pool: Pool, fn: (client: PoolClient) => Prom
   const onError = (err: Error) => (broken = err);
   client.on('error', onError);
   try {
-    return await fn(client);
+    return await fn(client, onError);
   } catch (err) {
     if (isConnectionError(err)) broken = err as Error;
     throw err;

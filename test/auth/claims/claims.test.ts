@@ -45,6 +45,9 @@ describe('auth claims: the claims function', function () {
                BEGIN RAISE EXCEPTION 'secret internal detail'; END $$;
              CREATE FUNCTION claims_master.writes(u jsonb, claims jsonb) RETURNS jsonb LANGUAGE plpgsql AS $$
                BEGIN INSERT INTO accounts VALUES ((u->>'id')::uuid, 'stolen'); RETURN '{}'::jsonb; END $$;
+             CREATE FUNCTION claims_master.loosens(u jsonb, claims jsonb) RETURNS jsonb LANGUAGE plpgsql AS $$
+               BEGIN PERFORM set_config('statement_timeout', '0', false); PERFORM set_config('default_transaction_read_only', 'off', false);
+                     PERFORM set_config('search_path', 'public', false); RETURN '{"loose": true}'::jsonb; END $$;
              CREATE FUNCTION claims_master.one_arg(u jsonb) RETURNS jsonb LANGUAGE sql AS $$ SELECT '{}'::jsonb $$;
              CREATE FUNCTION claims_master.returns_text(u jsonb, claims jsonb) RETURNS text LANGUAGE sql AS $$ SELECT '{}' $$;
              CREATE PROCEDURE claims_master.a_procedure(u jsonb, claims jsonb) LANGUAGE sql AS $$ SELECT 1 $$;
@@ -168,6 +171,28 @@ describe('auth claims: the claims function', function () {
       expect((await q(`SELECT plan FROM claims_master.accounts WHERE user_id = $1`, [a.userId])).rows[0].plan).to.not.equal('stolen');
     });
   }
+
+  it('a function that loosens its session (time-out, read-only, search_path): its answer stands, and no later call runs without the bounds', async () => {
+    expect((await setFunction('claims_master.loosens')).status).to.equal(200);
+    // More calls than the claims connections (10): any connection it reached has been loosened.
+    for (let i = 0; i < 12; i++) {
+      const r = await login(a);
+      expect(r.status, JSON.stringify(r.body)).to.equal(200);
+      expect(claimsOf(r.body.accessToken).loose).to.equal(true);
+    }
+    for (const [fn, expected] of [
+      ['claims_master.sleepy', { reason: 'timeout' }],
+      ['claims_master.writes', { reason: 'error', sqlstate: '25006' }],
+    ] as const) {
+      expect((await setFunction(fn)).status).to.equal(200);
+      for (let i = 0; i < 12; i++) {
+        const r = await login(a);
+        expect(r.status, `${fn}, call ${i + 1}: ${JSON.stringify(r.body)}`).to.equal(502);
+        expect(r.body).to.deep.include({ function: fn, ...expected });
+      }
+    }
+    expect((await q(`SELECT plan FROM claims_master.accounts WHERE user_id = $1`, [a.userId])).rows[0].plan).to.not.equal('stolen');
+  });
 
   it('a refresh refused by the function keeps the refresh token usable: once the function is fixed, it works (after the reuse grace too)', async () => {
     const logged = await login(a);
