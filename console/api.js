@@ -26,6 +26,8 @@ export class ApiError extends Error {
     this.status = status;
     this.code = body?.error ?? 'ERROR';
     this.violations = body?.violations ?? [];
+    /** The whole error body: some errors carry more (DESTINATION_IN_USE: `subscriptions`). */
+    this.details = body ?? {};
   }
 }
 

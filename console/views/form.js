@@ -1,10 +1,11 @@
-import { ApiError, call, currentSession, enc } from '../api.js';
+import { ApiError, call, callApi, currentSession, enc } from '../api.js';
 import { h } from '../dom.js';
 import { go, registerRoute } from '../routing.js';
 import { notFound, problem, say, show } from '../shell.js';
 import { generateSecret, secretOnce } from './secret.js';
+import { targetFields } from './target.js';
 
-// Creating and editing a subscription: table, events, URL, filter, columns, ordering, history, batching and custom
+// Creating and editing a subscription: table, events, URL or broker destination (target.js), filter, columns, ordering, history, batching and custom
 // request headers. Header values are typed into password fields and sent once; the API never
 // returns them, so editing shows the names and replaces the whole set only when asked to.
 
@@ -123,8 +124,13 @@ async function formView(id) {
   const live = show(id ? 'Edit subscription' : 'New subscription', loading);
   let tables;
   let w;
+  let destinations;
   try {
-    [{ tables }, w] = await Promise.all([call('GET', '/_tables'), id ? call('GET', `/${enc(id)}`).then((r) => r.webhook) : null]);
+    [{ tables }, w, { destinations }] = await Promise.all([
+      call('GET', '/_tables'),
+      id ? call('GET', `/${enc(id)}`).then((r) => r.webhook) : null,
+      callApi('GET', '/api/rest/_destinations?limit=100'),
+    ]);
   } catch (err) {
     if (err instanceof ApiError && err.code === 'WEBHOOK_NOT_FOUND')
       return notFound('Subscription not found', `There is no subscription ${id} in this environment.`);
@@ -143,14 +149,7 @@ async function formView(id) {
   const events = ['INSERT', 'UPDATE', 'DELETE'].map((e) =>
     h('input', { type: 'checkbox', id: `event-${e}`, value: e, checked: w ? w.events.includes(e) : true }),
   );
-  const url = h('input', {
-    id: 'url',
-    name: 'url',
-    type: 'url',
-    required: true,
-    placeholder: 'https://example.com/hooks',
-    value: w?.url ?? '',
-  });
+  const target = targetFields(w, destinations);
   const active = h('input', { type: 'checkbox', id: 'active', checked: w ? w.active : true });
   // Ordering: none, per row, or per group of columns (`{by: [...]}`, typed in, in the order that
   // makes the group: the API checks them against the table and says which one is wrong).
@@ -295,7 +294,7 @@ async function formView(id) {
     const body = {
       table: table.value,
       events: events.filter((c) => c.checked).map((c) => c.value),
-      url: url.value.trim(),
+      ...target.value(),
       active: active.checked,
       filter: filter !== null && typeof filter === 'object' && !Array.isArray(filter) && !Object.keys(filter).length ? null : filter,
       select: picked.length ? picked : null,
@@ -349,8 +348,7 @@ async function formView(id) {
         events.map((c) => h('label', { class: 'check', for: c.id }, c, ` ${c.value}`)),
       ),
     ),
-    h('label', { for: 'url' }, 'Receiver URL (https)'),
-    url,
+    target.element,
     h(
       'fieldset',
       {},

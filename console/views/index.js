@@ -6,3 +6,4 @@ import './form.js';
 import './detail.js';
 import './users.js';
 import './organizations.js';
+import './destinations.js';

@@ -12,7 +12,7 @@ import { registerUserCommands } from './users.js';
 import { registerOrganizationCommands } from './organizations.js';
 
 const program = new Command('walgate')
-  .description('operate walgate: migrations, projects, tokens, keys, users, organizations and deliveries')
+  .description('operate walgate: migrations, projects, tokens, keys, users, organizations, deliveries and destinations')
   .showHelpAfterError()
   .exitOverride()
   .option('--create-database', 'without DATABASE_URL: create a new, empty embedded database under DATA_DIR if there is none')

@@ -2,9 +2,8 @@ import type { Command } from 'commander';
 import { OrganizationAdminService } from '../auth/organizations/admin.js';
 import { email as emailSchema } from '../auth/schemas.js';
 import { UserAdminService } from '../auth/users/service.js';
-import { AppError } from '../core/errors.js';
 import { findEnvironment, type Environment } from '../projects/environments.js';
-import { CliError, table, withCliContext } from './runtime.js';
+import { asCommand, CliError, table, withCliContext } from './runtime.js';
 
 // `walgate organizations …`: the operator API's twins (/api/rest/_organizations). Each acts through
 // the same service and appends the same audit rows (the actor is `cli`); a removal reaches every
@@ -38,18 +37,8 @@ async function withOrganizations<T>(o: Scope, fn: (tools: Tools) => Promise<T>):
       if (!id) throw new CliError(`no user ${email.data} in ${env.projectId}/${env.name}`);
       return id;
     };
-    try {
-      return await fn({ orgs: new OrganizationAdminService(ctx), env, user });
-    } catch (err) {
-      if (err instanceof AppError) throw new CliError(err.code === 'VALIDATION_ERROR' ? violations(err) : err.message);
-      throw err;
-    }
+    return asCommand(() => fn({ orgs: new OrganizationAdminService(ctx), env, user }));
   });
-}
-
-function violations(err: AppError): string {
-  const list = (err.extra.violations as Array<{ path: string; message: string }> | undefined) ?? [];
-  return list.length ? list.map((v) => `${v.path} ${v.message}`).join('; ') : err.message;
 }
 
 function organizationId(id: string): string {

@@ -1,12 +1,31 @@
 import { loadConfig } from '../core/config.js';
 import { createContext, type Context } from '../core/context.js';
 import { migrate } from '../core/db/migrate.js';
+import { AppError } from '../core/errors.js';
 import { createLogger } from '../core/log.js';
 import { NoDatabaseError, openDatabase } from '../main/database.js';
 
 /** A user-facing failure: printed without a stack trace, exit code 1. */
 export class CliError extends Error {
   override name = 'CliError';
+}
+
+/**
+ * Runs a service call for a command: a refusal of the API's own (AppError) is printed as the API
+ * says it — a validation error as its violations, `path message` each — rather than as a crash.
+ */
+export async function asCommand<T>(call: () => Promise<T>): Promise<T> {
+  try {
+    return await call();
+  } catch (err) {
+    if (err instanceof AppError) throw new CliError(err.code === 'VALIDATION_ERROR' ? violations(err) : err.message);
+    throw err;
+  }
+}
+
+function violations(err: AppError): string {
+  const list = (err.extra.violations as Array<{ path: string; message: string }> | undefined) ?? [];
+  return list.length ? list.map((v) => `${v.path} ${v.message}`).join('; ') : err.message;
 }
 
 /** Global options: `--create-database` lets a command start a new embedded cluster. */

@@ -39,7 +39,8 @@ import { bodyViolations, schemaTables, urlViolations, type BodyFacts, type Table
 import { webhookView, type WebhookHealth, type WebhookView } from './view.js';
 import { webhookProblems } from './problems.js';
 import { patchedOrdering, storedOrdering } from './ordering.js';
-import { resolveTarget, storedDestination, urlTarget, type SubscriptionTarget } from './destinations/target.js';
+import { resolveTarget, storedDestination, urlTarget, type KeyFacts, type SubscriptionTarget } from './destinations/target.js';
+import { namesKey } from '../delivery/destinations/address.js';
 import type { DestinationRef } from './destinations/schemas.js';
 
 // The rules of webhook subscriptions. Writes go through one transaction with the publication
@@ -64,7 +65,13 @@ export class WebhookService {
   }
 
   async create(env: Environment, body: CreateBody): Promise<WebhookView> {
-    const target = await this.#validate(env, { ...body, rowOrdered: body.ordering === 'row' }, body);
+    const keyFacts = {
+      ordering: body.ordering,
+      events: body.events,
+      select: body.select ?? null,
+      batchMaxEvents: body.batch?.maxEvents ?? 1,
+    };
+    const target = await this.#validate(env, { ...body, rowOrdered: body.ordering === 'row' }, body, keyFacts);
     await this.#ensureSlot();
     const now = this.ctx.clock();
     const row = await this.#write(async (c) => {
@@ -208,9 +215,21 @@ export class WebhookService {
       const filter = body.filter === undefined ? locked.filter : body.filter;
       const select = body.select === undefined ? locked.select : body.select;
       const { ordering, onDead, rowOrdered, violations: orderProblems } = patchedOrdering(body, locked);
-      // A destination's templates name the table: moved to another, they are resolved again.
-      const destination = body.destination ?? (body.url === undefined && table !== locked.table ? storedDestination(locked) : undefined);
-      const resolved = destination ? await resolveTarget(c, env, table, { destination }, this.#net) : undefined;
+      // A destination's templates name the table: moved to another, they are resolved again; one
+      // naming {key} also when the body changes what the key depends on (ordering, events, select,
+      // batch) — not on a pause or a new secret, which must go through whatever the table is now.
+      const stored = body.url === undefined ? storedDestination(locked) : undefined;
+      const keyed = stored && namesKey(stored.subject ?? stored.routingKey ?? '');
+      const keyFactsChange = [body.ordering, body.events, body.select, body.batch].some((v) => v !== undefined);
+      const again = stored && (table !== locked.table || (keyed && keyFactsChange));
+      const destination = body.destination ?? (again ? stored : undefined);
+      const keyFacts = {
+        ordering,
+        events: body.events ?? locked.events,
+        select,
+        batchMaxEvents: body.batch === undefined ? locked.batch.maxEvents : (body.batch?.maxEvents ?? 1),
+      };
+      const resolved = destination ? await resolveTarget(c, env, table, { destination }, this.#net, keyFacts) : undefined;
       const violations = [
         ...(await bodyViolations(c, env, { ...body, table, filter, select, rowOrdered, ordering })),
         ...urlProblems,
@@ -316,10 +335,15 @@ export class WebhookService {
   }
 
   /** Everything about a body that needs the database or the network, as violations; else where it delivers. */
-  async #validate(env: Environment, body: BodyFacts, given: { url?: string; destination?: DestinationRef }): Promise<SubscriptionTarget> {
+  async #validate(
+    env: Environment,
+    body: BodyFacts,
+    given: { url?: string; destination?: DestinationRef },
+    keyFacts: KeyFacts,
+  ): Promise<SubscriptionTarget> {
     const violations = await bodyViolations(this.ctx.pool, env, body);
     const to = given.destination ? { destination: given.destination } : { url: given.url! };
-    const { target, violations: targetProblems } = await resolveTarget(this.ctx.pool, env, body.table, to, this.#net);
+    const { target, violations: targetProblems } = await resolveTarget(this.ctx.pool, env, body.table, to, this.#net, keyFacts);
     violations.push(...targetProblems);
     if (violations.length || !target) throw validationError(violations);
     return target;

@@ -31,11 +31,22 @@ describe('the walgate CLI', function () {
       ['users', 'logout'],
       ['deliveries', 'replay'],
       ['destinations', 'list'],
+      ['destinations', 'show'],
+      ['destinations', 'create'],
+      ['destinations', 'update'],
+      ['destinations', 'delete'],
     ]) {
       const r = await walgate(t, [...args, '--help']);
       expect(r.code, args.join(' ')).to.equal(0);
       expect(r.stdout).to.match(/^Usage: walgate/);
     }
+    // The destinations commands mirror /api/rest/_destinations.
+    const destinations = await walgate(t, ['destinations', '--help']);
+    for (const command of ['list', 'show', 'create', 'update', 'delete'])
+      expect(destinations.stdout).to.match(new RegExp(`^  ${command} `, 'm'));
+    expect((await walgate(t, ['destinations', 'create', '--help'])).stdout)
+      .to.contain('--password-stdin')
+      .and.to.contain('--token-stdin');
   });
 
   it('creates, changes and lists projects; the schema defaults to <project>_<environment>', async () => {

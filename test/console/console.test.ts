@@ -234,7 +234,7 @@ describe('delivery console: /console in Chromium', function () {
     expect(await page.locator('#response-headers').innerText()).to.contain('content-type: text/plain');
     expect(await page.locator('#delivery').innerText(), 'no stray text').not.to.match(/^(null|undefined)$/m);
     expect(await page.locator('#session').innerText()).not.to.contain('http');
-    expect(await page.locator('#session a').allInnerTexts()).to.deep.equal(['Subscriptions', 'Users', 'Organizations']);
+    expect(await page.locator('#session a').allInnerTexts()).to.deep.equal(['Subscriptions', 'Users', 'Organizations', 'Destinations']);
     await page.locator('.chart rect.ok').first().waitFor();
     await page.getByRole('button', { name: 'Copy body' }).waitFor();
     await checkAccessibility('delivery with request and response');

@@ -10,10 +10,10 @@ export interface CliResult {
   stderr: string;
 }
 
-/** Runs the real `walgate` CLI in a child process against the test api's database. */
-export function walgate(t: TestApi, args: string[], env: Record<string, string> = {}): Promise<CliResult> {
+/** Runs the real `walgate` CLI in a child process against the test api's database; `input` is its standard input. */
+export function walgate(t: TestApi, args: string[], env: Record<string, string> = {}, input?: string): Promise<CliResult> {
   return new Promise((resolve) => {
-    execFile(
+    const child = execFile(
       process.execPath,
       [BIN, ...args],
       {
@@ -31,5 +31,6 @@ export function walgate(t: TestApi, args: string[], env: Record<string, string> 
       },
       (err, stdout, stderr) => resolve({ code: err ? ((err as { code?: number }).code ?? 1) : 0, stdout, stderr }),
     );
+    if (input !== undefined) child.stdin?.end(input);
   });
 }

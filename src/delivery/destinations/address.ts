@@ -3,7 +3,9 @@
 // `walgate-amqp://<destination id>/<exchange>/<routing key>`. The breaker keys on that column,
 // the retry queue reads it and the stream caches it, so a destination subscription goes through
 // them unchanged; only the sender (senders.ts) looks inside. `{schema}` and `{table}` are
-// resolved when the subscription is saved; `{event}` is left for each message.
+// resolved when the subscription is saved; `{event}` and `{key}` are left for each message. A
+// template naming `{key}` carries the primary-key columns it is made of as `?key=<column>` (one
+// each, in key order), read from the catalog when the subscription was saved (row-key.ts).
 
 export const DESTINATION_KINDS = ['nats', 'rabbitmq'] as const;
 export type DestinationKind = (typeof DESTINATION_KINDS)[number];
@@ -12,23 +14,27 @@ export const NATS_SCHEME = 'walgate-nats:';
 export const AMQP_SCHEME = 'walgate-amqp:';
 
 /** The placeholders a subject or routing key may name. */
-export const PLACEHOLDERS = ['schema', 'table', 'event'] as const;
+export const PLACEHOLDERS = ['schema', 'table', 'event', 'key'] as const;
+export type Placeholder = (typeof PLACEHOLDERS)[number];
 
 export type DestinationAddress =
-  | { kind: 'nats'; destinationId: string; subject: string }
-  | { kind: 'rabbitmq'; destinationId: string; exchange: string; routingKey: string };
+  | { kind: 'nats'; destinationId: string; subject: string; keyColumns?: string[] }
+  | { kind: 'rabbitmq'; destinationId: string; exchange: string; routingKey: string; keyColumns?: string[] };
 
 export function encodeAddress(a: DestinationAddress): string {
-  if (a.kind === 'nats') return `${NATS_SCHEME}//${a.destinationId}/${encodeURIComponent(a.subject)}`;
-  return `${AMQP_SCHEME}//${a.destinationId}/${encodeURIComponent(a.exchange)}/${encodeURIComponent(a.routingKey)}`;
+  const key = a.keyColumns?.length ? `?${new URLSearchParams(a.keyColumns.map((c): [string, string] => ['key', c])).toString()}` : '';
+  if (a.kind === 'nats') return `${NATS_SCHEME}//${a.destinationId}/${encodeURIComponent(a.subject)}${key}`;
+  return `${AMQP_SCHEME}//${a.destinationId}/${encodeURIComponent(a.exchange)}/${encodeURIComponent(a.routingKey)}${key}`;
 }
 
 /** The address inside a stored URL; undefined for an https: URL. */
 export function decodeAddress(url: URL): DestinationAddress | undefined {
   const parts = url.pathname.split('/').slice(1).map(decodeURIComponent);
-  if (url.protocol === NATS_SCHEME) return { kind: 'nats', destinationId: url.host, subject: parts[0] ?? '' };
+  const keyColumns = url.searchParams.getAll('key');
+  const key = keyColumns.length ? { keyColumns } : {};
+  if (url.protocol === NATS_SCHEME) return { kind: 'nats', destinationId: url.host, subject: parts[0] ?? '', ...key };
   if (url.protocol === AMQP_SCHEME)
-    return { kind: 'rabbitmq', destinationId: url.host, exchange: parts[0] ?? '', routingKey: parts[1] ?? '' };
+    return { kind: 'rabbitmq', destinationId: url.host, exchange: parts[0] ?? '', routingKey: parts[1] ?? '', ...key };
   return undefined;
 }
 
@@ -39,12 +45,12 @@ export function isDestinationUrl(url: string): boolean {
 
 const PLACEHOLDER = /\{([^{}]*)\}/g;
 
-/** Placeholders that are not `{schema}`, `{table}` or `{event}`, and stray braces. */
+/** Placeholders that are not `{schema}`, `{table}`, `{event}` or `{key}`, and stray braces. */
 export function templateProblems(template: string): string[] {
   const problems: string[] = [];
   for (const m of template.matchAll(PLACEHOLDER)) {
     if (!(PLACEHOLDERS as readonly string[]).includes(m[1]!)) {
-      problems.push(`names an unknown placeholder {${m[1]}}: only {schema}, {table} and {event} are known`);
+      problems.push(`names an unknown placeholder {${m[1]}}: only {schema}, {table}, {event} and {key} are known`);
     }
   }
   if (/[{}]/.test(template.replace(PLACEHOLDER, ''))) problems.push('has a brace that opens or closes no placeholder');
@@ -52,8 +58,13 @@ export function templateProblems(template: string): string[] {
 }
 
 /** Replaces the placeholders that `values` names; the others stay. */
-export function fillTemplate(template: string, values: Partial<Record<(typeof PLACEHOLDERS)[number], string>>): string {
+export function fillTemplate(template: string, values: Partial<Record<Placeholder, string>>): string {
   return template.replace(PLACEHOLDER, (whole, name: string) => values[name as keyof typeof values] ?? whole);
+}
+
+/** True when a subject or routing key names `{key}`. */
+export function namesKey(template: string): boolean {
+  return template.includes('{key}');
 }
 
 /**

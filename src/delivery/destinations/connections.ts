@@ -2,11 +2,12 @@ import type { Queryable } from '../../core/db/pool.js';
 import { checkHost, type HostLookup } from '../../core/net/address-policy.js';
 import type { SendResult } from '../sender.js';
 import { readDestination } from '../sql/destinations.js';
-import { fillTemplate, type DestinationAddress } from './address.js';
+import type { DestinationAddress } from './address.js';
 import { redact, type Credentials } from './credentials.js';
 import { connectNats } from './nats.js';
 import { failed, type BrokerPublisher, type BrokerSettings } from './publisher.js';
 import { connectRabbitMq } from './rabbitmq.js';
+import { messageTarget } from './row-key.js';
 
 // One broker connection per destination, shared by every subscription that publishes to it, in
 // this process. Its row is read again every RECHECK_MS, so a PATCH of the destination's URL or
@@ -53,6 +54,9 @@ export class DestinationConnections {
   async publish(address: DestinationAddress, channel: string, headers: Record<string, string>, body: string): Promise<SendResult> {
     const startedAt = performance.now();
     if (this.#stopped) return failed('stopping', startedAt);
+    // `{event}` and `{key}` first: a row key that makes no valid subject fails before any connect.
+    const target = messageTarget(address, headers['x-service-event'] ?? '', body);
+    if (target instanceof Error) return failed(target.message, startedAt);
     let entry: Entry;
     try {
       entry = await this.#entry(address.destinationId);
@@ -61,12 +65,9 @@ export class DestinationConnections {
     }
     try {
       const publisher = await entry.publisher;
-      const event = headers['x-service-event'] ?? '';
       const messageId = headers['webhook-id'] ?? headers['x-service-delivery'] ?? '';
       const result = await publisher.publish({
-        ...(address.kind === 'nats'
-          ? { subject: fillTemplate(address.subject, { event }) }
-          : { exchange: address.exchange, routingKey: fillTemplate(address.routingKey, { event }) }),
+        ...target,
         messageId,
         headers,
         body,

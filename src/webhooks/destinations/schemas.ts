@@ -77,7 +77,7 @@ export const destinationRef = z
       .max(63, 'must be at most 63 characters')
       .meta({ description: 'A destination of the environment.' }),
     subject: template.optional().meta({
-      description: 'NATS: the subject, a template over `{schema}`, `{table}` and `{event}`.',
+      description: 'NATS: the subject, a template over `{schema}`, `{table}`, `{event}` and (with ordering "row") `{key}`.',
       examples: ['walgate.{schema}.{table}.{event}'],
     }),
     exchange: z
@@ -86,7 +86,7 @@ export const destinationRef = z
       .optional()
       .meta({ description: 'RabbitMQ: the exchange ("" is the default exchange).' }),
     routingKey: template.optional().meta({
-      description: 'RabbitMQ: the routing key, a template over `{schema}`, `{table}` and `{event}`.',
+      description: 'RabbitMQ: the routing key, a template over `{schema}`, `{table}`, `{event}` and (with ordering "row") `{key}`.',
       examples: ['{table}.{event}'],
     }),
   })

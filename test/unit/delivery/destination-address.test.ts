@@ -37,10 +37,10 @@ describe('unit: destination addresses and templates', () => {
     expect(logged({ projectId: 'p', environment: 'e', url: 'https://example.com/h?k=1' }).origin).to.equal('https://example.com');
   });
 
-  it('templates: {schema}, {table} and {event} only; filling leaves the others for later', () => {
+  it('templates: {schema}, {table}, {event} and {key} only; filling leaves the others for later', () => {
     expect(templateProblems('walgate.{schema}.{table}.{event}')).to.deep.equal([]);
     expect(templateProblems('a.{tabel}')).to.deep.equal([
-      'names an unknown placeholder {tabel}: only {schema}, {table} and {event} are known',
+      'names an unknown placeholder {tabel}: only {schema}, {table}, {event} and {key} are known',
     ]);
     expect(templateProblems('a.{table')).to.deep.equal(['has a brace that opens or closes no placeholder']);
     expect(fillTemplate('{schema}.{table}.{event}', { schema: 's', table: 't' })).to.equal('s.t.{event}');
