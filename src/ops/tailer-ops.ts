@@ -1,5 +1,4 @@
-import { createServer, type Server } from 'node:http';
-import type { AddressInfo } from 'node:net';
+import type { Server } from 'node:http';
 import { Gauge } from 'prom-client';
 import type { Context } from '../core/context.js';
 import { backlogBySubscription, queueDepth } from '../delivery/sql/queue.js';
@@ -9,6 +8,7 @@ import type { WalTailer } from '../tailer/tailer.js';
 import { checkOf, databaseCheck, readiness, redisCheck } from './checks.js';
 import { gapCheck, registerGapGauge } from './gaps.js';
 import { failoverCheck, registerFailoverGauge } from './failover.js';
+import { startOpsListener } from './listener.js';
 
 /**
  * The slot's health for one scrape: the gauges below all read it, and a scrape collects them
@@ -110,64 +110,43 @@ export function registerTailerGauges(ctx: Context, tailer: WalTailer, worker: De
       this.set(tailer.status().role === 'leader' ? 1 : 0);
     },
   });
-  if (worker) {
-    new Gauge({
-      name: 'walgate_breaker_open',
-      // No URL, project or endpoint label: a URL's path and query may hold a receiver's secret, and
-      // a label per URL ever used grows without bound. Which subscription: its health view.
-      help: 'Endpoints whose circuit breaker is open or half-open, as this process sees them, by state',
-      labelNames: ['state'] as const,
-      registers: [registry],
-      collect() {
-        const counts = { open: 0, 'half-open': 0 };
-        for (const b of worker.breakerStates()) if (b.state !== 'closed') counts[b.state]++;
-        for (const [state, n] of Object.entries(counts)) this.set({ state }, n);
-      },
-    });
-  }
+  if (worker) registerBreakerGauge(ctx, worker);
+}
+
+/** Endpoints whose breaker is open, as this process sees them (a tailer's or a delivery worker's engine). */
+export function registerBreakerGauge(ctx: Context, engine: DeliveryEngine): void {
+  new Gauge({
+    name: 'walgate_breaker_open',
+    // No URL, project or endpoint label: a URL's path and query may hold a receiver's secret, and
+    // a label per URL ever used grows without bound. Which subscription: its health view.
+    help: 'Endpoints whose circuit breaker is open or half-open, as this process sees them, by state',
+    labelNames: ['state'] as const,
+    registers: [ctx.metrics.registry],
+    collect() {
+      const counts = { open: 0, 'half-open': 0 };
+      for (const b of engine.breakerStates()) if (b.state !== 'closed') counts[b.state]++;
+      for (const [state, n] of Object.entries(counts)) this.set({ state }, n);
+    },
+  });
 }
 
 /** The tailer's own listener (TAILER_PORT): /healthz, /readyz, /metrics. */
-export async function startTailerOps(
-  ctx: Context,
-  tailer: WalTailer,
-  port: number,
-  host: string,
-): Promise<{ server: Server; url: string }> {
-  const server = createServer((req, res) => {
-    const send = (status: number, body: unknown, type = 'application/json') => {
-      res.writeHead(status, { 'content-type': type }).end(typeof body === 'string' ? body : JSON.stringify(body));
-    };
-    void (async () => {
-      const path = (req.url ?? '/').split('?')[0];
-      if (req.method !== 'GET') return send(405, { error: 'METHOD_NOT_ALLOWED', message: 'Only GET.' });
-      if (path === '/healthz') return send(200, { status: 'ok' });
-      if (path === '/metrics') return send(200, await ctx.metrics.text(), ctx.metrics.contentType);
-      if (path === '/readyz') {
-        const status = tailer.status();
-        const slot = await slotHealth(ctx.pool, status.slotName, ctx.config.slotWalWarnBytes).catch(() => undefined);
-        const role = checkOf('tailer', status.role === 'leader' || status.role === 'standby', {
-          role: status.role,
-          slot: status.slotName,
-          durableLsn: status.durableLsn,
-          ...slot,
-        });
-        const { status: code, body } = readiness([
-          await databaseCheck(ctx.pool, ctx.log),
-          await redisCheck(ctx.redis, ctx.log),
-          role,
-          await gapCheck(ctx),
-          await failoverCheck(ctx, status.slotName),
-        ]);
-        return send(code, body);
-      }
-      return send(404, { error: 'NOT_FOUND', message: 'No such route.' });
-    })().catch(() => send(500, { error: 'INTERNAL_ERROR', message: 'Something went wrong on our side.' }));
+export function startTailerOps(ctx: Context, tailer: WalTailer, port: number, host: string): Promise<{ server: Server; url: string }> {
+  return startOpsListener(ctx, port, host, async () => {
+    const status = tailer.status();
+    const slot = await slotHealth(ctx.pool, status.slotName, ctx.config.slotWalWarnBytes).catch(() => undefined);
+    const role = checkOf('tailer', status.role === 'leader' || status.role === 'standby', {
+      role: status.role,
+      slot: status.slotName,
+      durableLsn: status.durableLsn,
+      ...slot,
+    });
+    return readiness([
+      await databaseCheck(ctx.pool, ctx.log),
+      await redisCheck(ctx.redis, ctx.log),
+      role,
+      await gapCheck(ctx),
+      await failoverCheck(ctx, status.slotName),
+    ]);
   });
-  await new Promise<void>((resolve, reject) => {
-    server.once('error', reject);
-    server.listen(port, host, () => resolve());
-  });
-  const a = server.address() as AddressInfo;
-  return { server, url: `http://${a.family === 'IPv6' ? `[${a.address}]` : a.address}:${a.port}` };
 }

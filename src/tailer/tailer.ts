@@ -2,9 +2,9 @@ import { setTimeout as sleep } from 'node:timers/promises';
 import pg from 'pg';
 import { LogicalReplicationService } from 'pg-logical-replication';
 import type { Context } from '../core/context.js';
-import type { Queryable } from '../core/db/pool.js';
 import type { DeliverySink } from './sink.js';
 import { keepReconnecting } from '../core/db/reconnect.js';
+import { oneAtATime } from '../core/db/one-at-a-time.js';
 import { formatLsn, parseLsn, type Lsn } from './lsn.js';
 import { RawPgoutputPlugin } from './pgoutput.js';
 import { ensurePublication, PUBLICATION } from './publication.js';
@@ -335,15 +335,4 @@ export class WalTailer {
       log.warn({ err }, 'could not read replication lag');
     }
   }
-}
-
-/** The leadership connection as a Queryable whose statements run one after another, in call order. */
-function oneAtATime(client: pg.Client): Queryable {
-  let tail: Promise<unknown> = Promise.resolve();
-  const query = (...args: unknown[]) => {
-    const run = tail.then(() => (client.query as (...a: unknown[]) => Promise<unknown>)(...args));
-    tail = run.catch(() => undefined);
-    return run;
-  };
-  return { query } as unknown as Queryable;
 }
