@@ -2,7 +2,7 @@ import pg from 'pg';
 import { insertSubscription } from '../../test/support/subscriptions.js';
 import type { Bench, DaemonFigures } from './run.js';
 import { installPeer, peerTable, startFloor, startPeer } from './baselines.js';
-import { benchCpuUs, cpuWindow, processCpuUs } from './cpu.js';
+import { benchCpuUs, cpuWindow, processCpuUs, type CpuSources } from './cpu.js';
 import { round, summarize } from './stats.js';
 import { checkCorrect, diffWrites, rowWrites, waitForAll, type WriteCounts } from './wal-paths.js';
 
@@ -37,7 +37,12 @@ export interface Round {
 }
 
 /** Writes `rows` rows in `txRows`-row transactions and waits until `path` has them all (× `fanout`). */
-export async function burst(b: Bench, client: pg.Client, o: { table: string; path: string; rows: number; txRows: number; fanout?: number; consumerPid?: number }): Promise<Round> {
+/** `moreCpu`: further processes whose CPU per delivery the round reports (a bus's workers and server). */
+export async function burst(
+  b: Bench,
+  client: pg.Client,
+  o: { table: string; path: string; rows: number; txRows: number; fanout?: number; consumerPid?: number; moreCpu?: CpuSources },
+): Promise<Round> {
   const expected = o.rows * (o.fanout ?? 1);
   await b.receiver.reset([o.path]);
   const cpu = await cpuWindow({
@@ -45,6 +50,7 @@ export async function burst(b: Bench, client: pg.Client, o: { table: string; pat
     receiver: () => processCpuUs(b.receiver.pid),
     postgres: b.postgresCpuUs,
     'bench (writer)': benchCpuUs,
+    ...o.moreCpu,
   });
   const t0 = performance.now();
   for (let i = 0; i < o.rows; i += o.txRows) {

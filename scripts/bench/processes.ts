@@ -92,7 +92,8 @@ export function stopOnSignals(log: (msg: string) => void, childStopMs = CHILD_ST
 }
 
 // The entries production runs (the api's is CommonJS: it sizes libuv's pool first).
-const MAIN = (name: 'api' | 'tailer') => fileURLToPath(new URL(`../../src/main/${name === 'api' ? 'api.cjs' : 'tailer.js'}`, import.meta.url));
+export type DaemonName = 'api' | 'tailer' | 'worker';
+const MAIN = (name: DaemonName) => fileURLToPath(new URL(`../../src/main/${name === 'api' ? 'api.cjs' : `${name}.js`}`, import.meta.url));
 
 export class Daemon {
   #cpuAt = 0;
@@ -103,7 +104,7 @@ export class Daemon {
     readonly metricsUrl: string,
   ) {}
 
-  static async start(name: 'api' | 'tailer', env: NodeJS.ProcessEnv, metricsUrl: string): Promise<Daemon> {
+  static async start(name: DaemonName, env: NodeJS.ProcessEnv, metricsUrl: string): Promise<Daemon> {
     // BENCH_PROFILE=tailer (or api) writes a CPU profile of that daemon under bench/profiles/.
     const profile = process.env.BENCH_PROFILE === name ? ['--cpu-prof', `--cpu-prof-dir=${fileURLToPath(new URL('../../../bench/profiles/', import.meta.url))}`] : [];
     const child = track(spawn(process.execPath, [...profile, MAIN(name)], { env, stdio: ['ignore', 'ignore', 'pipe'] }));

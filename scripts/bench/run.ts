@@ -32,6 +32,7 @@ import { payloadPaths } from './payloads.js';
 import { filterPaths } from './filters.js';
 import { healthCall } from './health.js';
 import { noisyNeighbour } from './noisy-neighbour.js';
+import { busPaths } from './bus.js';
 
 export interface DaemonFigures {
   cpuPercent: number;
@@ -68,6 +69,8 @@ export interface Bench {
   startApi(store: 'redis' | 'postgres'): Promise<{ url: string; daemon: Daemon; stop(): Promise<void> }>;
   /** `env`: settings for this tailer only (e.g. WEBHOOK_KEEP_PAYLOADS=false). */
   startTailer(env?: Record<string, string>): Promise<{ daemon: Daemon; stop(): Promise<void> }>;
+  /** A delivery worker of the bus (`env` holds DELIVERY_BUS); `url` is its health listener. */
+  startWorker(env: Record<string, string>): Promise<{ daemon: Daemon; url: string; stop(): Promise<void> }>;
   record(result: Result): void;
 }
 
@@ -138,6 +141,12 @@ const bench: Bench = {
     const daemon = await Daemon.start('tailer', daemonEnv({ TAILER_PORT: String(port), HOST: '127.0.0.1', ...env }), `http://127.0.0.1:${port}/metrics`);
     return { daemon, stop: () => daemon.stop() };
   },
+  async startWorker(env) {
+    const port = await freePort();
+    const url = `http://127.0.0.1:${port}`;
+    const daemon = await Daemon.start('worker', daemonEnv({ WORKER_PORT: String(port), HOST: '127.0.0.1', ...env }), `${url}/metrics`);
+    return { daemon, url, stop: () => daemon.stop() };
+  },
   record(result) {
     results.push(result);
     const ratio = result.ratio === undefined ? '' : ` (${result.ratio}× baseline)`;
@@ -169,6 +178,7 @@ try {
     ...filterPaths(bench),
     ['health', () => healthCall(bench)],
     ['noisy-neighbour', () => noisyNeighbour(bench)],
+    ...busPaths(bench),
     ...retryDrainPaths(bench),
     // Last: a catch-up that falls short leaves a retry backlog that would weigh on the paths after it.
     ...outagePaths(bench),

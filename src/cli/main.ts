@@ -12,7 +12,7 @@ import { registerUserCommands } from './users.js';
 import { registerOrganizationCommands } from './organizations.js';
 
 const program = new Command('walgate')
-  .description('operate walgate: migrations, projects, tokens, keys, users, organizations, deliveries and destinations')
+  .description('operate walgate: migrations, delivery workers, projects, tokens, keys, users, organizations, deliveries and destinations')
   .showHelpAfterError()
   .exitOverride()
   .option('--create-database', 'without DATABASE_URL: create a new, empty embedded database under DATA_DIR if there is none')
@@ -27,6 +27,13 @@ program
     const { withCliContext } = await import('./runtime.js');
     await withCliContext(async () => undefined);
     console.log('migrations are current');
+  });
+
+program
+  .command('worker')
+  .description('run a delivery worker of the bus (DELIVERY_BUS, DATABASE_URL): the same as `npm run worker`')
+  .action(async () => {
+    await import('../main/worker.js'); // runs until SIGTERM
   });
 
 registerProjectCommands(program);

@@ -66,6 +66,7 @@ const schema = z.object({
   WEBHOOK_ENDPOINT_CONCURRENCY: z.coerce.number().int().min(1).max(1024).default(16),
   WEBHOOK_PAUSED_BACKLOG_MS: positiveMs.default(3 * DAY_MS),
   TAILER_PORT: port.default(3001),
+  WORKER_PORT: port.default(3002),
   /** Replication lag past which `_operations` subscribers get a `slot.lag` event (once per crossing). */
   OPERATIONS_SLOT_LAG_BYTES: z.coerce
     .number()
@@ -83,6 +84,27 @@ const schema = z.object({
     .min(1024 * 1024)
     .default(8 * 1024 ** 2),
   TAILER_SLOT_FAILOVER: bool.default(true),
+  /** A NATS JetStream (cluster) between the leading tailer and delivery workers; unset: one process delivers. */
+  DELIVERY_BUS: z
+    .string()
+    .transform((s, ctx) => {
+      const servers = s.split(',').map((x) => x.trim());
+      for (const server of servers) {
+        const ok = URL.canParse(server) && new URL(server).protocol === 'nats:';
+        if (!ok) {
+          ctx.addIssue({ code: 'custom', message: 'expected nats:// URLs, comma-separated (the servers of one cluster)' });
+          return z.NEVER;
+        }
+      }
+      return servers;
+    })
+    .optional(),
+  DELIVERY_BUS_STREAM: z
+    .string()
+    .regex(/^[A-Za-z0-9_-]{1,64}$/, 'letters, digits, _ and - (a JetStream stream name)')
+    .default('WALGATE_DELIVERIES'),
+  DELIVERY_BUS_PARTITIONS: z.coerce.number().int().min(1).max(1024).default(16),
+  DELIVERY_BUS_REPLICAS: z.coerce.number().int().min(1).max(5).default(1),
   TAILER_STANDBY_URL: url(['postgres:', 'postgresql:']).optional(),
   TAILER_STATE_FILE: z.string().default(''),
   LOG_LEVEL: z.enum(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent']).default('info'),
@@ -176,6 +198,8 @@ const configSchema = schema.superRefine(checkTogether).transform((e) => ({
   /** Delivered history is removed this long after delivery, dead letters this long after their capture. */
   retention: { deliveredMs: e.WEBHOOK_RETENTION_MS, deadMs: e.WEBHOOK_DEAD_RETENTION_MS },
   tailerPort: e.TAILER_PORT,
+  /** A delivery worker's health and metrics listener. */
+  workerPort: e.WORKER_PORT,
   /** Retained WAL that makes the slot watchdog warn when max_slot_wal_keep_size is unlimited. */
   slotWalWarnBytes: e.SLOT_WAL_WARN_BYTES,
   operationsSlotLagBytes: e.OPERATIONS_SLOT_LAG_BYTES,
@@ -183,6 +207,10 @@ const configSchema = schema.superRefine(checkTogether).transform((e) => ({
   tailerMaxHeldBytes: e.TAILER_MAX_HELD_BYTES,
   /** Postgres 17+: the slot is a failover slot (a standby with sync_replication_slots=on keeps a copy). */
   tailerSlotFailover: e.TAILER_SLOT_FAILOVER,
+  /** The delivery bus (src/delivery/bus/): unset, the leading tailer delivers; set, it publishes and workers deliver. */
+  bus: e.DELIVERY_BUS
+    ? { servers: e.DELIVERY_BUS, stream: e.DELIVERY_BUS_STREAM, partitions: e.DELIVERY_BUS_PARTITIONS, replicas: e.DELIVERY_BUS_REPLICAS }
+    : undefined,
   /** A standby that should hold a synchronised copy of the slot: /readyz and the failover gauge ask it. */
   tailerStandbyUrl: e.TAILER_STANDBY_URL,
   /** A file outside the database keeping the highest WAL position processed, so a restore is noticed after a tailer restart too (empty: memory only). */

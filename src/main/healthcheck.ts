@@ -1,4 +1,4 @@
-// `node dist/src/main/healthcheck.js api|tailer`: the container health check. It asks the daemon's
+// `node dist/src/main/healthcheck.js api|tailer|worker`: the container health check. It asks the daemon's
 // own /readyz, on the port and address the daemon's configuration gives (so it cannot disagree with
 // it), and needs nothing but the node binary that the image already has (no curl in node:*-slim).
 import { loadConfig } from '../core/config.js';
@@ -13,12 +13,12 @@ function probeHost(host: string): string {
 
 async function main(): Promise<number> {
   const daemon = process.argv[2] ?? 'api';
-  if (daemon !== 'api' && daemon !== 'tailer') {
-    console.error(`usage: healthcheck.js api|tailer (got ${daemon})`);
+  if (daemon !== 'api' && daemon !== 'tailer' && daemon !== 'worker') {
+    console.error(`usage: healthcheck.js api|tailer|worker (got ${daemon})`);
     return 2;
   }
   const config = loadConfig();
-  const port = daemon === 'api' ? config.port : config.tailerPort;
+  const port = { api: config.port, tailer: config.tailerPort, worker: config.workerPort }[daemon];
   const url = `http://${probeHost(config.host)}:${port}/readyz`;
   try {
     const res = await fetch(url, { signal: AbortSignal.timeout(TIMEOUT_MS) });

@@ -1,6 +1,8 @@
 // The tailer side of walgate, wired once: the WAL reader, the delivery engine it feeds (the stream
 // and the retry queue's worker), their gauges and the health/metrics listener. `npm run tailer` runs it alone; `npm start` beside the api.
 import type { Context } from '../core/context.js';
+import { BusSink } from '../delivery/bus/publisher.js';
+import { connectBus, ensureBusStream } from '../delivery/bus/jetstream.js';
 import { DeliveryEngine } from '../delivery/engine.js';
 import { closeServer } from '../http/server.js';
 import { registerTailerGauges, startTailerOps } from '../ops/tailer-ops.js';
@@ -27,6 +29,10 @@ export interface TailerRuntimeOptions {
 export async function startTailerRuntime(ctx: Context, options: TailerRuntimeOptions): Promise<TailerRuntime> {
   const worker = new DeliveryEngine(ctx, { disableSubscription: (id, reason, at) => disableWebhook(ctx.pool, id, reason, at) });
   worker.start();
+  // With a delivery bus the leading tailer publishes and the workers deliver; without, it delivers.
+  const bus = ctx.config.bus ? await connectBus(ctx.config.bus, 'walgate-tailer') : null;
+  if (bus) await ensureBusStream(bus, ctx.config.bus!);
+  const sink = bus ? new BusSink(bus, ctx.config.bus!, ctx.log.child({ component: 'bus' })) : worker;
   // Backfills run where the slot is read: their watermarks come back through this tailer's session.
   const backfills: BackfillRunner = new BackfillRunner(ctx, {
     isLeader: (): boolean => tailer.status().role === 'leader',
@@ -34,7 +40,7 @@ export async function startTailerRuntime(ctx: Context, options: TailerRuntimeOpt
   });
   const tailer = new WalTailer(ctx, {
     databaseUrl: options.databaseUrl,
-    sink: worker,
+    sink,
     onReservedMessage: backfills.onReservedMessage,
     onChange: backfills.onChange,
   });
@@ -60,6 +66,7 @@ export async function startTailerRuntime(ctx: Context, options: TailerRuntimeOpt
       await backfills.stop();
       await tailer.stop();
       await worker.stop();
+      await bus?.close().catch(() => undefined);
       await pruner.stop();
     },
   };

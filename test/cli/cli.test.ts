@@ -20,6 +20,7 @@ describe('the walgate CLI', function () {
     for (const args of [
       [],
       ['migrate'],
+      ['worker'],
       ['project', 'create'],
       ['project', 'set'],
       ['project', 'list'],
@@ -174,6 +175,12 @@ describe('the walgate CLI', function () {
     } finally {
       await rm(dir, { recursive: true, force: true });
     }
+  });
+
+  it('`walgate worker` without DELIVERY_BUS says it needs one and exits 1', async () => {
+    const r = await walgate(t, ['worker'], { DELIVERY_BUS: '' });
+    expect(r.code).to.equal(1);
+    expect(r.stderr).to.contain('DELIVERY_BUS is required');
   });
 
   it('names a bad environment variable and exits 1', async () => {

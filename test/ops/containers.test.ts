@@ -119,6 +119,14 @@ const COMPOSE_SECRETS = {
   SMTP_URL: 'smtp://mail:1025',
 };
 
+/** A compose value as the daemon gets it: `${X:-default}` → default, `${X:?message}` → what .env would give. */
+function resolveCompose(value: unknown): string {
+  return String(value).replace(
+    /\$\{(\w+)(?::-([^}]*)|:\?[^}]*)\}/g,
+    (_, name: string, fallback?: string) => fallback ?? COMPOSE_SECRETS[name as keyof typeof COMPOSE_SECRETS],
+  );
+}
+
 function composeServices(): { services: Record<string, any>; resolved: boolean } {
   const secrets = COMPOSE_SECRETS;
   try {
@@ -152,17 +160,9 @@ describe('containers: docker-compose.yml', () => {
     Array.isArray(service.environment)
       ? Object.fromEntries(service.environment.map((e: string) => e.split(/=(.*)/s).slice(0, 2)))
       : (service.environment ?? {});
-  /** The environment as the daemon gets it: `${X:-default}` → default, `${X:?message}` → what .env would give. */
+  /** The environment as the daemon gets it. */
   const effective = (service: any): Record<string, string> =>
-    Object.fromEntries(
-      Object.entries(environment(service)).map(([k, v]) => [
-        k,
-        String(v).replace(
-          /\$\{(\w+)(?::-([^}]*)|:\?[^}]*)\}/g,
-          (_, name: string, fallback?: string) => fallback ?? COMPOSE_SECRETS[name as keyof typeof COMPOSE_SECRETS],
-        ),
-      ]),
-    );
+    Object.fromEntries(Object.entries(environment(service)).map(([k, v]) => [k, resolveCompose(v)]));
 
   it('runs Postgres in logical mode with a cap on WAL kept for slots, Redis, the api and at least two tailers', () => {
     expect(services).to.include.all.keys('postgres', 'redis', 'api');
@@ -306,5 +306,47 @@ describe('containers: the health-check script', function () {
     expect(await run('tailer', { TAILER_PORT: port, PORT: closed }), 'the tailer is asked on TAILER_PORT').to.equal(0);
     expect(await run('tailer', { TAILER_PORT: closed, PORT: port })).to.equal(1);
     expect(await run('nonsense', { PORT: port })).to.equal(2);
+  });
+});
+
+describe('containers: docker-compose.bus.yml (the delivery bus)', () => {
+  const base = (parseYaml(read('docker-compose.yml'), { merge: true }) as { services: Record<string, any> }).services;
+  const bus = (parseYaml(read('docker-compose.bus.yml'), { merge: true }) as { services: Record<string, any> }).services;
+  const env = (service: any): Record<string, string> =>
+    Object.fromEntries(Object.entries(service.environment ?? {}).map(([k, v]) => [k, resolveCompose(v)]));
+
+  it('a 3-node NATS JetStream cluster: each server routes to the other two, under one cluster name', () => {
+    const nats = Object.keys(bus).filter((name) => name.startsWith('nats-'));
+    expect(nats).to.deep.equal(['nats-1', 'nats-2', 'nats-3']);
+    for (const name of nats) {
+      const args = bus[name].command as string[];
+      const option = (flag: string) => args[args.indexOf(flag) + 1];
+      expect(args, name).to.include('-js');
+      expect(option('--cluster_name'), name).to.equal('walgate');
+      const routes = option('--routes')!
+        .split(',')
+        .map((r) => new URL(r).hostname);
+      expect(routes, name).to.have.members(nats.filter((n) => n !== name));
+      expect(Number(/nats:2\.(\d+)/.exec(bus[name].image)![1]), name).to.be.greaterThanOrEqual(9);
+    }
+  });
+
+  it('the tailers publish to it and the workers (the same image) read it: both configurations load, R3 over three servers', () => {
+    for (const name of ['tailer-1', 'tailer-2']) {
+      expect(base[name], name).to.not.equal(undefined);
+      const config = loadConfig({ ...env(base[name]), ...env(bus[name]) });
+      expect(config.bus?.servers, name).to.have.length(3);
+      expect(config.bus?.replicas, name).to.equal(3);
+    }
+    const worker = bus.worker;
+    expect(worker.image).to.equal(base.api.image);
+    expect(worker.pull_policy).to.equal('never');
+    expect(worker.restart).to.equal('unless-stopped');
+    const main = (worker.command as string[]).find((w) => w.endsWith('.js'))!;
+    expect(main).to.equal('dist/src/main/worker.js');
+    expect(existsSync(path.join(ROOT, main)), main).to.equal(true);
+    const config = loadConfig(env(worker));
+    expect(config.bus?.servers.map((s) => new URL(s).hostname)).to.deep.equal(['nats-1', 'nats-2', 'nats-3']);
+    expect(config.databaseUrl).to.match(/^postgres:\/\/walgate:p@postgres:5432\/walgate$/);
   });
 });

@@ -141,8 +141,8 @@ export class OwnNatsServer {
   ) {}
 
   /** `args`: more nats-server options, e.g. `--user u --pass p` or `--auth <token>`. */
-  static async start(args: string[] = []): Promise<OwnNatsServer> {
-    const port = await freePort();
+  static async start(args: string[] = [], port?: number): Promise<OwnNatsServer> {
+    port ??= await freePort();
     const server = new OwnNatsServer(port, await mkdtemp(path.join(tmpdir(), 'walgate-nats-')), args);
     await server.resume();
     return server;
@@ -178,6 +178,57 @@ export class OwnNatsServer {
   async close(): Promise<void> {
     await this.stop();
     await rm(this.storeDir, { recursive: true, force: true });
+  }
+}
+
+/** Three (or more) nats-servers of the test's own on loopback ports, routed into one JetStream cluster. */
+export class NatsCluster {
+  private constructor(readonly servers: OwnNatsServer[]) {}
+
+  static async start(size = 3): Promise<NatsCluster> {
+    const ports = await Promise.all(Array.from({ length: size }, () => freePort()));
+    const routes = await Promise.all(Array.from({ length: size }, () => freePort()));
+    const servers = await Promise.all(
+      ports.map((port, i) =>
+        OwnNatsServer.start(
+          [
+            ...['--name', `n${i + 1}`, '--cluster_name', 'walgate-test'],
+            ...['--cluster', `nats://127.0.0.1:${routes[i]}`],
+            ...['--routes', routes.map((r) => `nats://127.0.0.1:${r}`).join(',')],
+          ],
+          port,
+        ),
+      ),
+    );
+    return new NatsCluster(servers);
+  }
+
+  /** DELIVERY_BUS: every server's URL. */
+  get urls(): string {
+    return this.servers.map((s) => s.url).join(',');
+  }
+
+  /** A connection to the cluster (any server) for the test's own questions. */
+  async connect(): Promise<NatsConnection> {
+    return connect({ servers: this.servers.map((s) => `127.0.0.1:${s.port}`), maxReconnectAttempts: -1, reconnectTimeWait: 250 });
+  }
+
+  /** The server (n1, n2, …) that leads `stream`, once the cluster has one. */
+  async streamLeader(jsm: JetStreamManager, stream: string, timeoutMs = 30_000): Promise<OwnNatsServer> {
+    const until = Date.now() + timeoutMs;
+    for (;;) {
+      const leader = await jsm.streams
+        .info(stream)
+        .then((i) => i.cluster?.leader)
+        .catch(() => undefined);
+      if (leader) return this.servers[Number(leader.slice(1)) - 1]!;
+      if (Date.now() > until) throw new Error(`no leader for stream ${stream}`);
+      await sleep(200);
+    }
+  }
+
+  async close(): Promise<void> {
+    await Promise.all(this.servers.map((s) => s.close()));
   }
 }
 

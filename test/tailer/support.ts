@@ -110,12 +110,17 @@ export async function waitUntilCaughtUp(ctx: Context, tailer: WalTailer, timeout
 }
 
 const TAILER_MAIN = fileURLToPath(new URL('../../src/main/tailer.js', import.meta.url));
+const WORKER_MAIN = fileURLToPath(new URL('../../src/main/worker.js', import.meta.url));
 
 /**
  * A tailer daemon as production runs it, against the test's database: its own health port (the
  * default may be taken on a shared machine), its stderr into the test's. `extra` adds settings.
  */
-export async function spawnTailerDaemon(t: TestApi, extra: Record<string, string> = {}): Promise<ChildProcess> {
+export function spawnTailerDaemon(t: TestApi, extra: Record<string, string> = {}): Promise<ChildProcess> {
+  return spawnDaemon(t, TAILER_MAIN, extra);
+}
+
+async function spawnDaemon(t: TestApi, main: string, extra: Record<string, string>): Promise<ChildProcess> {
   const env = {
     ...process.env,
     DATABASE_URL: t.database.url,
@@ -123,11 +128,19 @@ export async function spawnTailerDaemon(t: TestApi, extra: Record<string, string
     DATA_DIR: t.config.dataDir,
     LOG_LEVEL: 'warn',
     TAILER_PORT: String(await freePort()),
+    WORKER_PORT: String(await freePort()),
     ...extra,
   };
-  const child = spawn(process.execPath, [TAILER_MAIN], { env, stdio: ['ignore', 'ignore', 'pipe'] });
+  const child = spawn(process.execPath, [main], { env, stdio: ['ignore', 'ignore', 'pipe'] });
   child.stderr!.on('data', (d: Buffer) => process.stderr.write(d));
   return child;
+}
+
+/** The settings of a daemon that delivers to the tests' HTTPS receivers: their CA as an operator would trust it, loopback allowed. */
+async function receiverSettings(t: TestApi): Promise<Record<string, string>> {
+  const caFile = path.join(t.config.dataDir, 'test-ca.pem');
+  await writeFile(caFile, (await testCertificates()).ca);
+  return { WEBHOOK_ALLOW_PRIVATE_NETWORKS: 'true', NODE_EXTRA_CA_CERTS: caFile };
 }
 
 /**
@@ -136,9 +149,12 @@ export async function spawnTailerDaemon(t: TestApi, extra: Record<string, string
  * depends on another having written it) and may reach loopback addresses.
  */
 export async function spawnDeliveringDaemon(t: TestApi, extra: Record<string, string> = {}): Promise<ChildProcess> {
-  const caFile = path.join(t.config.dataDir, 'test-ca.pem');
-  await writeFile(caFile, (await testCertificates()).ca);
-  return spawnTailerDaemon(t, { WEBHOOK_ALLOW_PRIVATE_NETWORKS: 'true', NODE_EXTRA_CA_CERTS: caFile, ...extra });
+  return spawnTailerDaemon(t, { ...(await receiverSettings(t)), ...extra });
+}
+
+/** A delivery worker daemon of the bus (`npm run worker`), delivering to the tests' HTTPS receivers; `extra` holds DELIVERY_BUS. */
+export async function spawnWorkerDaemon(t: TestApi, extra: Record<string, string>): Promise<ChildProcess> {
+  return spawnDaemon(t, WORKER_MAIN, { ...(await receiverSettings(t)), ...extra });
 }
 
 /** Waits until a tailer daemon leads: the database's replication slot has an active walsender. */

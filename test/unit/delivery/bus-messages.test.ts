@@ -1,0 +1,78 @@
+import { expect } from 'chai';
+import { loadConfig } from '../../../src/core/config.js';
+import {
+  decodeBusMessage,
+  encodeBusMessage,
+  encodeSubscriptionChanged,
+  partitionOf,
+  partitionSubject,
+} from '../../../src/delivery/bus/messages.js';
+import type { CapturedDelivery, CapturedEvent } from '../../../src/tailer/sink.js';
+
+const event: CapturedEvent = {
+  id: 'evt_0000000001A2B3C4_3',
+  schema: 'shop_master',
+  table: 'orders',
+  operation: 'UPDATE',
+  committedAt: new Date('2026-11-29T10:00:00.123Z'),
+  columns: ['id', 'status'],
+  record: ['7', '"paid"'],
+  old: ['7', '"new"'],
+  changedFields: ['status'],
+};
+const delivery = (over: Partial<CapturedDelivery> = {}): CapturedDelivery => ({
+  id: `del_${event.id}_wh_1`,
+  webhookId: 'wh_1',
+  eventId: event.id,
+  eventType: 'UPDATE',
+  select: null,
+  orderKeys: ['7'],
+  previousEventId: 'evt_0000000001A2B300_1',
+  ...over,
+});
+
+describe('delivery bus: messages and partitions', () => {
+  it('a message carries the change and its delivery back exactly, the commit time as a Date', () => {
+    const back = decodeBusMessage(encodeBusMessage(event, delivery()));
+    expect(back).to.deep.equal({ kind: 'delivery', event, delivery: delivery() });
+    expect(back.kind === 'delivery' && back.event.committedAt).to.be.instanceOf(Date);
+  });
+
+  it("a subscription's change travels as its own message", () => {
+    expect(decodeBusMessage(encodeSubscriptionChanged('wh_9'))).to.deep.equal({ kind: 'subscriptionChanged', webhookId: 'wh_9' });
+  });
+
+  it('something else on the subject is refused with an error, not taken for a delivery', () => {
+    expect(() => decodeBusMessage('{"hello":1}')).to.throw('not a walgate delivery message');
+    expect(() => decodeBusMessage('null')).to.throw('not a walgate delivery message');
+    expect(() => decodeBusMessage('not json')).to.throw();
+  });
+
+  it("a row's changes share a partition; the partition is the same in every process", () => {
+    const a = partitionOf(delivery({ id: 'x', eventId: 'evt_1_0' }), 16);
+    const b = partitionOf(delivery({ id: 'y', eventId: 'evt_9_4' }), 16);
+    expect(a).to.equal(b);
+    // A fixed value: a change in the hash would move rows between partitions across an upgrade.
+    expect([partitionOf(delivery(), 16), partitionOf(delivery(), 1024)]).to.deep.equal([6, 742]);
+    expect(partitionOf(delivery({ orderKeys: ['7'], webhookId: 'wh_1' }), 1024)).to.equal(
+      partitionOf(delivery({ orderKeys: ['7', '6'], webhookId: 'wh_1' }), 1024),
+    );
+  });
+
+  it('rows and unordered changes spread over the partitions', () => {
+    const rows = new Set(Array.from({ length: 400 }, (_, i) => partitionOf(delivery({ orderKeys: [String(i)] }), 8)));
+    const unordered = new Set(Array.from({ length: 400 }, (_, i) => partitionOf(delivery({ orderKeys: null, eventId: `evt_${i}_0` }), 8)));
+    expect([...rows].sort()).to.deep.equal([0, 1, 2, 3, 4, 5, 6, 7]);
+    expect([...unordered].sort()).to.deep.equal([0, 1, 2, 3, 4, 5, 6, 7]);
+    expect(partitionSubject({ stream: 'WALGATE_DELIVERIES', partitions: 8 }, 3)).to.equal('WALGATE_DELIVERIES.p.3');
+  });
+
+  it('DELIVERY_BUS takes the servers of one cluster; anything else is a configuration error naming it', () => {
+    const bus = loadConfig({ DELIVERY_BUS: 'nats://a:4222, nats://b:4223', DELIVERY_BUS_REPLICAS: '3' }).bus!;
+    expect(bus).to.deep.equal({ servers: ['nats://a:4222', 'nats://b:4223'], stream: 'WALGATE_DELIVERIES', partitions: 16, replicas: 3 });
+    expect(loadConfig({}).bus).to.equal(undefined);
+    expect(() => loadConfig({ DELIVERY_BUS: 'http://a:4222' })).to.throw(/DELIVERY_BUS: expected nats:\/\/ URLs/);
+    expect(() => loadConfig({ DELIVERY_BUS: 'nats://a', DELIVERY_BUS_STREAM: 'a.b' })).to.throw(/DELIVERY_BUS_STREAM/);
+    expect(() => loadConfig({ DELIVERY_BUS: 'nats://a', DELIVERY_BUS_PARTITIONS: '0' })).to.throw(/DELIVERY_BUS_PARTITIONS/);
+  });
+});
