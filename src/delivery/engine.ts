@@ -2,7 +2,7 @@ import { Throttle } from './throttle.js';
 import type { ConnectionOptions } from 'node:tls';
 import type { Context } from '../core/context.js';
 import type { Queryable } from '../core/db/pool.js';
-import type { DeliverySink, DeliveryStream } from '../tailer/sink.js';
+import type { DeliverySink } from '../tailer/sink.js';
 import type { AttemptDeps } from './attempt.js';
 import { EndpointBreakers } from './breaker.js';
 import { BreakerCatchUp } from './catch-up.js';
@@ -129,7 +129,7 @@ export class DeliveryEngine implements DeliverySink {
   }
 
   /** DeliverySink: a stream for this leadership, its writes fenced by `fenced`. */
-  open(fenced: Queryable, onFailure: (err: Error) => void): DeliveryStream {
+  open(fenced: Queryable, onFailure: (err: Error) => void): StreamDelivery {
     const { webhooks } = this.#ctx.config;
     const held = new HeldDeliveries(this.#o.maxHeld, this.#ctx.config.tailerMaxHeldBytes);
     const stream = new StreamDelivery(

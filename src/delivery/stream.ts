@@ -140,9 +140,7 @@ export class StreamDelivery implements DeliveryStream {
   }
 
   /** The stream's requests in flight for a subscription. */
-  active(webhookId: string): number {
-    return this.#lanes.get(webhookId)?.active ?? 0;
-  }
+  active = (webhookId: string): number => this.#lanes.get(webhookId)?.active ?? 0;
 
   /** Writes the journal has committed. */
   get batches(): number {
@@ -151,6 +149,12 @@ export class StreamDelivery implements DeliveryStream {
 
   subscriptionChanged(webhookId: string): void {
     this.#targets.changed(webhookId);
+  }
+
+  /** A bus worker took a partition (bus/consumer.ts): its previous owner's parks and unseen subscription changes are read again. */
+  async readAgain(): Promise<void> {
+    this.#targets.forgetAll();
+    await this.#order.open();
   }
 
   /** A retry-queue request to this subscription ended: its slot may start a waiting delivery. */

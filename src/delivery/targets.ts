@@ -136,4 +136,11 @@ export class Targets {
     this.#cache.delete(webhookId);
     this.#loading.delete(webhookId);
   }
+
+  /** Any row may have changed unseen (a delivery worker that takes a partition): read each again when next needed. */
+  forgetAll(): void {
+    this.#generation++;
+    this.#cache.clear();
+    this.#loading.clear();
+  }
 }

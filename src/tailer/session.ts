@@ -128,9 +128,7 @@ export class ReplicationSession {
   }
 
   /** Counted by the plugin as each message arrives, before it waits in the library's queue. */
-  received(): void {
-    this.#received++;
-  }
+  received = (): number => this.#received++;
 
   /** True when every message received so far is handled and settled: a keepalive's position is then safe. */
   get idle(): boolean {
@@ -354,7 +352,8 @@ export class ReplicationSession {
       return i === undefined ? 'null' : row.fragments[i]!;
     };
     const id = JSON.parse(json('id')) as string;
-    this.#o.stream.subscriptionChanged(id);
+    const told = this.#o.stream.subscriptionChanged(id);
+    if (told) this.#settleAfter(tx, told); // the news is on its way (the delivery bus)
     if (op === 'DELETE') {
       this.#view.remove(id);
       tx.viewChanges.push({ op: 'delete', id });
@@ -367,9 +366,13 @@ export class ReplicationSession {
 
   /** Saves a committed transaction's view changes as versions valid from its end. */
   #saveView(tx: OpenTransaction): void {
-    tx.unsettled++;
     this.stats.batches++;
-    saveViewChanges(this.#o.fenced, tx.viewChanges, formatLsn(tx.endLsn!)).then(
+    this.#settleAfter(tx, saveViewChanges(this.#o.fenced, tx.viewChanges, formatLsn(tx.endLsn!)));
+  }
+
+  #settleAfter(tx: OpenTransaction, work: Promise<unknown>): void {
+    tx.unsettled++; // settled once `work` is done; its failure ends the session
+    work.then(
       () => this.#settled(tx),
       (err: unknown) => this.fail(err as Error),
     );

@@ -59,8 +59,12 @@ export interface DeliveryStream {
    * means memory is full: reading waits for it.
    */
   accept(event: CapturedEvent, deliveries: CapturedDelivery[], settled: () => void): void | Promise<void>;
-  /** A subscription row changed at this point of the stream (its URL or secret may be new). */
-  subscriptionChanged(webhookId: string): void;
+  /**
+   * A subscription row changed at this point of the stream (its URL or secret may be new). A
+   * returned promise: the news is on its way elsewhere (the delivery bus), and the transaction is
+   * settled only once it has arrived.
+   */
+  subscriptionChanged(webhookId: string): void | Promise<void>;
   /**
    * A graceful stop, before close(): nothing new starts; requests in flight finish (or are parked
    * once `timeoutMs` has passed); what waits is parked; and everything is written — so every

@@ -1,11 +1,10 @@
 import { createHash } from 'node:crypto';
 import type { CapturedDelivery, CapturedEvent } from '../../tailer/sink.js';
 
-// What travels on the delivery bus: one message per (change × subscription), on the subject of its
-// partition. A row's changes share a partition (the hash of subscription and row key), so the one
-// worker that owns the partition sees them in commit order and delivers them one at a time, as the
-// leader's own stream does. The message id is the delivery's id (del_<commit LSN>_<index>_<subscription>):
-// the same every time the change is read, so JetStream's duplicate window drops a new leader's replay.
+// What travels on the delivery bus: messages on the subject of a partition, each a run of that
+// partition's deliveries (change × subscription) in commit order. A row's changes share a partition
+// (the hash of subscription and row key), so the one worker that owns the partition sees them in
+// commit order and delivers them one at a time, as the leader's own stream does.
 
 export interface BusSettings {
   /** The JetStream stream's name; its subjects are `<stream>.p.<partition>`. */
@@ -24,34 +23,49 @@ export function partitionOf(delivery: CapturedDelivery, partitions: number): num
   return createHash('sha1').update(key).digest().readUInt32BE(0) % partitions;
 }
 
-interface Wire {
-  event: Omit<CapturedEvent, 'committedAt'> & { committedAt: number };
-  delivery: CapturedDelivery;
-}
-
-/** What a worker reads: a delivery, or the news that a subscription's row changed at this point of the stream. */
-export type BusMessage =
+/** One entry of a message: a delivery, or the news that a subscription's row changed at this point of the stream. */
+export type BusItem =
   { kind: 'delivery'; event: CapturedEvent; delivery: CapturedDelivery } | { kind: 'subscriptionChanged'; webhookId: string };
 
-/**
- * A subscription's row changed (URL, secret, settings): published to every partition in its place
- * among the deliveries, so that each worker reads the row again before it sends what follows — as
- * the leading tailer's own stream does without the bus.
- */
-export function encodeSubscriptionChanged(webhookId: string): string {
-  return JSON.stringify({ subscriptionChanged: webhookId });
-}
+type WireItem = { e: Omit<CapturedEvent, 'committedAt'> & { committedAt: number }; d: CapturedDelivery } | { s: string };
 
-export function encodeBusMessage(event: CapturedEvent, delivery: CapturedDelivery): string {
-  const wire: Wire = { event: { ...event, committedAt: event.committedAt.getTime() }, delivery };
+/**
+ * An entry as it travels (a message is a JSON array of them, in partition order). A subscription's
+ * change (URL, secret, settings) goes to every partition in its place among the deliveries, so that
+ * each worker reads the row again before it sends what follows — as the leading tailer's own
+ * stream does without the bus.
+ */
+export function encodeBusItem(item: BusItem): string {
+  const wire: WireItem =
+    item.kind === 'delivery'
+      ? { e: { ...item.event, committedAt: item.event.committedAt.getTime() }, d: item.delivery }
+      : { s: item.webhookId };
   return JSON.stringify(wire);
 }
 
-/** The message back as the stream takes it; throws on anything that is not one (a foreign publish on the subject). */
-export function decodeBusMessage(text: string): BusMessage {
-  const wire = JSON.parse(text) as Partial<Wire> & { subscriptionChanged?: unknown };
-  if (typeof wire?.subscriptionChanged === 'string') return { kind: 'subscriptionChanged', webhookId: wire.subscriptionChanged };
-  if (typeof wire?.event?.id !== 'string' || typeof wire?.delivery?.id !== 'string' || typeof wire.event.committedAt !== 'number')
-    throw new Error('not a walgate delivery message');
-  return { kind: 'delivery', event: { ...wire.event, committedAt: new Date(wire.event.committedAt) }, delivery: wire.delivery };
+/** A message of encoded entries. */
+export function encodeBusMessage(encodedItems: readonly string[]): string {
+  return `[${encodedItems.join(',')}]`;
+}
+
+/**
+ * The message id: its first and last delivery and how many entries it holds. A new leader that
+ * publishes the same entries again makes the same id, which JetStream's duplicate window drops;
+ * one that groups them otherwise makes other ids, and the worker skips what it has (consumer.ts).
+ */
+export function busMessageId(items: readonly BusItem[]): string | undefined {
+  const ids = items.flatMap((i) => (i.kind === 'delivery' ? [i.delivery.id] : []));
+  return ids.length === 0 ? undefined : `${ids[0]}~${ids.at(-1)}~${items.length}`;
+}
+
+/** The entries back; throws on anything that is not a message of walgate's (a foreign publish on the subject). */
+export function decodeBusMessage(text: string): BusItem[] {
+  const wire = JSON.parse(text) as unknown;
+  if (!Array.isArray(wire)) throw new Error('not a walgate delivery message');
+  return wire.map((w: Partial<Extract<WireItem, { e: unknown }>> & { s?: unknown }) => {
+    if (typeof w?.s === 'string') return { kind: 'subscriptionChanged', webhookId: w.s };
+    if (typeof w?.e?.id !== 'string' || typeof w?.d?.id !== 'string' || typeof w.e.committedAt !== 'number')
+      throw new Error('not a walgate delivery message');
+    return { kind: 'delivery', event: { ...w.e, committedAt: new Date(w.e.committedAt) }, delivery: w.d };
+  });
 }

@@ -1,31 +1,34 @@
 import { setTimeout as sleep } from 'node:timers/promises';
-import type { NatsConnection } from '@nats-io/transport-node';
+import { headers as natsHeaders, type NatsConnection } from '@nats-io/transport-node';
 import { jetstream, type JetStreamClient } from '@nats-io/jetstream';
 import type { Logger } from '../../core/log.js';
 import type { Queryable } from '../../core/db/pool.js';
 import type { CapturedDelivery, CapturedEvent, DeliverySink, DeliveryStream } from '../../tailer/sink.js';
 import type { BusConfig } from './jetstream.js';
-import { encodeBusMessage, encodeSubscriptionChanged, partitionOf, partitionSubject } from './messages.js';
+import { busMessageId, encodeBusItem, encodeBusMessage, partitionOf, partitionSubject, type BusItem } from './messages.js';
 
-// The leading tailer's side of the bus: every (change × subscription) is published to its
-// partition's subject, and a change is settled — the slot may move past it — once JetStream has
-// stored every one of its messages.
+// The leading tailer's side of the bus: every (change × subscription) goes to its partition, and a
+// change is settled — the slot may move past it — once JetStream has stored all of its deliveries.
 //
-// A partition publishes one message at a time, in commit order, and a publish that fails is tried
-// again (same message id) before the next: so a partition's stored order is commit order even
+// A partition publishes one message at a time, in commit order: what was queued while the last
+// publish ran goes in the next message (group commit), and a publish that fails is tried again,
+// with the same message id, before the next. So a partition's stored order is commit order even
 // when a stream leader dies between two publishes (pipelined, the second could be stored and the
 // first lost). Partitions publish side by side.
 
-/** Messages held waiting for their publish, over all partitions, before reading the WAL waits. */
+/** Entries held waiting for their publish, over all partitions, before reading the WAL waits. */
 const MAX_QUEUED = 20_000;
+/** A message's entries at most, and its bytes at most (well under NATS's default max_payload of 1 MB). */
+const MAX_ITEMS = 500;
+const MAX_BYTES = 256 * 1024;
+/** An entry larger than this travels in parts of this size (header Walgate-Part: i/n), read back whole. */
+const PART_BYTES = 512 * 1024;
 const PUBLISH_TIMEOUT_MS = 5_000;
 const RETRY_MAX_MS = 2_000;
 
 interface Pending {
-  subject: string;
-  /** The delivery's id (JetStream's duplicate window drops a replay); none for a subscription change (reading one twice is harmless). */
-  id: string | undefined;
-  body: string;
+  item: BusItem;
+  encoded: string;
   published: () => void;
 }
 
@@ -55,7 +58,7 @@ export class BusPublishing implements DeliveryStream {
   #idleWaiters: Array<() => void> = [];
   /** Partitions whose head publish is failing now (logged once per outage). */
   readonly #failing = new Set<number>();
-  stats = { published: 0, retried: 0 };
+  stats = { published: 0, messages: 0, retried: 0 };
 
   constructor(
     private readonly js: JetStreamClient,
@@ -74,30 +77,24 @@ export class BusPublishing implements DeliveryStream {
       if (--left === 0) settled();
     };
     for (const delivery of deliveries) {
-      const partition = partitionOf(delivery, this.config.partitions);
-      this.#queues[partition]!.push({
-        subject: partitionSubject(this.config, partition),
-        id: delivery.id,
-        body: encodeBusMessage(event, delivery),
-        published,
-      });
-      this.#queued++;
-      if (!this.#running[partition]) void this.#run(partition);
+      const item: BusItem = { kind: 'delivery', event, delivery };
+      this.#push(partitionOf(delivery, this.config.partitions), { item, encoded: encodeBusItem(item), published });
     }
     if (this.#queued >= MAX_QUEUED) return new Promise((resolve) => this.#roomWaiters.push(resolve));
   }
 
-  subscriptionChanged(webhookId: string): void {
+  /** The news goes to every partition in its place; the promise (the transaction's settlement waits for it) once all have it. */
+  subscriptionChanged(webhookId: string): Promise<void> | void {
     if (this.#closed) return;
-    const body = encodeSubscriptionChanged(webhookId);
-    for (let partition = 0; partition < this.config.partitions; partition++) {
-      this.#queues[partition]!.push({ subject: partitionSubject(this.config, partition), id: undefined, body, published: () => undefined });
-      this.#queued++;
-      if (!this.#running[partition]) void this.#run(partition);
-    }
+    const item: BusItem = { kind: 'subscriptionChanged', webhookId };
+    const encoded = encodeBusItem(item);
+    let left = this.config.partitions;
+    return new Promise((resolve) => {
+      for (let p = 0; p < this.config.partitions; p++) this.#push(p, { item, encoded, published: () => --left === 0 && resolve() });
+    });
   }
 
-  /** Waits (bounded) until every accepted message is stored: all of them settled, nothing to publish again. */
+  /** Waits (bounded) until every accepted entry is stored: all of them settled, nothing to publish again. */
   async drain(timeoutMs: number): Promise<void> {
     if (this.#queued === 0 || this.#closed) return;
     await Promise.race([new Promise<void>((resolve) => this.#idleWaiters.push(resolve)), sleep(timeoutMs)]);
@@ -110,17 +107,29 @@ export class BusPublishing implements DeliveryStream {
     for (const wake of [...this.#roomWaiters.splice(0), ...this.#idleWaiters.splice(0)]) wake();
   }
 
+  #push(partition: number, entry: Pending): void {
+    this.#queues[partition]!.push(entry);
+    this.#queued++;
+    if (!this.#running[partition]) void this.#run(partition);
+  }
+
   async #run(partition: number): Promise<void> {
     this.#running[partition] = true;
     const queue = this.#queues[partition]!;
     try {
-      for (let head = queue[0]; head && !this.#closed; head = queue[0]) {
-        await this.#publish(partition, head);
+      while (queue.length > 0 && !this.#closed) {
+        let n = 0;
+        let bytes = 0;
+        while (n < queue.length && n < MAX_ITEMS && (n === 0 || bytes + queue[n]!.encoded.length < MAX_BYTES))
+          bytes += queue[n++]!.encoded.length;
+        const batch = queue.slice(0, n);
+        await this.#publish(partition, batch);
         if (this.#closed) return;
-        queue.shift();
-        this.#queued--;
-        this.stats.published++;
-        head.published();
+        queue.splice(0, n);
+        this.#queued -= n;
+        this.stats.published += n;
+        this.stats.messages++;
+        for (const entry of batch) entry.published();
         if (this.#queued < MAX_QUEUED) for (const wake of this.#roomWaiters.splice(0)) wake();
       }
       if (this.#queued === 0) for (const wake of this.#idleWaiters.splice(0)) wake();
@@ -129,11 +138,36 @@ export class BusPublishing implements DeliveryStream {
     }
   }
 
-  /** Publishes until JetStream stores it (or the stream closes): the next message of the partition waits. */
-  async #publish(partition: number, m: Pending): Promise<void> {
+  /** Publishes one message (in parts when it is too large for one) until JetStream stores it, or the stream closes. */
+  async #publish(partition: number, batch: Pending[]): Promise<void> {
+    const subject = partitionSubject(this.config, partition);
+    const body = Buffer.from(encodeBusMessage(batch.map((e) => e.encoded)));
+    const id = busMessageId(batch.map((e) => e.item));
+    // Cut by bytes: a character split across two parts is whole again when the worker joins them.
+    const parts = Math.max(1, Math.ceil(body.length / PART_BYTES));
+    for (let i = 0; i < parts && !this.#closed; i++) {
+      const h = parts > 1 ? natsHeaders() : undefined;
+      h?.set('Walgate-Part', `${i + 1}/${parts}`);
+      const msgID = id && parts > 1 ? `${id}#${i + 1}` : id;
+      await this.#publishOne(partition, subject, parts > 1 ? body.slice(i * PART_BYTES, (i + 1) * PART_BYTES) : body, msgID, h);
+    }
+  }
+
+  async #publishOne(
+    partition: number,
+    subject: string,
+    data: Uint8Array,
+    msgID: string | undefined,
+    h: ReturnType<typeof natsHeaders> | undefined,
+  ): Promise<void> {
     for (let attempt = 0; !this.#closed; attempt++) {
       try {
-        await this.js.publish(m.subject, m.body, { ...(m.id ? { msgID: m.id } : {}), timeout: PUBLISH_TIMEOUT_MS, retries: 0 });
+        await this.js.publish(subject, data, {
+          ...(msgID ? { msgID } : {}),
+          ...(h ? { headers: h } : {}),
+          timeout: PUBLISH_TIMEOUT_MS,
+          retries: 0,
+        });
         if (this.#failing.delete(partition)) this.log.info({ partition }, 'delivery bus: publishing again');
         return;
       } catch (err) {

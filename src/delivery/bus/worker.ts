@@ -4,8 +4,8 @@ import type { JetStreamManager } from '@nats-io/jetstream';
 import type { NatsConnection } from '@nats-io/transport-node';
 import type { Context } from '../../core/context.js';
 import { oneAtATime } from '../../core/db/one-at-a-time.js';
-import type { DeliverySink, DeliveryStream } from '../../tailer/sink.js';
-import { PartitionConsumer } from './consumer.js';
+import type { Queryable } from '../../core/db/pool.js';
+import { PartitionConsumer, type WorkerStream } from './consumer.js';
 import type { BusConfig } from './jetstream.js';
 
 // A delivery worker (`npm run worker`): it owns some of the bus's partitions and delivers what they
@@ -28,7 +28,7 @@ export interface BusWorkerOptions {
 
 export class BusWorker {
   readonly #owned = new Map<number, PartitionConsumer>();
-  #stream: DeliveryStream | null = null;
+  #stream: WorkerStream | null = null;
   #lock: pg.Client | null = null;
   #stopping = false;
   #wake: (() => void) | null = null;
@@ -37,7 +37,8 @@ export class BusWorker {
 
   constructor(
     private readonly ctx: Context,
-    private readonly sink: DeliverySink,
+    /** The delivery engine: a stream per session, its writes fenced by the lock connection. */
+    private readonly sink: { open(fenced: Queryable, onFailure: (err: Error) => void): WorkerStream },
     private readonly nc: NatsConnection,
     private readonly jsm: JetStreamManager,
     private readonly bus: BusConfig,
@@ -84,11 +85,21 @@ export class BusWorker {
   /** Holds the lock connection and the shares until stopped (null) or until something fails (the error). */
   async #session(): Promise<Error | null> {
     let failed: Error | null = null;
+    // A failure ends reading at once: nothing this session holds can settle any more (its writes go
+    // through the lock connection), so nothing waits for that — a hand-back in progress neither.
     const fail = (err: Error) => {
-      failed ??= err;
+      if (failed) return;
+      failed = err;
+      for (const c of this.#owned.values()) c.abandon();
+      void this.#stream?.close();
       this.#wake?.();
     };
-    const lock = new pg.Client({ connectionString: this.o.databaseUrl, application_name: LOCK_APPLICATION });
+    // The server notices a vanished worker machine within about 25 s (its keepalives), and frees its locks.
+    const lock = new pg.Client({
+      connectionString: this.o.databaseUrl,
+      application_name: LOCK_APPLICATION,
+      options: '-c tcp_keepalives_idle=10 -c tcp_keepalives_interval=5 -c tcp_keepalives_count=3',
+    });
     lock.on('error', fail);
     lock.on('end', () => fail(new Error('the lock connection ended')));
     this.#lock = lock;
@@ -113,6 +124,7 @@ export class BusWorker {
     for (const p of [...this.#owned.keys()].slice(share)) {
       const consumer = this.#owned.get(p)!;
       await consumer.stop();
+      await this.nc.flush(); // its acknowledgements are at the server before the next owner reads the floor
       await lock.query('SELECT pg_advisory_unlock(hashtextextended($1, 0))', [this.#lockName(p)]);
       this.#owned.delete(p);
       this.#log.info({ partition: p }, 'partition handed back');
@@ -139,6 +151,7 @@ export class BusWorker {
     this.#stream = null;
     if (graceful && stream) {
       await Promise.all([stream.drain(this.ctx.config.webhooks.timeoutMs + 5000), ...consumers.map((c) => c.stop())]);
+      await this.nc.flush().catch(() => undefined);
     } else {
       for (const c of consumers) c.abandon();
     }

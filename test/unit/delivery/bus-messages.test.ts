@@ -1,9 +1,10 @@
 import { expect } from 'chai';
 import { loadConfig } from '../../../src/core/config.js';
 import {
+  busMessageId,
   decodeBusMessage,
+  encodeBusItem,
   encodeBusMessage,
-  encodeSubscriptionChanged,
   partitionOf,
   partitionSubject,
 } from '../../../src/delivery/bus/messages.js';
@@ -32,19 +33,30 @@ const delivery = (over: Partial<CapturedDelivery> = {}): CapturedDelivery => ({
 });
 
 describe('delivery bus: messages and partitions', () => {
-  it('a message carries the change and its delivery back exactly, the commit time as a Date', () => {
-    const back = decodeBusMessage(encodeBusMessage(event, delivery()));
-    expect(back).to.deep.equal({ kind: 'delivery', event, delivery: delivery() });
-    expect(back.kind === 'delivery' && back.event.committedAt).to.be.instanceOf(Date);
+  it('a message carries its deliveries and subscription changes back exactly, in order, the commit time as a Date', () => {
+    const items = [
+      { kind: 'delivery' as const, event, delivery: delivery() },
+      { kind: 'subscriptionChanged' as const, webhookId: 'wh_9' },
+      { kind: 'delivery' as const, event, delivery: delivery({ id: 'del_2', webhookId: 'wh_2' }) },
+    ];
+    const back = decodeBusMessage(encodeBusMessage(items.map(encodeBusItem)));
+    expect(back).to.deep.equal(items);
+    expect(back[0]!.kind === 'delivery' && back[0]!.event.committedAt).to.be.instanceOf(Date);
   });
 
-  it("a subscription's change travels as its own message", () => {
-    expect(decodeBusMessage(encodeSubscriptionChanged('wh_9'))).to.deep.equal({ kind: 'subscriptionChanged', webhookId: 'wh_9' });
+  it('the message id is its first and last delivery and its length: the same entries make the same id', () => {
+    const a = { kind: 'delivery' as const, event, delivery: delivery({ id: 'del_a' }) };
+    const b = { kind: 'delivery' as const, event, delivery: delivery({ id: 'del_b' }) };
+    const s = { kind: 'subscriptionChanged' as const, webhookId: 'wh_1' };
+    expect(busMessageId([a, s, b])).to.equal('del_a~del_b~3');
+    expect(busMessageId([a, b])).to.equal('del_a~del_b~2');
+    expect(busMessageId([s]), 'news alone: no id (read twice, it does no harm)').to.equal(undefined);
   });
 
   it('something else on the subject is refused with an error, not taken for a delivery', () => {
     expect(() => decodeBusMessage('{"hello":1}')).to.throw('not a walgate delivery message');
-    expect(() => decodeBusMessage('null')).to.throw('not a walgate delivery message');
+    expect(() => decodeBusMessage('[{"hello":1}]')).to.throw('not a walgate delivery message');
+    expect(() => decodeBusMessage('[null]')).to.throw('not a walgate delivery message');
     expect(() => decodeBusMessage('not json')).to.throw();
   });
 
