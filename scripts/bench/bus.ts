@@ -1,14 +1,10 @@
-import { spawn } from 'node:child_process';
-import { mkdtemp, rm } from 'node:fs/promises';
-import { createConnection } from 'node:net';
-import { tmpdir } from 'node:os';
-import path from 'node:path';
 import pg from 'pg';
 import { insertSubscription } from '../../test/support/subscriptions.js';
 import type { Bench } from './run.js';
 import { processCpuUs } from './cpu.js';
 import { burst, median, medianCpu, ROWS, RUNS, type Round } from './delivery-rate.js';
-import { track, until } from './processes.js';
+import { startNats } from './nats-server.js';
+import { until } from './processes.js';
 import { round } from './stats.js';
 
 // The delivery bus (docs/scaling-out.md) against delivery in one process, in the same rounds:
@@ -24,41 +20,6 @@ import { round } from './stats.js';
 
 const PARTITIONS = 16;
 const WARM_ROWS = 2000;
-
-/** A nats-server of the bench's own, stopped with it. */
-async function startNats(b: Bench): Promise<{ url: string; pid: number; stop(): Promise<void> }> {
-  const port = await b.freePort();
-  const dir = await mkdtemp(path.join(tmpdir(), 'walgate-bench-nats-'));
-  const bin = process.env.NATS_SERVER ?? 'nats-server';
-  const child = track(spawn(bin, ['-js', '-a', '127.0.0.1', '-p', String(port), '-sd', dir], { stdio: 'ignore' }));
-  let spawnError: Error | undefined;
-  child.once('error', (err) => (spawnError = err)); // ENOENT: no nats-server on this machine
-  await until(
-    async () => {
-      if (spawnError) throw new Error(`${bin}: ${spawnError.message} (the bus path needs nats-server; NATS_SERVER names it)`);
-      if (child.exitCode !== null) throw new Error(`${bin} exited with ${child.exitCode}`);
-      const up = await new Promise<boolean>((resolve) => {
-        const s = createConnection({ host: '127.0.0.1', port }, () => (s.destroy(), resolve(true)));
-        s.on('error', () => resolve(false));
-      });
-      return { done: up, state: `${bin} on port ${port}` };
-    },
-    10_000,
-    'nats-server start',
-  );
-  return {
-    url: `nats://127.0.0.1:${port}`,
-    pid: child.pid!,
-    async stop() {
-      if (child.exitCode === null) {
-        const exited = new Promise((resolve) => child.once('exit', resolve));
-        child.kill('SIGTERM');
-        await exited;
-      }
-      await rm(dir, { recursive: true, force: true });
-    },
-  };
-}
 
 /** Waits until the workers (their health listeners) hold every partition between them, each some. */
 async function partitionsShared(urls: string[]): Promise<void> {

@@ -33,6 +33,7 @@ import { filterPaths } from './filters.js';
 import { healthCall } from './health.js';
 import { noisyNeighbour } from './noisy-neighbour.js';
 import { busPaths } from './bus.js';
+import { destinationPaths } from './destinations.js';
 
 export interface DaemonFigures {
   cpuPercent: number;
@@ -179,6 +180,7 @@ try {
     ['health', () => healthCall(bench)],
     ['noisy-neighbour', () => noisyNeighbour(bench)],
     ...busPaths(bench),
+    ...destinationPaths(bench),
     ...retryDrainPaths(bench),
     // Last: a catch-up that falls short leaves a retry backlog that would weigh on the paths after it.
     ...outagePaths(bench),
