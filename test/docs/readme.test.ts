@@ -4,6 +4,8 @@ import { fileURLToPath } from 'node:url';
 import { expect } from 'chai';
 import { ENV_VARIABLES } from '../../src/core/config.js';
 import type { Context } from '../../src/core/context.js';
+import type { BusWorker } from '../../src/delivery/bus/worker.js';
+import { registerWorkerGauges } from '../../src/ops/worker-ops.js';
 import type { DeliveryEngine } from '../../src/delivery/engine.js';
 import { Metrics } from '../../src/core/metrics.js';
 import { registerTailerGauges } from '../../src/ops/tailer-ops.js';
@@ -55,11 +57,16 @@ function registeredMetrics(): Array<{ name: string; labelNames: string[] }> {
   const tailer = { status: () => ({ slotName: 'walgate_x', role: 'leader' }) } as unknown as WalTailer;
   registerTailerGauges(ctx, tailer, { breakerStates: () => new Map() } as unknown as DeliveryEngine);
   registerProblemGauge(ctx); // the api's
-
-  return metrics.registry.getMetricsAsArray().map((m) => {
+  // A delivery worker's registry is its own (it shares the breaker gauge with the tailer's).
+  const workerMetrics = new Metrics({ defaultMetrics: false });
+  const worker = { partitions: [] } as unknown as BusWorker;
+  registerWorkerGauges({ ...ctx, metrics: workerMetrics } as Context, worker, { breakerStates: () => new Map() } as unknown as DeliveryEngine);
+  const all = new Map<string, string[]>();
+  for (const m of [...metrics.registry.getMetricsAsArray(), ...workerMetrics.registry.getMetricsAsArray()]) {
     const named = m as unknown as { name: string; labelNames?: string[] };
-    return { name: named.name, labelNames: named.labelNames ?? [] };
-  });
+    all.set(named.name, named.labelNames ?? []);
+  }
+  return [...all].map(([name, labelNames]) => ({ name, labelNames }));
 }
 
 describe('README and docs/', () => {
