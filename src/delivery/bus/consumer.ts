@@ -14,6 +14,7 @@ import type { Queryable } from '../../core/db/pool.js';
 import type { DeliveryStream } from '../../tailer/sink.js';
 import type { BusSettings } from './messages.js';
 import { decodeBusMessage, partitionSubject, type BusItem } from './messages.js';
+import { ReadPosition } from './read-position.js';
 
 // One partition of the bus, read by the worker that holds its lock (worker.ts): its entries go, in
 // stream order, into the worker's delivery stream (the same as the leading tailer's without the
@@ -24,8 +25,9 @@ import { decodeBusMessage, partitionSubject, type BusItem } from './messages.js'
 // before it stopped acknowledging (its ack floor), before the older ones are removed: a crash at
 // any step leaves a floor to start from. No message after a gap is delivered before the gap, so
 // per-row order holds across a hand-over. Messages after the floor may have been delivered already
-// (acknowledged out of order, or settled by an owner that died before its ack): a delivery that
-// has a row is skipped, and so is one this owner holds already (a message published twice).
+// (acknowledged out of order, or settled by an owner that died before its ack): those, and what
+// the partition carries again (read-position.ts), are looked up — a delivery that has a row is
+// skipped — and a delivery this owner holds already is skipped too.
 
 /** Messages read ahead of the stream's accepting them, per partition. */
 const READ_AHEAD = 64;
@@ -48,6 +50,9 @@ export class PartitionConsumer {
   /** Deliveries accepted and not yet settled, by id. */
   readonly #holding = new Set<string>();
   #idle: Array<() => void> = [];
+  readonly #position = new ReadPosition();
+  /** The stream's last message when this owner took over: up to it, an earlier owner may have settled what it reads. */
+  #earlierUpTo = 0;
 
   constructor(
     private readonly nc: NatsConnection,
@@ -70,6 +75,7 @@ export class PartitionConsumer {
     const newest = old.at(-1);
     // A consumer that acknowledged nothing yet has its floor just before where it started.
     const floor = newest ? Math.max(newest.ack_floor.stream_seq, (newest.config.opt_start_seq ?? 1) - 1) : 0;
+    this.#earlierUpTo = (await this.jsm.streams.info(this.settings.stream)).state.last_seq;
     const name = `${prefix}${randomBytes(6).toString('hex')}`;
     await this.jsm.consumers.add(this.settings.stream, {
       durable_name: name,
@@ -132,7 +138,14 @@ export class PartitionConsumer {
   async #process(): Promise<void> {
     while (this.#buffer.length > 0 && !this.#stopped) {
       const messages = this.#whole(this.#buffer.splice(0));
-      const ids = messages.flatMap(({ items }) => items.flatMap((i) => (i.kind === 'delivery' ? [i.delivery.id] : [])));
+      // Looked up: what an earlier owner may have settled (up to where the stream was when this
+      // one took over), what JetStream sends again, and what the partition carries again.
+      const ids = messages.flatMap(({ msgs, items }) => {
+        const earlier = msgs.some((m) => m.seq <= this.#earlierUpTo || m.redelivered);
+        return items.flatMap((i) =>
+          i.kind === 'delivery' && (this.#position.mayRepeat(i.event.id, i.delivery.id) || earlier) ? [i.delivery.id] : [],
+        );
+      });
       const written = new Set<string>();
       if (ids.length > 0) {
         const { rows } = await this.pool.query<{ id: string }>('SELECT id FROM walgate.deliveries WHERE id = ANY($1::text[])', [ids]);
