@@ -32,7 +32,7 @@ export async function startTailerRuntime(ctx: Context, options: TailerRuntimeOpt
   // With a delivery bus the leading tailer publishes and the workers deliver; without, it delivers.
   const bus = ctx.config.bus ? await connectBus(ctx.config.bus, 'walgate-tailer') : null;
   if (bus) await ensureBusStream(bus, ctx.config.bus!);
-  const sink = bus ? new BusSink(bus, ctx.config.bus!, ctx.log.child({ component: 'bus' })) : worker;
+  const sink = bus ? new BusSink(bus, ctx.config.bus!, ctx.config.tailerMaxHeldBytes, ctx.log.child({ component: 'bus' })) : worker;
   // Backfills run where the slot is read: their watermarks come back through this tailer's session.
   const backfills: BackfillRunner = new BackfillRunner(ctx, {
     isLeader: (): boolean => tailer.status().role === 'leader',

@@ -16,7 +16,7 @@ import { busMessageId, encodeBusItem, encodeBusMessage, partitionOf, partitionSu
 // when a stream leader dies between two publishes (pipelined, the second could be stored and the
 // first lost). Partitions publish side by side.
 
-/** Entries held waiting for their publish, over all partitions, before reading the WAL waits. */
+/** Entries held waiting for their publish, over all partitions, before reading the WAL waits (and TAILER_MAX_HELD_BYTES of them). */
 const MAX_QUEUED = 20_000;
 /** A message's entries at most, and its bytes at most (well under NATS's default max_payload of 1 MB). */
 const MAX_ITEMS = 500;
@@ -38,6 +38,7 @@ export class BusSink implements DeliverySink {
   constructor(
     nc: NatsConnection,
     private readonly config: BusConfig,
+    private readonly maxHeldBytes: number,
     private readonly log: Logger,
   ) {
     this.#js = jetstream(nc, { timeout: PUBLISH_TIMEOUT_MS });
@@ -45,7 +46,7 @@ export class BusSink implements DeliverySink {
 
   /** No write of the tailer's lets the slot move on here (the workers write): `fenced` is not needed. */
   open(_fenced: Queryable, _onFailure: (err: Error) => void): DeliveryStream {
-    return new BusPublishing(this.#js, this.config, this.log);
+    return new BusPublishing(this.#js, this.config, this.maxHeldBytes, this.log);
   }
 }
 
@@ -53,6 +54,8 @@ export class BusPublishing implements DeliveryStream {
   readonly #queues: Array<Pending[]>;
   readonly #running: boolean[];
   #queued = 0;
+  /** Encoded bytes (as string length) of the queued entries. */
+  #queuedBytes = 0;
   #closed = false;
   #roomWaiters: Array<() => void> = [];
   #idleWaiters: Array<() => void> = [];
@@ -63,6 +66,7 @@ export class BusPublishing implements DeliveryStream {
   constructor(
     private readonly js: JetStreamClient,
     private readonly config: BusConfig,
+    private readonly maxHeldBytes: number,
     private readonly log: Logger,
   ) {
     this.#queues = Array.from({ length: config.partitions }, () => []);
@@ -80,7 +84,11 @@ export class BusPublishing implements DeliveryStream {
       const item: BusItem = { kind: 'delivery', event, delivery };
       this.#push(partitionOf(delivery, this.config.partitions), { item, encoded: encodeBusItem(item), published });
     }
-    if (this.#queued >= MAX_QUEUED) return new Promise((resolve) => this.#roomWaiters.push(resolve));
+    if (this.#full) return new Promise((resolve) => this.#roomWaiters.push(resolve));
+  }
+
+  get #full(): boolean {
+    return this.#queued >= MAX_QUEUED || this.#queuedBytes >= this.maxHeldBytes;
   }
 
   /** The news goes to every partition in its place; the promise (the transaction's settlement waits for it) once all have it. */
@@ -104,12 +112,14 @@ export class BusPublishing implements DeliveryStream {
     this.#closed = true;
     for (const q of this.#queues) q.length = 0;
     this.#queued = 0;
+    this.#queuedBytes = 0;
     for (const wake of [...this.#roomWaiters.splice(0), ...this.#idleWaiters.splice(0)]) wake();
   }
 
   #push(partition: number, entry: Pending): void {
     this.#queues[partition]!.push(entry);
     this.#queued++;
+    this.#queuedBytes += entry.encoded.length;
     if (!this.#running[partition]) void this.#run(partition);
   }
 
@@ -127,10 +137,11 @@ export class BusPublishing implements DeliveryStream {
         if (this.#closed) return;
         queue.splice(0, n);
         this.#queued -= n;
+        this.#queuedBytes -= bytes;
         this.stats.published += n;
         this.stats.messages++;
         for (const entry of batch) entry.published();
-        if (this.#queued < MAX_QUEUED) for (const wake of this.#roomWaiters.splice(0)) wake();
+        if (!this.#full) for (const wake of this.#roomWaiters.splice(0)) wake();
       }
       if (this.#queued === 0) for (const wake of this.#idleWaiters.splice(0)) wake();
     } finally {
