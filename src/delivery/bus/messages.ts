@@ -1,4 +1,3 @@
-import { createHash } from 'node:crypto';
 import type { CapturedDelivery, CapturedEvent } from '../../tailer/sink.js';
 
 // What travels on the delivery bus: messages on the subject of a partition, each a run of that
@@ -16,11 +15,14 @@ export const partitionSubject = (s: BusSettings, partition: number): string => `
 
 /**
  * The partition of a delivery: its subscription and row (its first order key — the new key when the
- * change moved the row to another key); an unordered delivery spreads by its event.
+ * change moved the row to another key); an unordered delivery spreads by its event. FNV-1a over the
+ * UTF-16 code units: the same in every process, and a fraction of a hash object's cost per delivery.
  */
 export function partitionOf(delivery: CapturedDelivery, partitions: number): number {
   const key = `${delivery.webhookId}\0${delivery.orderKeys?.[0] ?? delivery.eventId}`;
-  return createHash('sha1').update(key).digest().readUInt32BE(0) % partitions;
+  let h = 0x811c9dc5;
+  for (let i = 0; i < key.length; i++) h = Math.imul(h ^ key.charCodeAt(i), 0x01000193);
+  return (h >>> 0) % partitions;
 }
 
 /** One entry of a message: a delivery, or the news that a subscription's row changed at this point of the stream. */
