@@ -9,7 +9,8 @@ import { startTestApi, type TestApi } from '../support/api.js';
 import { NatsCluster, uniqueName } from '../support/brokers.js';
 import { TestReceiver } from '../support/receiver.js';
 import { insertSubscription } from '../support/subscriptions.js';
-import { killDaemon, spawnDeliveringDaemon, spawnWorkerDaemon, waitForStreaming } from '../tailer/support.js';
+import { killDaemon, partitionsHeld, spawnDeliveringDaemon, spawnWorkerDaemon, waitForStreaming } from '../tailer/support.js';
+import { expectEveryRowInOrder, refuseAtRandom, rowOrderOf } from './row-order-check.js';
 
 // The issue's scale-out demonstration: three nats-servers on loopback ports forming a cluster, an R3
 // stream, a leading tailer and a standby that publish to it, two delivery workers, an HTTPS receiver
@@ -70,25 +71,7 @@ describe('delivery bus: a 3-node JetStream cluster, two workers, SIGKILLs of the
     }
     expect((await jsm.streams.info(bus.stream)).config.num_replicas).to.equal(3);
 
-    const refusedRunning = new Map<string, number>();
-    const acceptedAt = new Map<string, number>(); // event id → index of its first 2xx
-    const answers: boolean[] = [];
-    let random = 0x5eed_1234;
-    const next = () => {
-      random ^= random << 13;
-      random ^= random >>> 17;
-      random ^= random << 5;
-      return (random >>> 0) / 0x1_0000_0000;
-    };
-    receiver.behave = (req, index) => {
-      const id = req.headers['webhook-id']!;
-      const refusals = refusedRunning.get(id) ?? 0;
-      const refuse = !acceptedAt.has(id) && refusals < 3 && next() < 0.1;
-      if (refuse) refusedRunning.set(id, refusals + 1);
-      answers[index] = !refuse;
-      if (!refuse && !acceptedAt.has(id)) acceptedAt.set(id, index);
-      return { status: refuse ? 500 : 200 };
-    };
+    const { acceptedAt, answers } = refuseAtRandom(receiver, 0x5eed_1234, 0.1);
     const webhookId = await insertSubscription(t.ctx, {
       projectId: 'shop',
       environment: 'master',
@@ -121,13 +104,7 @@ describe('delivery bus: a 3-node JetStream cluster, two workers, SIGKILLs of the
     const leader = await tailer();
     await waitForStreaming(t, 20_000);
     await tailer();
-    const held = async () =>
-      (
-        await t.ctx.pool.query<{ n: number }>(
-          `SELECT count(*)::int AS n FROM pg_locks l JOIN pg_stat_activity a ON a.pid = l.pid
-            WHERE l.locktype = 'advisory' AND l.granted AND a.application_name = 'walgate-worker-lock' GROUP BY l.pid`,
-        )
-      ).rows.map((r) => r.n);
+    const held = async () => [...(await partitionsHeld(t)).values()];
     const holding = async (want: (h: number[]) => boolean) => {
       for (let deadline = Date.now() + 30_000; ;) {
         const h = await held();
@@ -181,31 +158,18 @@ describe('delivery bus: a 3-node JetStream cluster, two workers, SIGKILLs of the
     }
     const tookMs = Date.now() - started;
 
-    const accepted = new Map<number, number[]>();
-    const early: string[] = [];
     const idsOf = new Map<string, string>(); // webhook-id → event id: a change sent again carries the same
-    let resent = 0;
     const standard = new Webhook(SECRET.slice('whsec_'.length));
-    receiver.requests.forEach((r, index) => {
-      const body = JSON.parse(r.body);
+    const { accepted, early, resent } = rowOrderOf(receiver.requests, { acceptedAt, answers }, (r, index, body) => {
       if (index % 500 === 0) expect(() => standard.verify(r.body, r.headers)).not.to.throw();
-      const row = body.record.id as number;
-      const version = body.record.version as number;
       const hookId = r.headers['webhook-id']!;
       expect(idsOf.get(hookId) ?? body.id, `${hookId} sent again with another event`).to.equal(body.id);
       idsOf.set(hookId, body.id);
-      if (acceptedAt.get(body.id)! < index) resent++;
-      const list = accepted.get(row) ?? [];
-      accepted.set(row, list);
-      if (version > (list.at(-1) ?? 0) + 1) early.push(`row ${row} v${version} requested before v${version - 1} was accepted`);
-      if (answers[index] && acceptedAt.get(body.id) === index) list.push(version);
     });
     expect(early.slice(0, 10)).to.deep.equal([]);
-    const { rows: finals } = await writer.query('SELECT id, version FROM shop_master.items ORDER BY id');
-    expect(finals.reduce((n, r) => n + r.version, 0)).to.equal(UPDATES);
-    for (const { id, version } of finals) {
-      expect(accepted.get(id), `row ${id}`).to.deep.equal(Array.from({ length: version }, (_, i) => i + 1));
-    }
+    const { rows: sum } = await writer.query('SELECT sum(version)::int AS n FROM shop_master.items');
+    expect(sum[0].n).to.equal(UPDATES);
+    await expectEveryRowInOrder(writer, 'shop_master.items', accepted);
     // Exactly one history row per change, delivered (its retries on the same row).
     for (let settledBy = Date.now() + 30_000; ;) {
       const { rows } = await t.ctx.pool.query(

@@ -5,6 +5,7 @@ import pg from 'pg';
 import { startTestApi, type TestApi } from '../support/api.js';
 import { TestReceiver } from '../support/receiver.js';
 import { insertSubscription } from '../support/subscriptions.js';
+import { seededRandom } from './row-order-check.js';
 import { killDaemon, spawnDeliveringDaemon, waitForStreaming } from '../tailer/support.js';
 
 // The issue's demonstration of ordering by a column group (`ordering: {by: ["account_id"]}`), on
@@ -64,13 +65,7 @@ describe('group ordering under random failures and a SIGKILL of the leading tail
     const refusedRunning = new Map<string, number>();
     const acceptedAt = new Map<string, number>(); // event id → index of its first 2xx
     const answers: boolean[] = [];
-    let random = 0x5a17_c0de; // a fixed seed: a failure is reproducible
-    const next = () => {
-      random ^= random << 13;
-      random ^= random >>> 17;
-      random ^= random << 5;
-      return (random >>> 0) / 0x1_0000_0000;
-    };
+    const next = seededRandom(0x5a17_c0de);
     receiver.behave = (req, index) => {
       const id = req.headers['webhook-id']!;
       const refusals = refusedRunning.get(id) ?? 0;

@@ -6,6 +6,7 @@ import { startTestApi, type TestApi } from '../support/api.js';
 import { TestReceiver } from '../support/receiver.js';
 import { insertSubscription } from '../support/subscriptions.js';
 import { killDaemon, spawnDeliveringDaemon, waitForStreaming } from '../tailer/support.js';
+import { expectEveryRowInOrder, refuseAtRandom, rowOrderOf } from './row-order-check.js';
 
 // The issue's demonstration of row ordering: a receiver that refuses a random 30 % of requests
 // (never one delivery more than three times, never one it accepted before, so none goes dead) gets 10,000 updates
@@ -44,28 +45,7 @@ describe('row ordering under random failures and a SIGKILL of the leading tailer
     const UPDATES = 10_000;
     const PER_TRANSACTION = 50;
     // The receiver: 30 % refused at random, but never a fourth time for one delivery.
-    const refusedRunning = new Map<string, number>();
-    const acceptedAt = new Map<string, number>(); // event id → index of its first 2xx
-    const answers: boolean[] = [];
-    let random = 0x2f6b_1e3d; // a fixed seed: a failure is reproducible
-    const next = () => {
-      random ^= random << 13;
-      random ^= random >>> 17;
-      random ^= random << 5;
-      return (random >>> 0) / 0x1_0000_0000;
-    };
-    receiver.behave = (req, index) => {
-      const id = req.headers['webhook-id']!;
-      const refusals = refusedRunning.get(id) ?? 0;
-      // A change it has accepted is accepted again (a receiver that deduplicates answers 2xx to a
-      // duplicate). Before, the count started again after an accept: an answer lost to the SIGKILL
-      // was followed by up to three more refusals, and a change went dead after five (seen once).
-      const refuse = !acceptedAt.has(id) && refusals < 3 && next() < 0.3;
-      if (refuse) refusedRunning.set(id, refusals + 1);
-      answers[index] = !refuse;
-      if (!refuse && !acceptedAt.has(id)) acceptedAt.set(id, index);
-      return { status: refuse ? 500 : 200 };
-    };
+    const { acceptedAt, answers } = refuseAtRandom(receiver, 0x2f6b_1e3d, 0.3);
     await insertSubscription(t.ctx, {
       projectId: 'shop',
       environment: 'master',
@@ -125,27 +105,11 @@ describe('row ordering under random failures and a SIGKILL of the leading tailer
     }
     const tookMs = Date.now() - started;
 
-    // Per row, in the order of arrival: the first 2xx of each change, and every request.
-    const accepted = new Map<number, number[]>();
-    const early: string[] = [];
-    let resent = 0; // requests of a change after it was accepted: the kill's duplicates
-
-    receiver.requests.forEach((r, index) => {
-      const body = JSON.parse(r.body);
-      const row = body.record.id as number;
-      const version = body.record.version as number;
-      if (acceptedAt.get(body.id)! < index) resent++;
-      const list = accepted.get(row) ?? [];
-      accepted.set(row, list);
-      if (version > (list.at(-1) ?? 0) + 1) early.push(`row ${row} v${version} requested before v${version - 1} was accepted`);
-      if (answers[index] && acceptedAt.get(body.id) === index) list.push(version);
-    });
+    // Per row, in the order of arrival: the first 2xx of each change, and every request; `resent`:
+    // requests of a change after it was accepted (the kill's duplicates).
+    const { accepted, early, resent } = rowOrderOf(receiver.requests, { acceptedAt, answers });
     expect(early.slice(0, 10)).to.deep.equal([]);
-    const { rows: finals } = await writer.query('SELECT id, version FROM shop_master.items ORDER BY id');
-    for (const { id, version } of finals) {
-      const want = Array.from({ length: version }, (_, i) => i + 1);
-      expect(accepted.get(id), `row ${id}`).to.deep.equal(want);
-    }
+    await expectEveryRowInOrder(writer, 'shop_master.items', accepted);
     const refused = answers.filter((a) => !a).length;
     const dead = await t.ctx.pool.query(`SELECT count(*)::int AS n FROM walgate.deliveries WHERE status = 'dead'`);
     expect(dead.rows[0].n).to.equal(0);

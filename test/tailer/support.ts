@@ -157,6 +157,15 @@ export async function spawnWorkerDaemon(t: TestApi, extra: Record<string, string
   return spawnDaemon(t, WORKER_MAIN, { ...(await receiverSettings(t)), ...extra });
 }
 
+/** The delivery workers' partition locks (bus/worker.ts): per worker (its lock connection's pid), the partitions it holds. */
+export async function partitionsHeld(t: TestApi): Promise<Map<number, number>> {
+  const { rows } = await t.ctx.pool.query<{ pid: number; n: number }>(
+    `SELECT l.pid, count(*)::int AS n FROM pg_locks l JOIN pg_stat_activity a ON a.pid = l.pid
+      WHERE l.locktype = 'advisory' AND l.granted AND a.application_name = 'walgate-worker-lock' GROUP BY l.pid`,
+  );
+  return new Map(rows.map((r) => [r.pid, r.n]));
+}
+
 /** Waits until a tailer daemon leads: the database's replication slot has an active walsender. */
 export async function waitForStreaming(t: TestApi, timeoutMs = 30_000): Promise<void> {
   const until = Date.now() + timeoutMs;
