@@ -82,14 +82,14 @@ function createForm() {
     url.label,
     url.input,
     h('p', { class: 'help' }, 'No credentials in the URL: give them below. They are stored encrypted and never shown again.'),
-    username.label,
-    username.input,
-    password.label,
-    password.input,
-    token.label,
-    token.input,
+    ...credentialFields(username, password, token),
     h('div', { class: 'actions' }, h('button', { type: 'submit' }, 'Create destination')),
   );
+}
+
+/** The user name, password and token fields (each a label and its input), as both forms show them. */
+function credentialFields(...fields) {
+  return fields.flatMap((f) => [f.label, f.input]);
 }
 
 async function listView() {
@@ -207,12 +207,7 @@ async function detailView(id) {
       h('h3', { id: 'edit-destination' }, 'Change'),
       url.label,
       url.input,
-      username.label,
-      username.input,
-      password.label,
-      password.input,
-      token.label,
-      token.input,
+      ...credentialFields(username, password, token),
       h('p', { class: 'help' }, 'Empty fields keep what is set. A user name and password go together.'),
       h(
         'fieldset',

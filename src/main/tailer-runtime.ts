@@ -2,7 +2,7 @@
 // and the retry queue's worker), their gauges and the health/metrics listener. `npm run tailer` runs it alone; `npm start` beside the api.
 import type { Context } from '../core/context.js';
 import { BusSink } from '../delivery/bus/publisher.js';
-import { connectBus, ensureBusStream } from '../delivery/bus/jetstream.js';
+import { openBus } from '../delivery/bus/jetstream.js';
 import { DeliveryEngine } from '../delivery/engine.js';
 import { closeServer } from '../http/server.js';
 import { registerTailerGauges, startTailerOps } from '../ops/tailer-ops.js';
@@ -26,13 +26,19 @@ export interface TailerRuntimeOptions {
   opsOptional?: boolean;
 }
 
+/** The delivery engine of a tailer or a worker, its retry queue drained from now on (every process drains it). */
+export function startDeliveryEngine(ctx: Context): DeliveryEngine {
+  const engine = new DeliveryEngine(ctx, { disableSubscription: (id, reason, at) => disableWebhook(ctx.pool, id, reason, at) });
+  engine.start();
+  return engine;
+}
+
 export async function startTailerRuntime(ctx: Context, options: TailerRuntimeOptions): Promise<TailerRuntime> {
-  const worker = new DeliveryEngine(ctx, { disableSubscription: (id, reason, at) => disableWebhook(ctx.pool, id, reason, at) });
-  worker.start();
+  const worker = startDeliveryEngine(ctx);
   // With a delivery bus the leading tailer publishes and the workers deliver; without, it delivers.
-  const bus = ctx.config.bus ? await connectBus(ctx.config.bus, 'walgate-tailer') : null;
-  if (bus) await ensureBusStream(bus, ctx.config.bus!);
-  const sink = bus ? new BusSink(bus, ctx.config.bus!, ctx.config.tailerMaxHeldBytes, ctx.log.child({ component: 'bus' })) : worker;
+  const busConfig = ctx.config.bus;
+  const bus = busConfig ? (await openBus(busConfig, 'walgate-tailer')).nc : null;
+  const sink = bus && busConfig ? new BusSink(bus, busConfig, ctx.config.tailerMaxHeldBytes, ctx.log.child({ component: 'bus' })) : worker;
   // Backfills run where the slot is read: their watermarks come back through this tailer's session.
   const backfills: BackfillRunner = new BackfillRunner(ctx, {
     isLeader: (): boolean => tailer.status().role === 'leader',

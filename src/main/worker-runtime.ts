@@ -1,13 +1,13 @@
 // A delivery worker, wired once: the delivery engine (its stream fed from the bus, its retry-queue
 // worker), the bus connection, and the partitions it holds. `npm run worker` runs it.
 import type { Context } from '../core/context.js';
-import { connectBus, ensureBusStream } from '../delivery/bus/jetstream.js';
+import { openBus } from '../delivery/bus/jetstream.js';
 import { BusWorker } from '../delivery/bus/worker.js';
-import { DeliveryEngine } from '../delivery/engine.js';
+import type { DeliveryEngine } from '../delivery/engine.js';
 import { closeServer } from '../http/server.js';
 import { registerWorkerGauges, startWorkerOps } from '../ops/worker-ops.js';
-import { disableWebhook } from '../webhooks/store.js';
 import { listenErrorNamingSetting } from './port-setting.js';
+import { startDeliveryEngine } from './tailer-runtime.js';
 
 export interface WorkerRuntime {
   worker: BusWorker;
@@ -20,10 +20,8 @@ export interface WorkerRuntime {
 export async function startWorkerRuntime(ctx: Context, databaseUrl: string): Promise<WorkerRuntime> {
   const bus = ctx.config.bus;
   if (!bus) throw new Error('DELIVERY_BUS is required for a delivery worker (nats://host:4222, the servers of the JetStream cluster)');
-  const nc = await connectBus(bus, 'walgate-worker');
-  const jsm = await ensureBusStream(nc, bus);
-  const engine = new DeliveryEngine(ctx, { disableSubscription: (id, reason, at) => disableWebhook(ctx.pool, id, reason, at) });
-  engine.start(); // the retry queue is drained by every process, workers included
+  const { nc, jsm } = await openBus(bus, 'walgate-worker');
+  const engine = startDeliveryEngine(ctx);
   const worker = new BusWorker(ctx, engine, nc, jsm, bus, { databaseUrl });
   worker.start();
   registerWorkerGauges(ctx, worker, engine);

@@ -60,3 +60,9 @@ export async function ensureBusStream(nc: NatsConnection, c: BusConfig): Promise
   }
   return jsm;
 }
+
+/** The bus for a process: its connection and the stream, made when missing. */
+export async function openBus(c: BusConfig, name: string): Promise<{ nc: NatsConnection; jsm: JetStreamManager }> {
+  const nc = await connectBus(c, name);
+  return { nc, jsm: await ensureBusStream(nc, c) };
+}
