@@ -6,6 +6,7 @@ import { isConnectionError, pgCode, withClient } from '../../core/db/pool.js';
 import { AppError } from '../../core/errors.js';
 import type { Environment } from '../../projects/environments.js';
 import type { AccessPayload } from '../tokens.js';
+import { ClaimsGroups, type ClaimsCall } from './groups.js';
 import { parseFunctionName } from './name.js';
 import { reservedKeys } from './reserved.js';
 
@@ -46,28 +47,33 @@ export function claimsFunctionFailed(fn: string, reason: ClaimsFailure, extra: R
 }
 
 /** The user as the function sees it: the same fields as the API's user object. */
-const USER_JSON = `(SELECT jsonb_build_object('id', u.id, 'email', u.email, 'name', u.name,
+const userJson = (id: string) => `(SELECT jsonb_build_object('id', u.id, 'email', u.email, 'name', u.name,
     'emailVerified', u.email_verified_at IS NOT NULL, 'createdAt', u.created_at,
     'userMetadata', u.user_metadata, 'appMetadata', u.app_metadata)
-  FROM walgate.users u WHERE u.id = $1::uuid)`;
+  FROM walgate.users u WHERE u.id = ${id})`;
 
 /**
  * The connections claims functions run on: every transaction read-only (minting a token must not
  * write the app's data — a function that tries fails, and so does the sign-in) and every
  * statement time-boxed, by the connections' own startup settings. So a call is one prepared
  * statement, one round trip, with nothing to set or commit around it (three round trips cost a
- * refresh a third of its rate; one simple query of five statements still cost it a fifth).
+ * refresh a third of its rate; one simple query of five statements still cost it a fifth), and
+ * the calls that meet in time share one (groups.ts).
  */
 const SETTINGS = `-c default_transaction_read_only=on -c statement_timeout=${CLAIMS_FUNCTION_BUDGET_MS}`;
 /** The search_path each connection was last given (set_config's answer), to set it only when the environment changes. */
 const searchPaths = new WeakMap<PoolClient, { schema: string; value: string }>();
+/** The groups of calls waiting or in Postgres, per environment and function, while there are any. */
+const groupsOf = new WeakMap<Context, Map<string, ClaimsGroups>>();
 
 /** The payload with the function's claims merged in, or AUTH_CLAIMS_FUNCTION_FAILED. */
 export async function withCustomClaims(ctx: Context, env: Environment, fnText: string, payload: AccessPayload): Promise<AccessPayload> {
   const fn = parseFunctionName(fnText);
   if (!fn) throw claimsFunctionFailed(fnText, 'missing');
-  const call = `${quoteIdent(fn.schema)}.${quoteIdent(fn.name)}(${USER_JSON}, $2::jsonb)`;
-  const text = await runFunction(ctx, env, fnText, call, [payload.sub, JSON.stringify(payload)]);
+  const text = await groupFor(ctx, env, fnText, `${quoteIdent(fn.schema)}.${quoteIdent(fn.name)}`).call({
+    sub: payload.sub,
+    claims: JSON.stringify(payload),
+  });
   if (text === null) throw claimsFunctionFailed(fnText, 'not_an_object');
   if (Buffer.byteLength(text) > CLAIMS_MAX_BYTES) throw claimsFunctionFailed(fnText, 'too_large');
   const claims: unknown = JSON.parse(text);
@@ -77,45 +83,68 @@ export async function withCustomClaims(ctx: Context, env: Environment, fnText: s
   return { ...payload, ...(claims as Record<string, unknown>) };
 }
 
-async function runFunction(ctx: Context, env: Environment, fn: string, call: string, values: unknown[]): Promise<string | null> {
-  return withClient(ctx.sidePool('claims', SETTINGS), async (c, discard) => {
-    try {
-      // The environment's schema as search_path (for the names inside the function's body), set
-      // when this connection last served another environment.
-      const schema = quoteIdent(env.schemaName);
-      let path = searchPaths.get(c);
-      if (path?.schema !== schema) {
-        const { rows } = await c.query<{ value: string }>("SELECT set_config('search_path', $1, false) AS value", [schema]);
-        path = { schema, value: rows[0]!.value };
-        searchPaths.set(c, path);
-      }
-      // The settings are read back after the call: a function that changed one for the session
+/** One environment's calls of one function, never another's: a statement serves a single environment. */
+function groupFor(ctx: Context, env: Environment, fnText: string, fn: string): ClaimsGroups {
+  let groups = groupsOf.get(ctx);
+  if (!groups) groupsOf.set(ctx, (groups = new Map()));
+  const key = `${env.projectId}\0${env.name}\0${fnText}`;
+  let group = groups.get(key);
+  if (!group) {
+    const statement = {
+      name: `walgate_claims_${createHash('sha256').update(fn).digest('hex').slice(0, 16)}`,
+      // The settings are read back after the calls: a function that changed one for the session
       // (set_config(…, false)) has this connection discarded, so no later call runs without them.
-      // This call's answer stands: its transaction began read-only and its time-out was armed.
-      const { rows } = await c.query<{ claims: string | null; ro: string; timeout: string; path: string; role: boolean }>({
-        name: `walgate_claims_${createHash('sha256').update(call).digest('hex').slice(0, 16)}`,
-        text: `SELECT ${call}::text AS claims, current_setting('default_transaction_read_only') AS ro,
-                      current_setting('statement_timeout') AS timeout, current_setting('search_path') AS path,
-                      current_user = session_user AS role`,
-        values,
-      });
-      const r = rows[0]!;
-      if (r.ro !== 'on' || r.timeout !== `${CLAIMS_FUNCTION_BUDGET_MS}ms` || r.path !== path.value || !r.role) {
-        ctx.log.warn(
-          { function: fn, projectId: env.projectId, environment: env.name },
-          'the claims function changed its session settings: connection discarded',
-        );
-        discard(new Error('the claims function changed its session settings'));
-      }
-      return r.claims;
-    } catch (err) {
-      if (isConnectionError(err)) throw err; // Postgres is away: 503, not the function's fault
-      const code = pgCode(err);
-      // The operators read why in the log; the client is told which function and what kind of failure.
-      ctx.log.warn({ err, function: fn, projectId: env.projectId, environment: env.name }, 'the claims function failed: no token issued');
-      if (code === '57014') throw claimsFunctionFailed(fn, 'timeout');
-      if (code === '42883' || code === '3F000') throw claimsFunctionFailed(fn, 'missing');
-      throw claimsFunctionFailed(fn, 'error', code ? { sqlstate: code } : {});
+      text: `SELECT (SELECT array_agg(${fn}(${userJson('t.sub')}, t.claims)::text ORDER BY t.i)
+                       FROM unnest($1::uuid[], $2::jsonb[]) WITH ORDINALITY AS t(sub, claims, i)) AS claims,
+                    current_setting('default_transaction_read_only') AS ro, current_setting('statement_timeout') AS timeout,
+                    current_setting('search_path') AS path, current_user = session_user AS role`,
+    };
+    const where = { function: fnText, projectId: env.projectId, environment: env.name };
+    group = new ClaimsGroups(
+      (calls) => runFunction(ctx, env, where, statement, calls),
+      (err) => {
+        if (isConnectionError(err)) return err; // Postgres is away: 503, not the function's fault
+        const code = pgCode(err);
+        // The operators read why in the log; the client is told which function and what kind of failure.
+        ctx.log.warn({ err, ...where }, 'the claims function failed: no token issued');
+        if (code === '57014') return claimsFunctionFailed(fnText, 'timeout');
+        if (code === '42883' || code === '3F000') return claimsFunctionFailed(fnText, 'missing');
+        return claimsFunctionFailed(fnText, 'error', code ? { sqlstate: code } : {});
+      },
+      () => groups.delete(key),
+    );
+    groups.set(key, group);
+  }
+  return group;
+}
+
+async function runFunction(
+  ctx: Context,
+  env: Environment,
+  where: Record<string, string>,
+  statement: { name: string; text: string },
+  calls: ClaimsCall[],
+): Promise<Array<string | null>> {
+  return withClient(ctx.sidePool('claims', SETTINGS), async (c, discard) => {
+    // The environment's schema as search_path (for the names inside the function's body), set
+    // when this connection last served another environment.
+    const schema = quoteIdent(env.schemaName);
+    let path = searchPaths.get(c);
+    if (path?.schema !== schema) {
+      const { rows } = await c.query<{ value: string }>("SELECT set_config('search_path', $1, false) AS value", [schema]);
+      path = { schema, value: rows[0]!.value };
+      searchPaths.set(c, path);
     }
+    const { rows } = await c.query<{ claims: Array<string | null>; ro: string; timeout: string; path: string; role: boolean }>({
+      ...statement,
+      values: [calls.map((x) => x.sub), calls.map((x) => x.claims)],
+    });
+    const r = rows[0]!;
+    // These calls' answers stand: their transaction began read-only and its time-out was armed.
+    if (r.ro !== 'on' || r.timeout !== `${CLAIMS_FUNCTION_BUDGET_MS}ms` || r.path !== path.value || !r.role) {
+      ctx.log.warn(where, 'the claims function changed its session settings: connection discarded');
+      discard(new Error('the claims function changed its session settings'));
+    }
+    return r.claims;
   });
 }

@@ -207,6 +207,37 @@ describe('auth claims: the claims function', function () {
     expect(claimsOf(retried.body.accessToken).plan).to.be.a('string');
   });
 
+  it('refreshes at once share statements, yet each token carries its own user’s claims, and one user’s failure is only theirs', async () => {
+    const accounts = await Promise.all(Array.from({ length: 24 }, () => signUpAndConfirm(t, http)));
+    const unlucky = accounts[7]!;
+    await q(`CREATE FUNCTION claims_master.grouped(u jsonb, claims jsonb) RETURNS jsonb LANGUAGE plpgsql STABLE AS $$
+               BEGIN
+                 IF u->>'id' = '${unlucky.userId}' THEN RAISE EXCEPTION 'not this one'; END IF;
+                 RETURN jsonb_build_object('seen_email', u->>'email', 'seen_sid', claims->>'sid',
+                                           'statement', pg_backend_pid() || '@' || statement_timestamp());
+               END $$`);
+    expect((await setFunction('claims_master.grouped')).status).to.equal(200);
+    const statements = new Set<string>();
+    // Three waves of 24 at once: the first call of each goes alone, those arriving meanwhile together.
+    let tokens = accounts.map((x) => x.refreshToken);
+    for (let wave = 0; wave < 3; wave++) {
+      const answers = await Promise.all(tokens.map((refreshToken) => http.post('/auth/refresh-token', { refreshToken })));
+      answers.forEach((r, i) => {
+        if (accounts[i] === unlucky) {
+          expect(r.status, JSON.stringify(r.body)).to.equal(502);
+          expect(r.body).to.deep.include({ error: 'AUTH_CLAIMS_FUNCTION_FAILED', reason: 'error', sqlstate: 'P0001' });
+          return;
+        }
+        expect(r.status, JSON.stringify(r.body)).to.equal(200);
+        const claims = claimsOf(r.body.accessToken);
+        expect(claims).to.include({ sub: accounts[i]!.userId, seen_email: accounts[i]!.email, seen_sid: claims.sid });
+        statements.add(claims.statement as string);
+      });
+      tokens = answers.map((r, i) => (r.status === 200 ? r.body.refreshToken : tokens[i]));
+    }
+    expect(statements.size, 'statements for 69 tokens').to.be.below(69);
+  });
+
   it('a function dropped after it was set: no token, reason missing', async () => {
     await q(`CREATE FUNCTION claims_master.doomed(u jsonb, claims jsonb) RETURNS jsonb LANGUAGE sql AS $$ SELECT '{}'::jsonb $$`);
     expect((await setFunction('claims_master.doomed')).status).to.equal(200);
