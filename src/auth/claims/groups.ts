@@ -7,6 +7,8 @@
 // error, a time-out or a connection loss is the call's own. A group is sized so that the function's
 // work in it (measured) stays far inside the one statement's budget (call.ts).
 
+import { isConnectionError } from '../../core/db/pool.js';
+
 /** What one call hands the function: the user's id and the token's claims as JSON. */
 export interface ClaimsCall {
   sub: string;
@@ -16,13 +18,15 @@ export interface ClaimsCall {
 interface Waiting extends ClaimsCall {
   resolve(text: string | null): void;
   reject(err: unknown): void;
+  /** Its group failed: it is tried in a statement of its own, so that the verdict is its own. */
+  alone?: true;
 }
 
 /** Calls in one statement, at most. */
 const MAX_GROUP = 32;
 /** The function's measured work a group aims at: a tenth of the budget, so a time-out is the function's, not the group's. */
 const GROUP_WORK_MS = 25;
-/** Statements of one environment at once: more only while full groups wait (a slow function), never all of the claims connections. */
+/** Statements of one environment at once — calls tried alone included — never all of the claims connections. */
 const MAX_IN_FLIGHT = 4;
 
 export class ClaimsGroups {
@@ -52,9 +56,14 @@ export class ClaimsGroups {
   }
 
   #pump(): void {
-    // A group goes when nothing of this environment is in Postgres, or when a whole group waits.
-    while (this.#waiting.length > 0 && this.#inFlight < MAX_IN_FLIGHT && (this.#inFlight === 0 || this.#waiting.length >= this.#groupSize)) {
-      const group = this.#waiting.splice(0, this.#groupSize);
+    while (this.#waiting.length > 0 && this.#inFlight < MAX_IN_FLIGHT) {
+      // A call tried alone goes when there is room (they wait at the front). A group goes when
+      // nothing of this environment is in Postgres, or — the function's speed measured — when a
+      // whole group waits.
+      const alone = this.#waiting[0]!.alone === true;
+      const full = this.#perCallMs > 0 && this.#waiting.length >= this.#groupSize;
+      if (!alone && this.#inFlight > 0 && !full) return;
+      const group = this.#waiting.splice(0, alone ? 1 : this.#groupSize);
       this.#inFlight++;
       void this.#send(group).finally(() => {
         this.#inFlight--;
@@ -68,14 +77,18 @@ export class ClaimsGroups {
     const started = performance.now();
     try {
       const answers = await this.run(group);
-      this.#measured((performance.now() - started) / group.length);
       group.forEach((w, i) => w.resolve(answers[i] ?? null));
     } catch (err) {
-      if (group.length === 1) return group[0]!.reject(this.failure(err));
-      // Whose call failed is not known: each goes alone, and a group that ran out of time is a sign
-      // that the function is slower than measured.
-      this.#measured(GROUP_WORK_MS / group.length + this.#perCallMs);
-      await Promise.all(group.map((w) => this.run([w]).then(([text]) => w.resolve(text ?? null), (e: unknown) => w.reject(this.failure(e)))));
+      // Postgres away, or one call alone: that is the verdict. Otherwise whose call failed is not
+      // known: each is tried alone, first in line.
+      if (group.length === 1 || isConnectionError(err)) {
+        for (const w of group) w.reject(this.failure(err));
+      } else {
+        this.#waiting.unshift(...group.map((w): Waiting => ({ ...w, alone: true })));
+      }
+    } finally {
+      // (A group that ran out of time counts too: its calls took at least that long.)
+      this.#measured((performance.now() - started) / group.length);
     }
   }
 

@@ -12,20 +12,25 @@ interface Recorder {
   mostInFlight: number;
 }
 
-function grouped(o: { msPerCall?: number; failFor?: string } = {}): { groups: ClaimsGroups; seen: Recorder } {
+function grouped(o: { msPerCall?: number; failFor?: string; error?: () => Error } = {}): { groups: ClaimsGroups; seen: Recorder } {
   const seen: Recorder = { groups: [], idle: 0, inFlight: 0, mostInFlight: 0 };
   const run = async (calls: ClaimsCall[]) => {
     seen.groups.push(calls.map((c) => c.sub));
     seen.mostInFlight = Math.max(seen.mostInFlight, ++seen.inFlight);
     try {
-      await sleep((o.msPerCall ?? 1) * calls.length);
-      if (calls.some((c) => c.sub === o.failFor)) throw new Error(`failed for ${o.failFor}`);
+      // (msPerCall 0: answered on the next turn of the loop, far below a millisecond a call.)
+      await (o.msPerCall === 0 ? new Promise(setImmediate) : sleep((o.msPerCall ?? 1) * calls.length));
+      if (calls.some((c) => c.sub === o.failFor)) throw o.error?.() ?? new Error(`failed for ${o.failFor}`);
       return calls.map((c) => `{"for":"${c.sub}"}`);
     } finally {
       seen.inFlight--;
     }
   };
-  const groups = new ClaimsGroups(run, (err) => new Error(`verdict: ${(err as Error).message}`), () => seen.idle++);
+  const groups = new ClaimsGroups(
+    run,
+    (err) => new Error(`verdict: ${(err as Error).message}`),
+    () => seen.idle++,
+  );
   return { groups, seen };
 }
 
@@ -70,11 +75,29 @@ describe('claims function calls, grouped', () => {
     expect(seen.mostInFlight).to.equal(4);
   });
 
-  it('a fast function gets groups of at most 32', async () => {
-    const { groups, seen } = grouped({ msPerCall: 0.01 });
+  it('a fast function gets groups of at most 32, once its speed is measured', async () => {
+    const { groups, seen } = grouped({ msPerCall: 0 });
     const subs = Array.from({ length: 100 }, (_, i) => `u${i}`);
     await Promise.all(subs.map((s) => groups.call(call(s))));
     expect(seen.groups.flat()).to.have.length(100);
+    expect(seen.groups[0]).to.deep.equal(['u0']);
     expect(Math.max(...seen.groups.map((g) => g.length))).to.equal(32);
+  });
+
+  it('calls tried alone after their group failed go at most four at once', async () => {
+    const { groups, seen } = grouped({ msPerCall: 0, failFor: 'u5' });
+    const subs = Array.from({ length: 20 }, (_, i) => `u${i}`);
+    const outcomes = await Promise.allSettled(subs.map((s) => groups.call(call(s))));
+    expect(outcomes.filter((o) => o.status === 'rejected')).to.have.length(1);
+    expect(seen.groups.filter((g) => g.length === 1 && g[0] !== 'u0').map((g) => g[0])).to.have.length(19);
+    expect(seen.mostInFlight).to.be.at.most(4);
+  });
+
+  it('Postgres away: the whole group gets the connection error at once, nobody is tried alone', async () => {
+    const refused = () => Object.assign(new Error('connect ECONNREFUSED 127.0.0.1:5432'), { code: 'ECONNREFUSED' });
+    const { groups, seen } = grouped({ msPerCall: 0, failFor: 'b', error: refused });
+    const outcomes = await Promise.allSettled(['a', 'b', 'c', 'd'].map((s) => groups.call(call(s))));
+    expect(outcomes.map((o) => o.status)).to.deep.equal(['fulfilled', 'rejected', 'rejected', 'rejected']);
+    expect(seen.groups).to.deep.equal([['a'], ['b', 'c', 'd']]);
   });
 });
