@@ -193,7 +193,9 @@ export class PartitionConsumer {
         this.#parts = [];
       }
       try {
-        out.push({ msgs, items: decodeBusMessage(Buffer.concat(msgs.map((x) => x.data)).toString('utf8')) });
+        // (One part is read where it lies: joining copies the whole message.)
+        const bytes = msgs.length === 1 ? msgs[0]!.data : Buffer.concat(msgs.map((x) => x.data));
+        out.push({ msgs, items: decodeBusMessage(Buffer.from(bytes.buffer, bytes.byteOffset, bytes.byteLength).toString('utf8')) });
       } catch (err) {
         this.log.error(
           { partition: this.partition, seq: m.seq, err: (err as Error).message },
