@@ -29,7 +29,7 @@ describe('delivery: batches', function () {
   });
   after(() => p?.close());
   beforeEach(async () => {
-    await p.t.ctx.pool.query('DELETE FROM walgate.webhooks');
+    await p.removeSubscriptions();
     await p.writer.query('TRUNCATE shop_master.orders');
     p.receiver.requests.length = 0;
     p.receiver.behave = () => ({ status: 200 });

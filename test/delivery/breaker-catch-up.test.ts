@@ -65,7 +65,7 @@ describe('delivery: when a breaker closes, its waiting retries come due at once'
   });
   after(() => p?.close());
   beforeEach(async () => {
-    await p.t.ctx.pool.query('DELETE FROM walgate.webhooks');
+    await p.removeSubscriptions();
     await p.t.ctx.pool.query('DELETE FROM walgate.endpoint_breakers');
     await p.writer.query('TRUNCATE shop_master.items, shop_master.orders, other_master.items');
     p.receiver.requests.length = 0;

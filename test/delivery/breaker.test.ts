@@ -231,7 +231,7 @@ describe('delivery: the SSRF guard checks the address actually connected', funct
   });
 
   it('DNS rebinding: a name public when the API checked it and private when the worker connects is refused', async () => {
-    await p.t.ctx.pool.query('DELETE FROM walgate.webhooks');
+    await p.removeSubscriptions();
     const port = new URL(p.receiver.url).port;
     // 93.184.216.34 is only ever resolved to here, never connected to: the name is rebound before any change is written.
     names.set('hooks.rebind.test', ['93.184.216.34']);

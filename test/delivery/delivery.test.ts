@@ -14,7 +14,7 @@ describe('delivery: WAL change → signed HTTPS POST, end to end', function () {
   });
   after(() => p?.close());
   beforeEach(async () => {
-    await p.t.ctx.pool.query('DELETE FROM walgate.webhooks');
+    await p.removeSubscriptions();
     p.receiver.requests.length = 0;
     p.receiver.behave = () => ({ status: 200 });
   });

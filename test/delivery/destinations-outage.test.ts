@@ -112,7 +112,7 @@ describe('delivery: a broker destination that goes away under load', function ()
   });
   it('RabbitMQ: the connection killed under load — every change queued, row order kept, repeats share their message-id', async function () {
     if (process.env.AMQP_URL) this.skip(); // rabbitmqctl reaches only the local broker
-    await p.t.ctx.pool.query('DELETE FROM walgate.webhooks');
+    await p.removeSubscriptions();
     await p.writer.query('TRUNCATE shop_master.orders');
     const exchange = await TestExchange.create();
     try {
@@ -171,7 +171,7 @@ describe('delivery: a broker destination that goes away under load', function ()
   it('NATS: refused credentials are a failed attempt that says so (never the password); the right ones PATCHed in are used', async () => {
     const secured = await OwnNatsServer.start(['--user', 'walgate', '--pass', 'the-right-password']);
     try {
-      await p.t.ctx.pool.query('DELETE FROM walgate.webhooks');
+      await p.removeSubscriptions();
       await p.writer.query('TRUNCATE shop_master.orders');
       const api = await managementClient(p.t, 'shop');
       const scope = { projectId: 'shop', environment: 'master' };

@@ -68,7 +68,7 @@ describe('delivery: ordering by a column group', function () {
   });
   after(() => p?.close());
   beforeEach(async () => {
-    await p.t.ctx.pool.query('DELETE FROM walgate.webhooks');
+    await p.removeSubscriptions();
     await p.writer.query('TRUNCATE shop_master.ledger');
     p.receiver.requests.length = 0;
     answered = [];

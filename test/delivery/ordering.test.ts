@@ -62,7 +62,7 @@ describe('delivery: row ordering', function () {
   });
   after(() => p?.close());
   beforeEach(async () => {
-    await p.t.ctx.pool.query('DELETE FROM walgate.webhooks');
+    await p.removeSubscriptions();
     await p.writer.query('TRUNCATE shop_master.items');
     p.receiver.requests.length = 0;
     answered = [];

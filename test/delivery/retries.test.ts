@@ -13,7 +13,7 @@ describe('delivery: retries, dead letters and failures of every kind', function 
   });
   after(() => p?.close());
   beforeEach(async () => {
-    await p.t.ctx.pool.query('DELETE FROM walgate.webhooks');
+    await p.removeSubscriptions();
     await p.writer.query('TRUNCATE shop_master.orders');
     p.receiver.requests.length = 0;
   });

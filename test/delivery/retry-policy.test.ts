@@ -38,7 +38,7 @@ describe('delivery: retry policy per subscription', function () {
   });
   after(() => p?.close());
   beforeEach(async () => {
-    await p.t.ctx.pool.query('DELETE FROM walgate.webhooks');
+    await p.removeSubscriptions();
     await p.writer.query('TRUNCATE shop_master.orders');
     p.receiver.requests.length = 0;
   });

@@ -1,6 +1,7 @@
 import pg from 'pg';
 import { systemClock } from '../../src/core/clock.js';
 import type { Context, ContextOverrides } from '../../src/core/context.js';
+import { pgCode, PgCode } from '../../src/core/db/pool.js';
 import { DeliveryEngine, type DeliveryEngineOptions } from '../../src/delivery/engine.js';
 import type { WalTailer, WalTailerOptions } from '../../src/tailer/tailer.js';
 import { startTestApi, type TestApi } from '../support/api.js';
@@ -23,6 +24,11 @@ export interface Pipeline {
   /** A fresh HTTPS receiver (started; stopped with the pipeline). */
   newReceiver(): Promise<TestReceiver>;
   delivery(webhookId: string): Promise<Array<Record<string, any>>>;
+  /**
+   * Deletes every subscription (their deliveries go with them) between tests. The engine may be
+   * writing deliveries meanwhile: a deadlock Postgres breaks is tried again, as the API does.
+   */
+  removeSubscriptions(): Promise<void>;
   close(): Promise<void>;
 }
 
@@ -89,6 +95,16 @@ export async function startPipeline(
         [webhookId],
       );
       return rows;
+    },
+    async removeSubscriptions() {
+      for (let attempt = 1; ; attempt++) {
+        try {
+          await t.ctx.pool.query('DELETE FROM walgate.webhooks');
+          return;
+        } catch (err) {
+          if (pgCode(err) !== PgCode.deadlockDetected || attempt >= 5) throw err;
+        }
+      }
     },
     async close() {
       await tailer.stop();

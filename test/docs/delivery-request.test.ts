@@ -50,7 +50,7 @@ describe('OpenAPI document: the delivery request walgate sends (webhooks)', func
     addFormats.default(ajv);
     const validate = ajv.compile(post.requestBody.content['application/json'].schema);
     p.receiver.requests.length = 0;
-    await p.t.ctx.pool.query('DELETE FROM walgate.webhooks');
+    await p.removeSubscriptions();
     await p.subscribe({ secret: 'whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw', batch: { maxEvents: 10 } });
     await p.writer.query(`INSERT INTO shop_master.orders SELECT g, 'new', g FROM generate_series(10, 12) g`);
     const [r] = await p.receiver.waitFor(1);
