@@ -64,6 +64,7 @@ const schema = z.object({
   WEBHOOK_DEAD_RETENTION_MS: retentionMs.default(30 * DAY_MS),
   WEBHOOK_SECRET_GRACE_MS: positiveMs.default(86_400_000),
   WEBHOOK_ENDPOINT_CONCURRENCY: z.coerce.number().int().min(1).max(1024).default(16),
+  WEBHOOK_ENDPOINT_CONCURRENCY_MAX: z.coerce.number().int().min(1).max(1024).default(64),
   WEBHOOK_PAUSED_BACKLOG_MS: positiveMs.default(3 * DAY_MS),
   TAILER_PORT: port.default(3001),
   WORKER_PORT: port.default(3002),
@@ -192,6 +193,8 @@ const configSchema = schema.superRefine(checkTogether).transform((e) => ({
     keepPayloads: e.WEBHOOK_KEEP_PAYLOADS,
     /** Requests in flight at once to one endpoint (subscription), per tailer process; also its pool's sockets. */
     endpointConcurrency: e.WEBHOOK_ENDPOINT_CONCURRENCY,
+    /** …up to this while deliveries wait and the endpoint answers fast (delivery/endpoint-limits.ts); never below the above. */
+    endpointConcurrencyMax: Math.max(e.WEBHOOK_ENDPOINT_CONCURRENCY, e.WEBHOOK_ENDPOINT_CONCURRENCY_MAX),
     /** A paused subscription's deliveries older than this are dead (visible, replayable): its backlog is bounded. */
     pausedBacklogMs: e.WEBHOOK_PAUSED_BACKLOG_MS,
   },

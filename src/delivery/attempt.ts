@@ -1,4 +1,5 @@
 import type { Throttle } from './throttle.js';
+import type { EndpointLimits } from './endpoint-limits.js';
 import type { Clock } from '../core/clock.js';
 import type { Context } from '../core/context.js';
 import type { Operation } from '../tailer/sink.js';
@@ -67,6 +68,8 @@ export interface AttemptDeps {
   states?: SubscriptionStateLog;
   /** The throttles of subscriptions with a rateLimit: a gate before a send, asked by the stream and the worker (throttle.ts). */
   throttle?: Throttle;
+  /** Requests in flight per subscription, raised while an endpoint with a backlog answers fast (endpoint-limits.ts). */
+  endpointLimits?: EndpointLimits;
 }
 
 export async function attempt(deps: AttemptDeps, r: AttemptRequest): Promise<AttemptOutcome> {
@@ -145,6 +148,7 @@ export async function conclude(
   const m = ctx.metrics;
   m.deliveriesFinished.inc({ status: step.status }, a.deliveries ?? 1);
   m.attemptDuration.observe({ outcome: result.ok ? 'success' : 'failure' }, result.durationMs / 1000);
+  deps.endpointLimits?.answered(a.webhookId, result.ok, result.durationMs);
   if (result.ok) m.commitToDelivery.observe(Math.max(0, at.getTime() - a.committedAt.getTime()) / 1000);
   return { step, at };
 }

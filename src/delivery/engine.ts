@@ -18,6 +18,7 @@ import { HeldDeliveries } from './payload-bytes.js';
 import { StreamDelivery } from './stream.js';
 import { Targets } from './targets.js';
 import { QueueWorker } from './worker.js';
+import { EndpointLimits } from './endpoint-limits.js';
 import { SubscriptionStateLog } from './subscription-state.js';
 
 /** How often the throttle's waits are added to the per-minute rollup. */
@@ -28,6 +29,10 @@ export interface DeliveryEngineOptions {
   concurrency?: number;
   /** Requests in flight at once for one subscription (default WEBHOOK_ENDPOINT_CONCURRENCY). */
   perWebhook?: number;
+  /** …raised up to this while the endpoint answers fast with a backlog (default WEBHOOK_ENDPOINT_CONCURRENCY_MAX, or perWebhook when that is given). */
+  perWebhookMax?: number;
+  /** An answer within this is fast (default FAST_ANSWER_MS; tests on a loaded machine pass more). */
+  fastAnswerMs?: number;
   /** Deliveries the stream holds in memory before reading waits. */
   maxHeld?: number;
   /** How often the retry queue is polled when no notification arrives. */
@@ -58,6 +63,7 @@ export class DeliveryEngine implements DeliverySink {
   readonly #deps: AttemptDeps;
   readonly #worker: QueueWorker;
   readonly #o: { concurrency: number; perWebhook: number; maxHeld: number };
+  readonly #endpointLimits: EndpointLimits;
   #stream: StreamDelivery | null = null;
   /** What the current stream holds, by count and payload bytes. */
   #streamHeld: HeldDeliveries | null = null;
@@ -65,6 +71,7 @@ export class DeliveryEngine implements DeliverySink {
   #peers = 0;
   #peerTimer: NodeJS.Timeout | undefined;
   #throttleTimer: NodeJS.Timeout | undefined;
+  #limitsTimer: NodeJS.Timeout | undefined;
 
   constructor(ctx: Context, options: DeliveryEngineOptions) {
     this.#ctx = ctx;
@@ -75,10 +82,12 @@ export class DeliveryEngine implements DeliverySink {
       maxHeld: options.maxHeld ?? 10_000,
     };
     const leaseMs = options.leaseMs ?? webhooks.timeoutMs * 2 + 5000;
+    const max = options.perWebhookMax ?? (options.perWebhook === undefined ? webhooks.endpointConcurrencyMax : this.#o.perWebhook);
+    this.#endpointLimits = new EndpointLimits(this.#o.perWebhook, Math.max(this.#o.perWebhook, max), { fastMs: options.fastAnswerMs });
     const https = new Sender({
       timeoutMs: webhooks.timeoutMs,
       allowPrivateNetworks: webhooks.allowPrivateNetworks,
-      connectionsPerEndpoint: this.#o.perWebhook,
+      connectionsPerEndpoint: this.#endpointLimits.max,
       tls: options.tls,
       lookup: ctx.lookup,
     });
@@ -110,6 +119,7 @@ export class DeliveryEngine implements DeliverySink {
         () => ctx.metrics.throttleWaits.inc(),
         () => ctx.clock().getTime(),
       ),
+      endpointLimits: this.#endpointLimits,
     };
     this.#worker = new QueueWorker(ctx, this.#deps, {
       concurrency: Math.max(1, Math.floor(this.#o.concurrency / 2)),
@@ -139,6 +149,7 @@ export class DeliveryEngine implements DeliverySink {
       {
         concurrency: this.#o.concurrency,
         perWebhook: this.#o.perWebhook,
+        endpoints: this.#endpointLimits,
         maxHeld: this.#o.maxHeld,
         held,
         parkAfterMs: webhooks.parkAfterMs,
@@ -168,6 +179,9 @@ export class DeliveryEngine implements DeliverySink {
     this.#peerTimer.unref();
     this.#throttleTimer = setInterval(() => void this.#recordThrottleWaits(), THROTTLE_RECORD_MS);
     this.#throttleTimer.unref();
+    // Here, not in the stream: a process without one (a standby, a worker between sessions) still drains the queue.
+    this.#limitsTimer = setInterval(() => this.#endpointLimits.sweep(), 1000);
+    this.#limitsTimer.unref();
   }
 
   /** The throttle's waits into the rollup, for the subscriptions' health: a lost tally is only a figure, never a delivery. */
@@ -187,6 +201,7 @@ export class DeliveryEngine implements DeliverySink {
   async stop(timeoutMs = 15_000): Promise<void> {
     clearInterval(this.#peerTimer);
     clearInterval(this.#throttleTimer);
+    clearInterval(this.#limitsTimer);
     this.#catchUp.stop();
     await this.#worker.stop(timeoutMs);
     await this.#recordThrottleWaits();

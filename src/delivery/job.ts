@@ -1,3 +1,5 @@
+import type Denque from 'denque';
+import type { EndpointLimits } from './endpoint-limits.js';
 import type { HeldDeliveries } from './payload-bytes.js';
 import type { CapturedDelivery, CapturedEvent } from '../tailer/sink.js';
 
@@ -65,7 +67,8 @@ export function move(job: Job, to: JobState): void {
 export interface Lane {
   /** Its project (the schema of its first change until its subscription is loaded): the fair share's unit. */
   tenant: string;
-  waiting: Job[];
+  /** First in, first out: taking from the front costs the same at any length (an array's splice moved every element left). */
+  waiting: Denque<Job>;
   active: number;
   finished: number;
   finishedBefore: number;
@@ -76,6 +79,8 @@ export interface StreamLimits {
   concurrency: number;
   /** Requests in flight at once for one subscription. */
   perWebhook: number;
+  /** …raised while its endpoint answers fast with a backlog (endpoint-limits.ts; perWebhook without). */
+  endpoints?: EndpointLimits;
   /** Deliveries held in memory (waiting, in flight, being recorded) before reading waits. */
   maxHeld: number;
   /** Their accounting, shared with the retry queue's worker (its claims take what the stream leaves of the byte budget). */

@@ -1,3 +1,4 @@
+import Denque from 'denque';
 import { count, fairShare, tenantsOf } from './fair-share.js';
 import type { Job, Lane, StreamLimits } from './job.js';
 import type { Gathered } from './batch.js';
@@ -24,7 +25,7 @@ export class StreamLanes {
   lane(webhookId: string, tenant: () => string): Lane {
     let lane = this.#lanes.get(webhookId);
     if (!lane) {
-      lane = { tenant: tenant(), waiting: [], active: 0, finished: 0, finishedBefore: 0 };
+      lane = { tenant: tenant(), waiting: new Denque(), active: 0, finished: 0, finishedBefore: 0 };
       this.#lanes.set(webhookId, lane);
     }
     return lane;
@@ -60,8 +61,8 @@ export class StreamLanes {
   /** Empties every lane (a graceful stop), handing each waiting delivery to `take`, lane by lane. */
   takeAll(take: (job: Job) => void): void {
     for (const [id, lane] of this.#lanes) {
-      const waiting = lane.waiting;
-      lane.waiting = [];
+      const waiting = lane.waiting.toArray();
+      lane.waiting.clear();
       this.#ready.delete(id);
       for (const job of waiting) take(job);
     }
@@ -71,9 +72,10 @@ export class StreamLanes {
   takeWaiting(pick: (job: Job) => boolean, take: (job: Job) => void): void {
     for (const [id, lane] of this.#lanes) {
       // (Not only the first: a row-ordered delivery joins its lane when its turn comes, behind younger ones.)
-      if (!lane.waiting.some(pick)) continue;
-      const taken = lane.waiting.filter(pick);
-      lane.waiting = lane.waiting.filter((j) => !pick(j));
+      const all = lane.waiting.toArray();
+      if (!all.some(pick)) continue;
+      const taken = all.filter(pick);
+      lane.waiting = new Denque(all.filter((j) => !pick(j)));
       if (lane.waiting.length === 0) this.#ready.delete(id);
       for (const job of taken) take(job);
     }
@@ -90,7 +92,7 @@ export class StreamLanes {
 
   /**
    * Starts waiting deliveries (`send`) while there is room, a fair turn for each subscription: at
-   * most perWebhook requests of one subscription, and no project beyond its fair share of the
+   * most its endpoint's limit of requests of one subscription (endpoint-limits.ts), and no project beyond its fair share of the
    * budget while another has work — so a project whose endpoints hang holds its share, not every
    * slot. `gather` says how many of a lane's waiting deliveries go in its next request (1, or a
    * batch: batch.ts), or how long the lane waits for its batch to fill; the shortest such wait
@@ -107,14 +109,19 @@ export class StreamLanes {
           this.#ready.delete(id);
           continue;
         }
-        const endpointBusy = lane.active + (this.#limits.queueActive?.(id) ?? 0) >= this.#limits.perWebhook;
-        if (endpointBusy || (this.#tenantActive.get(lane.tenant) ?? 0) >= share) continue;
+        const limit = this.#limits.endpoints?.of(id) ?? this.#limits.perWebhook;
+        if (lane.active + (this.#limits.queueActive?.(id) ?? 0) >= limit) {
+          this.#limits.endpoints?.pressed(id);
+          continue;
+        }
+        if ((this.#tenantActive.get(lane.tenant) ?? 0) >= share) continue;
         const g = gather(id, lane);
         if ('waitMs' in g) {
           wake = Math.min(wake, g.waitMs);
           continue;
         }
-        const jobs = lane.waiting.splice(0, g.take);
+        const jobs: Job[] = [];
+        while (jobs.length < g.take && lane.waiting.length > 0) jobs.push(lane.waiting.shift()!);
         if (lane.waiting.length === 0) this.#ready.delete(id);
         started = true;
         send(jobs, lane);

@@ -66,7 +66,7 @@ export class StreamGather {
     if (target) lane.tenant = target.projectId;
     if (!target || !isBatched(target.batch)) return { take: 1 };
     const now = this.#clock().getTime();
-    const waiting = lane.waiting.slice(0, target.batch.maxEvents);
+    const waiting = Array.from({ length: Math.min(lane.waiting.length, target.batch.maxEvents) }, (_, i) => lane.waiting.peekAt(i)!);
     const head = waiting[0]!;
     // Each body rendered once, here: the request sends these bytes (Job.body).
     const bytes = waiting.map((j) => batchBytes((j.body ??= targetBody(target, j.delivery, j.event))));

@@ -208,9 +208,9 @@ export class StreamDelivery implements DeliveryStream {
 
   /** What a lane may queue before its deliveries spill to the retry queue (spill.ts). */
   #spillAt(lane: Lane): number {
-    const head = lane.waiting[0];
+    const head = lane.waiting.peekFront();
     // A batched lane holds at least two batches' worth: spilled sooner, its batches never filled.
-    const batch = this.#gather.batchSize(lane.waiting[0]?.delivery.webhookId);
+    const batch = this.#gather.batchSize(head?.delivery.webhookId);
     const threshold = spillThreshold({
       sharing: this.#limits.sharing(),
       held: this.#held.pressure,

@@ -226,7 +226,7 @@ export class QueueWorker {
     return busy;
   }
 
-  /** Starts queued deliveries while there are slots, at most perWebhook per subscription and a fair share per project. */
+  /** Starts queued deliveries while there are slots, at most the endpoint's limit per subscription (endpoint-limits.ts) and a fair share per project. */
   #pump(): void {
     const share = fairShare(
       this.#o.concurrency,
@@ -234,7 +234,7 @@ export class QueueWorker {
       [...this.#queue.keys()].map((id) => this.#projectOf.get(id)!),
     );
     for (const [webhookId, queue] of this.#queue) {
-      const room = this.#o.perWebhook - this.#o.streamActive(webhookId);
+      const room = (this.#deps.endpointLimits?.of(webhookId) ?? this.#o.perWebhook) - this.#o.streamActive(webhookId);
       const project = this.#projectOf.get(webhookId)!;
       while (
         queue.length > 0 &&
@@ -250,6 +250,7 @@ export class QueueWorker {
         }
         this.#dispatch(queue.shift()!);
       }
+      if (queue.length > 0 && (this.#running.get(webhookId) ?? 0) >= room) this.#deps.endpointLimits?.pressed(webhookId);
       if (queue.length === 0) this.#queue.delete(webhookId);
       if (this.#inflight.size >= this.#o.concurrency) return;
     }

@@ -19,11 +19,18 @@ describe('configuration', () => {
       secretGraceMs: 86_400_000,
       parkAfterMs: 60000,
       endpointConcurrency: 16,
+      endpointConcurrencyMax: 64,
       pausedBacklogMs: 259_200_000,
       keepPayloads: true,
     });
     expect(c.tailerPort).to.equal(3001);
     expect(c.logLevel).to.equal('info');
+  });
+
+  it('WEBHOOK_ENDPOINT_CONCURRENCY_MAX below WEBHOOK_ENDPOINT_CONCURRENCY is the base: never raised', () => {
+    const c = loadConfig({ WEBHOOK_ENDPOINT_CONCURRENCY: '32', WEBHOOK_ENDPOINT_CONCURRENCY_MAX: '8' });
+    expect([c.webhooks.endpointConcurrency, c.webhooks.endpointConcurrencyMax]).to.deep.equal([32, 32]);
+    expect(loadConfig({ WEBHOOK_ENDPOINT_CONCURRENCY_MAX: '200' }).webhooks.endpointConcurrencyMax).to.equal(200);
   });
 
   it('parses every variable', () => {
