@@ -149,7 +149,6 @@ export class DeliveryEngine implements DeliverySink {
       {
         concurrency: this.#o.concurrency,
         perWebhook: this.#o.perWebhook,
-        endpoints: this.#endpointLimits,
         maxHeld: this.#o.maxHeld,
         held,
         parkAfterMs: webhooks.parkAfterMs,

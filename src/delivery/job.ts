@@ -1,5 +1,4 @@
 import type Denque from 'denque';
-import type { EndpointLimits } from './endpoint-limits.js';
 import type { HeldDeliveries } from './payload-bytes.js';
 import type { CapturedDelivery, CapturedEvent } from '../tailer/sink.js';
 
@@ -79,8 +78,6 @@ export interface StreamLimits {
   concurrency: number;
   /** Requests in flight at once for one subscription. */
   perWebhook: number;
-  /** …raised while its endpoint answers fast with a backlog (endpoint-limits.ts; perWebhook without). */
-  endpoints?: EndpointLimits;
   /** Deliveries held in memory (waiting, in flight, being recorded) before reading waits. */
   maxHeld: number;
   /** Their accounting, shared with the retry queue's worker (its claims take what the stream leaves of the byte budget). */

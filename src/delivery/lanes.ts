@@ -1,4 +1,5 @@
 import Denque from 'denque';
+import type { EndpointLimits } from './endpoint-limits.js';
 import { count, fairShare, tenantsOf } from './fair-share.js';
 import type { Job, Lane, StreamLimits } from './job.js';
 import type { Gathered } from './batch.js';
@@ -17,7 +18,11 @@ export class StreamLanes {
   /** Requests in flight per project (Lane.tenant): each may hold a fair share of the budget. */
   readonly #tenantActive = new Map<string, number>();
 
-  constructor(limits: StreamLimits) {
+  constructor(
+    limits: StreamLimits,
+    /** Each subscription's requests in flight, raised for fast endpoints (the engine's, shared with the retry queue); perWebhook without. */
+    private readonly endpoints?: EndpointLimits,
+  ) {
     this.#limits = limits;
   }
 
@@ -109,9 +114,9 @@ export class StreamLanes {
           this.#ready.delete(id);
           continue;
         }
-        const limit = this.#limits.endpoints?.of(id) ?? this.#limits.perWebhook;
+        const limit = this.endpoints?.of(id) ?? this.#limits.perWebhook;
         if (lane.active + (this.#limits.queueActive?.(id) ?? 0) >= limit) {
-          this.#limits.endpoints?.pressed(id);
+          this.endpoints?.pressed(id);
           continue;
         }
         if ((this.#tenantActive.get(lane.tenant) ?? 0) >= share) continue;

@@ -69,7 +69,7 @@ export class StreamDelivery implements DeliveryStream {
     this.#deps = deps;
     this.#targets = targets;
     this.#limits = limits;
-    this.#lanes = new StreamLanes(limits);
+    this.#lanes = new StreamLanes(limits, deps.endpointLimits);
     this.#held = limits.held ?? new HeldDeliveries(limits.maxHeld, ctx.config.tailerMaxHeldBytes);
     this.#gather = new StreamGather(
       targets,

@@ -102,20 +102,23 @@ function groupFor(ctx: Context, env: Environment, fnText: string, fn: string): C
     const where = { function: fnText, projectId: env.projectId, environment: env.name };
     group = new ClaimsGroups(
       (calls) => runFunction(ctx, env, where, statement, calls),
-      (err) => {
-        if (isConnectionError(err)) return err; // Postgres is away: 503, not the function's fault
-        const code = pgCode(err);
-        // The operators read why in the log; the client is told which function and what kind of failure.
-        ctx.log.warn({ err, ...where }, 'the claims function failed: no token issued');
-        if (code === '57014') return claimsFunctionFailed(fnText, 'timeout');
-        if (code === '42883' || code === '3F000') return claimsFunctionFailed(fnText, 'missing');
-        return claimsFunctionFailed(fnText, 'error', code ? { sqlstate: code } : {});
-      },
+      (err) => verdictOf(ctx, where, err),
       () => groups.delete(key),
     );
     groups.set(key, group);
   }
   return group;
+}
+
+/** What a call's own failure tells its caller: Postgres away (503), or which kind of failure of the function. */
+function verdictOf(ctx: Context, where: { function: string; projectId: string; environment: string }, err: unknown): unknown {
+  if (isConnectionError(err)) return err; // Postgres is away: 503, not the function's fault
+  const code = pgCode(err);
+  // The operators read why in the log; the client is told which function and what kind of failure.
+  ctx.log.warn({ err, ...where }, 'the claims function failed: no token issued');
+  if (code === '57014') return claimsFunctionFailed(where.function, 'timeout');
+  if (code === '42883' || code === '3F000') return claimsFunctionFailed(where.function, 'missing');
+  return claimsFunctionFailed(where.function, 'error', code ? { sqlstate: code } : {});
 }
 
 async function runFunction(
